@@ -1,0 +1,3 @@
+"""harness: reference-free retrieval tuning for RAG."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,295 @@
+"""Experiment files (TOML): parsing, `--set` overrides and validation.
+
+Paths inside an experiment file are relative to that file. Every error names the file,
+the field (dotted, e.g. `chunking.chunk_overlap`) and what was expected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError
+
+DEFAULT_RELEVANT = (
+    "The passage is about what the question asks: it shares the question's subject and "
+    "topic, even if it does not contain the answer."
+)
+DEFAULT_COMPLETE = (
+    "The passage alone contains the specific information needed to answer the question "
+    "fully; a reader would need no other text."
+)
+
+
+@dataclass(frozen=True)
+class CorpusConfig:
+    sources: tuple[str, ...] = ()
+    """Files, folders (.md, .txt, .html) or http(s) URLs."""
+    html_classes: tuple[str, ...] = ()
+    """Keep only elements with these CSS classes from HTML pages; empty keeps the body."""
+
+
+@dataclass(frozen=True)
+class QuestionsConfig:
+    file: str = ""
+    """JSONL with {"id", "text"} per line, or a .txt file with one question per line."""
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    chunk_size: int = 1000
+    chunk_overlap: int = 200
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    k: int = 4
+
+
+@dataclass(frozen=True)
+class EmbedderConfig:
+    name: str = "local-minilm"
+    """`local-minilm` (packaged all-MiniLM-L6-v2) or `openai`."""
+    model: str = ""
+    """For `openai`: text-embedding-3-small (default) or text-embedding-3-large."""
+    base_url: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    batch_size: int = 32
+
+
+@dataclass(frozen=True)
+class CriteriaConfig:
+    relevant: str = DEFAULT_RELEVANT
+    complete: str = DEFAULT_COMPLETE
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    base_url: str = ""
+    """OpenAI-compatible endpoint; empty (and no model) starts the local judge."""
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Name of the environment variable that holds the key (the key never goes in a file)."""
+    local_model: str = "qwen2.5-coder-1.5b"
+    """Packaged model for the local judge: qwen2.5-coder-1.5b or smollm2-135m, or a .gguf path."""
+    concurrency: int = 4
+    reasons: bool = False
+    """Ask for a one-sentence reason with each verdict (slower: ~40 more output tokens)."""
+    temperature: float = 0.0
+    timeout_s: float = 120.0
+    max_retries: int = 3
+    criteria: CriteriaConfig = field(default_factory=CriteriaConfig)
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    name: str
+    path: str
+    """The experiment file this came from ("" when built in code)."""
+    corpus: CorpusConfig
+    questions: QuestionsConfig
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+
+    @property
+    def base_dir(self) -> Path:
+        return Path(self.path).parent if self.path else Path.cwd()
+
+    def resolve_path(self, p: str) -> str:
+        """A path from the file, made absolute against the file's folder; URLs unchanged."""
+        if p.startswith(("http://", "https://")):
+            return p
+        path = Path(os.path.expanduser(p))
+        return str(path if path.is_absolute() else (self.base_dir / path).resolve())
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+_SECTIONS = ("corpus", "questions", "chunking", "retrieval", "embedder", "judge")
+
+
+def _type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is tuple:
+        return "a list of strings"
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(
+        tp, str(tp)
+    )
+
+
+def _coerce(value: Any, tp: Any, where: str, name: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin is tuple:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(where, name, f"expected a list of strings, got {value!r}")
+        return tuple(value)
+    if origin in (typing.Union, types.UnionType):
+        tp = next(a for a in typing.get_args(tp) if a is not type(None))
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(where, name, f"expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(where, name, f"expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(where, name, f"expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(where, name, f"expected a string, got {value!r}")
+        return value
+    raise TypeError(f"unsupported config type {tp}")
+
+
+def _build(cls: type, data: Any, where: str, prefix: str) -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(where, prefix, f"expected a table, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls) if f.name != "path"}
+    unknown = sorted(set(data) - fields)
+    if unknown:
+        key = f"{prefix}.{unknown[0]}" if prefix else unknown[0]
+        raise ConfigError(where, key, f"unknown key; expected one of {sorted(fields)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        dotted = f"{prefix}.{name}" if prefix else name
+        tp = hints[name]
+        if dataclasses.is_dataclass(tp):
+            kwargs[name] = _build(tp, value, where, dotted)
+        else:
+            kwargs[name] = _coerce(value, tp, where, dotted)
+    return kwargs
+
+
+def _leaf_keys() -> dict[str, list[str]]:
+    """Leaf name -> dotted keys, so `--set k=3` can stand for `retrieval.k=3`."""
+    out: dict[str, list[str]] = {}
+
+    def walk(cls: type, prefix: str) -> None:
+        for f in dataclasses.fields(cls):
+            tp = typing.get_type_hints(cls)[f.name]
+            dotted = f"{prefix}.{f.name}" if prefix else f.name
+            if dataclasses.is_dataclass(tp):
+                walk(tp, dotted)
+            else:
+                out.setdefault(f.name, []).append(dotted)
+
+    for section in _SECTIONS:
+        walk(typing.get_type_hints(ExperimentConfig)[section], section)
+    return out
+
+
+def _parse_override_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def apply_overrides(data: dict[str, Any], overrides: typing.Sequence[str]) -> dict[str, Any]:
+    """Return a copy of `data` with `key=value` overrides applied (dotted keys or unique leaf
+    names; values parsed as TOML, falling back to a plain string)."""
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
+    leaves = _leaf_keys()
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError("--set", item, "expected key=value, e.g. chunking.chunk_size=500")
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        if "." not in key and key not in ("name",):
+            matches = leaves.get(key, [])
+            if len(matches) != 1:
+                raise ConfigError(
+                    "--set", key, "unknown key; use a dotted key such as chunking.chunk_size"
+                )
+            key = matches[0]
+        parts = key.split(".")
+        node = out
+        for part in parts[:-1]:
+            child = node.get(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError("--set", key, f"{part} is not a table")
+            node[part] = child = dict(child)
+            node = child
+        node[parts[-1]] = _parse_override_value(raw)
+    return out
+
+
+def parse_experiment(
+    data: dict[str, Any], path: str = "", overrides: typing.Sequence[str] = ()
+) -> ExperimentConfig:
+    """Validate a parsed TOML mapping (plus overrides) into an ExperimentConfig."""
+    where = path or "<experiment>"
+    data = apply_overrides(data, overrides)
+    kwargs = _build(ExperimentConfig, data, where, "")
+    kwargs.setdefault("name", Path(path).stem if path else "experiment")
+    for section in ("corpus", "questions"):
+        if section not in kwargs:
+            raise ConfigError(where, section, f"missing [{section}] table")
+    hints = typing.get_type_hints(ExperimentConfig)
+    for section in _SECTIONS:
+        section_cls = hints[section]
+        sub = kwargs.get(section, {})
+        if "criteria" in sub:
+            sub = {**sub, "criteria": CriteriaConfig(**sub["criteria"])}
+        kwargs[section] = section_cls(**sub)
+    config = ExperimentConfig(path=str(Path(path).resolve()) if path else "", **kwargs)
+    validate(config)
+    return config
+
+
+def validate(config: ExperimentConfig) -> None:
+    """Checks that span fields; raises ConfigError naming the field."""
+    where = config.path or "<experiment>"
+    if not config.corpus.sources:
+        raise ConfigError(where, "corpus.sources", "expected at least one file, folder or URL")
+    if not config.questions.file:
+        raise ConfigError(where, "questions.file", "expected the path of a questions file")
+    c = config.chunking
+    if c.chunk_size < 1:
+        raise ConfigError(where, "chunking.chunk_size", f"expected >= 1, got {c.chunk_size}")
+    if c.chunk_overlap < 0 or c.chunk_overlap >= c.chunk_size:
+        raise ConfigError(
+            where,
+            "chunking.chunk_overlap",
+            f"expected 0 <= chunk_overlap < chunk_size ({c.chunk_size}), got {c.chunk_overlap}",
+        )
+    if config.retrieval.k < 1:
+        raise ConfigError(where, "retrieval.k", f"expected k >= 1, got {config.retrieval.k}")
+    if config.embedder.name not in ("local-minilm", "openai"):
+        raise ConfigError(
+            where, "embedder.name", f"expected local-minilm or openai, got {config.embedder.name!r}"
+        )
+    if config.judge.concurrency < 1:
+        raise ConfigError(where, "judge.concurrency", "expected an integer >= 1")
+    for name in ("relevant", "complete"):
+        if not getattr(config.judge.criteria, name).strip():
+            raise ConfigError(where, f"judge.criteria.{name}", "expected a non-empty text")
+
+
+def load_experiment(
+    path: str | os.PathLike[str], overrides: typing.Sequence[str] = ()
+) -> ExperimentConfig:
+    """Read and validate an experiment file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(str(p), "", "experiment file not found")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(p), "", f"not valid TOML ({exc})") from None
+    return parse_experiment(data, str(p), overrides)

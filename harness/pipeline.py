@@ -1,0 +1,358 @@
+"""One configuration end to end: load, chunk, embed, index, retrieve, judge, metrics, log.
+
+This is one of the two places that sequence the stages (the other is the sweep). It
+writes the result log as work finishes: a question's line is appended the moment its last
+verdict is in, and the header is rewritten at the start and at the end, so a crash or
+Ctrl-C keeps every finished question, and the verdict cache keeps every paid verdict.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from harness import chunk as chunk_stage
+from harness import embed as embed_stage
+from harness import index as index_stage
+from harness import judge as judge_stage
+from harness import load as load_stage
+from harness import metrics as metrics_stage
+from harness import retrieve as retrieve_stage
+from harness.config import ExperimentConfig, JudgeConfig
+from harness.errors import ConfigError, HarnessError
+from harness.llama_server import LlamaServer, resolve_model
+from harness.log import (
+    STATUS_DONE,
+    STATUS_FAILED,
+    STATUS_INTERRUPTED,
+    STATUS_RUNNING,
+    RunHeader,
+    RunLog,
+    RunWriter,
+    new_run_id,
+    now_iso,
+    read_run,
+)
+from harness.types import Chunk, ComponentSpec, Hit, JudgedHit, Question, QuestionResult
+
+
+def default_cache_dir() -> Path:
+    """$HARNESS_CACHE_DIR, else ~/.cache/harness: shared by every run and sweep of a user."""
+    env = os.environ.get("HARNESS_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "harness"
+
+
+def _file_sha(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@contextlib.contextmanager
+def open_judge(
+    config: JudgeConfig,
+    *,
+    cache_dir: Path,
+    stats: judge_stage.JudgeStats,
+    log_dir: Path | None = None,
+) -> Iterator[judge_stage.OpenAIJudge]:
+    """The judge a config asks for, ready to grade; a local server is stopped on exit.
+
+    An endpoint is used when `base_url` or `model` is set in the experiment or in
+    HARNESS_JUDGE_BASE_URL / HARNESS_JUDGE_MODEL; otherwise the packaged local model is
+    served by llama.cpp on 127.0.0.1.
+    """
+    base_url = config.base_url or os.environ.get("HARNESS_JUDGE_BASE_URL", "")
+    model = config.model or os.environ.get("HARNESS_JUDGE_MODEL", "")
+    common: dict[str, Any] = dict(
+        reasons=config.reasons,
+        temperature=config.temperature,
+        timeout_s=config.timeout_s,
+        max_retries=config.max_retries,
+        stats=stats,
+    )
+    if base_url or model:
+        if not model:
+            raise ConfigError(
+                "", "judge.model", "a judge endpoint needs a model name (or HARNESS_JUDGE_MODEL)"
+            )
+        api_key = os.environ.get(config.api_key_env, "")
+        yield judge_stage.OpenAIJudge(
+            base_url=base_url or "https://api.openai.com/v1", model=model, api_key=api_key, **common
+        )
+        return
+    path, sha = resolve_model(config.local_model, cache_dir)
+    alias = config.local_model if not config.local_model.endswith(".gguf") else path.stem
+    server = LlamaServer(
+        path,
+        alias=alias,
+        parallel=config.concurrency,
+        log_path=(log_dir / "llama-server.log") if log_dir else None,
+    )
+    with server:
+        yield judge_stage.OpenAIJudge(
+            base_url=server.base_url,
+            model=alias,
+            api_key="",
+            spec_extra={
+                "engine": "llama-server",
+                "local_model": config.local_model,
+                "model_sha256": sha,
+            },
+            **common,
+        )
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything before judging: documents, chunks, index and hits per question."""
+
+    questions: tuple[Question, ...]
+    chunks: dict[str, Chunk]
+    hits: tuple[tuple[Hit, ...], ...]
+    components: dict[str, ComponentSpec]
+    data: dict[str, Any]
+    stats: dict[str, Any]
+
+
+def prepare(config: ExperimentConfig, *, cache_dir: Path) -> Prepared:
+    """Load, chunk, index (cached) and retrieve for one configuration."""
+    where = config.path or "<experiment>"
+    t0 = time.perf_counter()
+    docs = load_stage.load_documents(
+        [config.resolve_path(s) for s in config.corpus.sources],
+        html_classes=config.corpus.html_classes,
+        where=where,
+    )
+    questions_path = config.resolve_path(config.questions.file)
+    questions = load_stage.load_questions(questions_path)
+    chunks = chunk_stage.chunk_documents(
+        docs, chunk_size=config.chunking.chunk_size, chunk_overlap=config.chunking.chunk_overlap
+    )
+    splitter = chunk_stage.splitter_spec(config.chunking.chunk_size, config.chunking.chunk_overlap)
+    emb_spec = embed_stage.embedder_spec(config.embedder)
+    embedder = embed_stage.CachedEmbedder(
+        lambda: embed_stage.make_embeddings(config.embedder),
+        emb_spec,
+        embed_stage.EmbeddingCache(cache_dir / "embeddings.sqlite"),
+    )
+    corpus_sha = load_stage.corpus_hash(docs)
+    key = index_stage.index_key(corpus_sha, splitter, emb_spec)
+    t_index = time.perf_counter()
+    index = index_stage.load_or_build_index(chunks, embedder, key=key, cache_dir=cache_dir)
+    index_s = time.perf_counter() - t_index
+    qvecs = embedder.embed_queries([q.text for q in questions])
+    hits = retrieve_stage.retrieve(index.store, qvecs, config.retrieval.k)
+    if embedder.cache is not None:
+        embedder.cache.close()
+    return Prepared(
+        questions=tuple(questions),
+        chunks=index.chunks,
+        hits=tuple(tuple(h) for h in hits),
+        components={"splitter": splitter, "embedder": emb_spec},
+        data={
+            "corpus_sha256": corpus_sha,
+            "questions_sha256": _file_sha(questions_path),
+            "questions_file": questions_path,
+            "n_documents": len(docs),
+            "n_chunks": len(index.chunks),
+            "n_questions": len(questions),
+            "index_key": key,
+        },
+        stats={
+            "index_cache_hit": index.from_cache,
+            "index_s": round(index_s, 3),
+            "embedded_texts": embedder.embedded_texts,
+            "prepare_s": round(time.perf_counter() - t0, 3),
+        },
+    )
+
+
+class _Progress:
+    """Logs progress at most every `every_s` seconds, and at the end."""
+
+    def __init__(self, total: int, what: str, every_s: float = 5.0) -> None:
+        self.total, self.what, self.every_s = total, what, every_s
+        self.done = 0
+        self._last = time.monotonic()
+        self._start = self._last
+
+    def step(self, extra: str = "") -> None:
+        self.done += 1
+        now = time.monotonic()
+        if self.done == self.total or now - self._last >= self.every_s:
+            self._last = now
+            rate = self.done / max(now - self._start, 1e-9)
+            eta = (self.total - self.done) / rate if rate > 0 else 0
+            logger.info("{} {}/{} ({:.0f} s left) {}", self.what, self.done, self.total, eta, extra)
+
+
+def run_experiment(
+    config: ExperimentConfig,
+    *,
+    results_dir: str | os.PathLike[str] = "results",
+    cache_dir: str | os.PathLike[str] | None = None,
+    judge: judge_stage.Judge | None = None,
+    run_dir: str | os.PathLike[str] | None = None,
+) -> RunLog:
+    """Run one configuration and return its result log, read back from disk.
+
+    `judge` replaces the configured judge (tests pass a scripted one). The verdict cache
+    lives in `cache_dir` (default: `default_cache_dir()`), so a rerun after a crash pays
+    only for what was never judged.
+    """
+    t_start = time.perf_counter()
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    run_id = new_run_id(config.name)
+    folder = Path(run_dir) if run_dir else Path(results_dir) / run_id
+    run_id = folder.name
+    writer = RunWriter(folder)
+    ks = tuple(range(1, config.retrieval.k + 1))
+    header = RunHeader(
+        run_id=run_id,
+        name=config.name,
+        status=STATUS_RUNNING,
+        started_at=now_iso(),
+        config=config.to_dict(),
+        components={},
+        data={},
+        ks=ks,
+    )
+    writer.write_header(header)
+    stats = judge_stage.JudgeStats()
+    run_stats: dict[str, Any] = {}
+    try:
+        prepared = prepare(config, cache_dir=cache)
+        run_stats.update(prepared.stats)
+        header = replace(header, components=dict(prepared.components), data=prepared.data)
+        writer.write_header(header)
+        verdict_cache = judge_stage.VerdictCache(cache / "verdicts.sqlite")
+        t_judge = time.perf_counter()
+        try:
+            with contextlib.ExitStack() as stack:
+                if judge is None:
+                    judge = stack.enter_context(
+                        open_judge(config.judge, cache_dir=cache, stats=stats, log_dir=folder)
+                    )
+                header = replace(header, components={**header.components, "judge": judge.spec})
+                writer.write_header(header)
+                per_question = _judge_all(config, prepared, judge, verdict_cache, stats, writer)
+        finally:
+            verdict_cache.close()
+        run_stats["judge_s"] = round(time.perf_counter() - t_judge, 3)
+        header = replace(
+            header,
+            status=STATUS_DONE,
+            finished_at=now_iso(),
+            metrics=metrics_stage.aggregate(per_question, ks),
+            stats=_stats(run_stats, stats, t_start),
+        )
+        writer.write_header(header)
+    except KeyboardInterrupt:
+        writer.write_header(
+            replace(
+                header,
+                status=STATUS_INTERRUPTED,
+                finished_at=now_iso(),
+                stats=_stats(run_stats, stats, t_start),
+                error="interrupted",
+            )
+        )
+        raise
+    except Exception as exc:
+        message = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
+        writer.write_header(
+            replace(
+                header,
+                status=STATUS_FAILED,
+                finished_at=now_iso(),
+                stats=_stats(run_stats, stats, t_start),
+                error=message,
+            )
+        )
+        raise
+    finally:
+        writer.close()
+    return read_run(folder)
+
+
+def _stats(
+    run_stats: dict[str, Any], judge_stats: judge_stage.JudgeStats, t_start: float
+) -> dict[str, Any]:
+    return {
+        **run_stats,
+        **judge_stats.to_dict(),
+        "total_s": round(time.perf_counter() - t_start, 3),
+    }
+
+
+def _judge_all(
+    config: ExperimentConfig,
+    prepared: Prepared,
+    judge: judge_stage.Judge,
+    cache: judge_stage.VerdictCache,
+    stats: judge_stage.JudgeStats,
+    writer: RunWriter,
+) -> list[dict[str, float]]:
+    """Judge every (question, hit) pair; write each question's line as soon as it is done."""
+    pairs: list[tuple[str, str]] = []
+    owner: list[tuple[int, int]] = []  # (question index, hit index) per pair
+    for qi, (q, hits) in enumerate(zip(prepared.questions, prepared.hits, strict=True)):
+        for hi, hit in enumerate(hits):
+            pairs.append((q.text, prepared.chunks[hit.chunk_id].text))
+            owner.append((qi, hi))
+    verdicts: dict[tuple[int, int], Any] = {}
+    remaining = [len(h) for h in prepared.hits]
+    per_question: list[dict[str, float] | None] = [None] * len(prepared.questions)
+    progress = _Progress(len(prepared.questions), "judged questions")
+
+    def finish(qi: int) -> None:
+        hits = prepared.hits[qi]
+        judged = tuple(
+            JudgedHit(hit=h, chunk=prepared.chunks[h.chunk_id], verdict=verdicts[(qi, hi)])
+            for hi, h in enumerate(hits)
+        )
+        grades = [j.verdict.grade for j in judged]
+        lengths = [len(j.chunk.text) for j in judged]
+        m = metrics_stage.question_metrics(grades, lengths, range(1, config.retrieval.k + 1))
+        errors = [f"rank {j.hit.rank}: {j.verdict.error}" for j in judged if j.verdict.error]
+        writer.append(
+            QuestionResult(
+                question=prepared.questions[qi],
+                hits=judged,
+                metrics=m,
+                error="; ".join(errors) if errors else None,
+            )
+        )
+        per_question[qi] = m
+        progress.step(f"(paid calls {stats.calls}, cache hits {stats.cache_hits})")
+
+    for qi, n in enumerate(remaining):
+        if n == 0:
+            finish(qi)
+
+    def on_done(i: int, verdict: Any) -> None:
+        qi, hi = owner[i]
+        verdicts[(qi, hi)] = verdict
+        remaining[qi] -= 1
+        if remaining[qi] == 0:
+            finish(qi)
+
+    logger.info("judging {} chunks for {} questions", len(pairs), len(prepared.questions))
+    judge_stage.judge_pairs(
+        pairs,
+        judge,
+        criteria=config.judge.criteria,
+        cache=cache,
+        stats=stats,
+        concurrency=config.judge.concurrency,
+        on_done=on_done,
+    )
+    return [m for m in per_question if m is not None]
