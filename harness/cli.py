@@ -1,7 +1,10 @@
 """The command line: a thin shell over the public functions.
 
     harness run EXPERIMENT.toml [--set key=value ...] [--format table|json]
-    harness show RUN [--question ID] [--failures] [--format text|json]
+    harness sweep EXPERIMENT.toml [--trials N] [--resume SWEEP_DIR] [--storage URL]
+    harness list [RESULTS_DIR] [--format text|json]
+    harness show RUN_OR_TRIAL [--question ID] [--failures] [--format text|json]
+    harness compare RUN_OR_TRIAL RUN_OR_TRIAL ... [--k K] [--metric NAME]
 
 User errors print one line to stderr and exit 2; Ctrl-C exits 130 with every finished
 result kept.
@@ -10,6 +13,7 @@ result kept.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import textwrap
@@ -123,8 +127,16 @@ def _select(run: RunLog, question: str | None, failures: bool) -> list[QuestionR
 
 
 def resolve_run_dir(arg: str, results_dir: str) -> Path:
-    """A run folder given as a path, or as a run id under the results folder."""
-    for candidate in (Path(arg), Path(results_dir) / arg):
+    """A run folder given as a path, as a run id under the results folder, or a sweep's
+    trial as SWEEP_DIR/trials/N or SWEEP:N."""
+    candidates = [Path(arg), Path(results_dir) / arg]
+    if ":" in arg:
+        sweep, _, number = arg.rpartition(":")
+        candidates += [
+            Path(sweep) / "trials" / number,
+            Path(results_dir) / sweep / "trials" / number,
+        ]
+    for candidate in candidates:
         if (candidate / "header.json").is_file():
             return candidate
     raise HarnessError(f"{arg}: no run folder here or under {results_dir}/ (no header.json)")
@@ -147,6 +159,25 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from harness.sweep import read_sweep
+
+    for candidate in (Path(args.run), Path(args.results_dir) / args.run):
+        if (candidate / "sweep.json").is_file():
+            log = read_sweep(candidate)
+            if args.format == "json":
+                print(
+                    json.dumps(
+                        {
+                            "sweep_dir": str(candidate),
+                            **log.summary,
+                            "trials": [t.to_dict() for t in log.trials],
+                        },
+                        indent=2,
+                    )
+                )
+            else:
+                print(format_sweep(log.summary, log.trials))
+            return 0
     run = read_run(resolve_run_dir(args.run, args.results_dir))
     qs = _select(run, args.question, args.failures)
     if args.format == "json":
@@ -170,6 +201,187 @@ def cmd_show(args: argparse.Namespace) -> int:
         print()
     if not qs:
         print("no questions match")
+    return 0
+
+
+def _fmt_values(values: list[float] | None) -> str:
+    return ", ".join(f"{v:.3f}" for v in values) if values else "-"
+
+
+def format_sweep(summary: dict[str, Any], trials: Sequence[Any]) -> str:
+    lines = [
+        f"sweep {summary['sweep_id']}: {summary['status']}, objective "
+        f"{' & '.join(summary['objective'])} ({', '.join(summary['directions'])}), "
+        f"sampler {summary['sampler']['name']} seed {summary['sampler']['seed']}",
+        f"{'trial':>5}  {'state':<8}  {'values':<16}  params",
+    ]
+    for t in trials:
+        params = " ".join(f"{k}={v}" for k, v in t.params.items())
+        note = f"  ({t.error})" if t.error else ""
+        if t.state == "pruned" and not t.error:
+            note = f"  (after {t.questions_done} questions)"
+        lines.append(f"{t.number:>5}  {t.state:<8}  {_fmt_values(t.values):<16}  {params}{note}")
+    best = summary.get("best") or []
+    label = "best" if len(summary["objective"]) == 1 else "Pareto front"
+    for b in best:
+        lines.append(
+            f"{label}: trial {b['number']} {_fmt_values(b['values'])} {b['params']}  {b['run_dir']}"
+        )
+    c, st = summary["counts"], summary["stats"]
+    lines.append(
+        f"trials: {c['complete']} complete, {c['pruned']} pruned, {c['failed']} failed; "
+        f"judge calls {st['judge_calls']}, cache hits {st['judge_cache_hits']}, distinct "
+        f"verdicts {st['distinct_verdicts']}, without a cache {st['naive_calls']} calls"
+    )
+    return "\n".join(lines)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from harness.config import load_experiment
+    from harness.sweep import read_sweep, run_sweep
+
+    if args.resume and not args.experiment:
+        prior = read_sweep(args.resume).summary
+        args.experiment = prior["experiment"]
+    if not args.experiment:
+        raise HarnessError("sweep: give an experiment file, or --resume SWEEP_DIR")
+    config = load_experiment(args.experiment, overrides=args.set or [])
+    log = run_sweep(
+        config,
+        results_dir=args.results_dir,
+        cache_dir=args.cache_dir,
+        trials=args.trials,
+        resume=args.resume,
+        storage=args.storage,
+    )
+    if args.format == "json":
+        print(json.dumps({"sweep_dir": str(log.sweep_dir), **log.summary}, indent=2))
+    else:
+        print(format_sweep(log.summary, log.trials))
+        print(f"sweep log: {log.sweep_dir}")
+    return 0
+
+
+def list_results(results_dir: str) -> list[dict[str, Any]]:
+    """Runs and sweeps directly under `results_dir`, from their headers only."""
+    from harness.log import read_header
+    from harness.sweep import read_sweep
+
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise HarnessError(f"{results_dir}: no such folder")
+    out: list[dict[str, Any]] = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        if (folder / "sweep.json").is_file():
+            sw = read_sweep(folder).summary
+            best = (sw.get("best") or [{}])[0]
+            out.append(
+                {
+                    "kind": "sweep",
+                    "id": folder.name,
+                    "path": str(folder),
+                    "status": sw["status"],
+                    "name": sw["config"].get("name", ""),
+                    "counts": sw["counts"],
+                    "objective": sw["objective"],
+                    "best_values": best.get("values"),
+                    "best_trial": best.get("number"),
+                }
+            )
+        elif (folder / "header.json").is_file():
+            h = read_header(folder)
+            k = max(h.ks) if h.ks else 0
+            out.append(
+                {
+                    "kind": "run",
+                    "id": folder.name,
+                    "path": str(folder),
+                    "status": h.status,
+                    "name": h.name,
+                    "k": k,
+                    "n_questions": h.data.get("n_questions"),
+                    "metrics": {
+                        m: h.metrics[m]
+                        for m in (f"hit_rate@{k}", f"mrr@{k}", f"relevancy_mrr@{k}")
+                        if m in h.metrics
+                    },
+                    "started_at": h.started_at,
+                }
+            )
+    return out
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    rows = list_results(args.results_dir_pos or args.results_dir)
+    if args.format == "json":
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no runs or sweeps here")
+    for r in rows:
+        if r["kind"] == "run":
+            m = "  ".join(f"{k}={v:.3f}" for k, v in r["metrics"].items())
+            print(f"run    {r['id']:<48} {r['status']:<11} {r['n_questions'] or '?':>4} q  {m}")
+        else:
+            c = r["counts"]
+            best = (
+                f"best trial {r['best_trial']}: {_fmt_values(r['best_values'])}"
+                if r["best_values"]
+                else ""
+            )
+            print(
+                f"sweep  {r['id']:<48} {r['status']:<11} {c['complete']} complete, "
+                f"{c['pruned']} pruned, {c['failed']} failed  {' & '.join(r['objective'])}  {best}"
+            )
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from harness.compare import compare_runs
+
+    runs = [read_run(resolve_run_dir(a, args.results_dir)) for a in args.runs]
+    comp = compare_runs(runs, k=args.k, change_metric=args.metric)
+    if args.format == "json":
+        print(json.dumps(dataclasses.asdict(comp), indent=2, ensure_ascii=False))
+        return 0
+    k = comp.k
+    short = [Path(r).name if Path(r).name not in ("", ".") else r for r in comp.runs]
+    short = [
+        f"{Path(r).parent.parent.name}/{Path(r).name}" if Path(r).parent.name == "trials" else s
+        for r, s in zip(comp.runs, short, strict=True)
+    ]
+    print(
+        f"compare at k={k} over {comp.shared_questions} shared questions "
+        f"(intervals: 95% paired bootstrap of the difference to the first run)"
+    )
+    for i, name in enumerate(short):
+        print(f"  [{i}] {name}")
+    header = f"{'metric':<18}" + "".join(f"{'[' + str(i) + ']':>10}" for i in range(len(short)))
+    print(header)
+    for metric in (*METRIC_NAMES, "failures", "errors"):
+        mk = f"{metric}@{k}"
+        cells = []
+        for r in comp.runs:
+            v = comp.metrics[r].get(mk)
+            cells.append(f"{'-':>10}" if v is None else f"{v:>10.3f}" if v < 100 else f"{v:>10.0f}")
+        print(f"{mk:<18}" + "".join(cells))
+    print()
+    for d in comp.differences:
+        i = comp.runs.index(d.run)
+        sig = "" if d.low <= 0 <= d.high else "  *"
+        print(f"[{i}]-[0] {d.metric:<18} {d.mean_diff:+.3f}  [{d.low:+.3f}, {d.high:+.3f}]{sig}")
+    if comp.changes:
+        print(f"\nquestions whose {args.metric}@{k} changed:")
+    for c in comp.changes:
+        i = comp.runs.index(c.run)
+        word = "better" if c.after > c.before else "worse"
+        print(f"  [{i}] {word:<6} {c.before:.3f} -> {c.after:.3f}  [{c.question_id}] {c.text}")
+        for label, h in (("before", c.first_hit_before), ("after", c.first_hit_after)):
+            if h:
+                excerpt = " ".join(h["text"].split())[:140]
+                print(f"        {label}: #{h['rank']} {h['chunk_id']}: {excerpt}")
+            else:
+                print(f"        {label}: no relevant-and-complete chunk in the top {k}")
     return 0
 
 
@@ -204,6 +416,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common(p_run)
     p_run.set_defaults(func=cmd_run)
+
+    p_sweep = sub.add_parser("sweep", help="search the space with Optuna; one run per trial")
+    p_sweep.add_argument("experiment", nargs="?", help="experiment file with a [sweep] table")
+    p_sweep.add_argument(
+        "--trials", type=int, help="finished trials to reach (default: sweep.trials)"
+    )
+    p_sweep.add_argument("--resume", metavar="SWEEP_DIR", help="continue an interrupted sweep")
+    p_sweep.add_argument(
+        "--storage",
+        metavar="URL",
+        help="Optuna storage URL (default: a SQLite file in the sweep folder)",
+    )
+    p_sweep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting")
+    p_sweep.add_argument("--format", choices=("table", "json"), default="table")
+    p_sweep.add_argument(
+        "--cache-dir",
+        default=None,
+        help="verdict/index cache (default: $HARNESS_CACHE_DIR or ~/.cache/harness)",
+    )
+    common(p_sweep)
+    p_sweep.set_defaults(func=cmd_sweep)
+
+    p_list = sub.add_parser("list", help="runs and sweeps with status and headline metrics")
+    p_list.add_argument("results_dir_pos", nargs="?", metavar="RESULTS_DIR")
+    p_list.add_argument("--format", choices=("text", "json"), default="text")
+    common(p_list)
+    p_list.set_defaults(func=cmd_list)
+
+    p_cmp = sub.add_parser("compare", help="metrics side by side with paired bootstrap intervals")
+    p_cmp.add_argument("runs", nargs="+", metavar="RUN_OR_TRIAL")
+    p_cmp.add_argument("--k", type=int, help="compare at this k (default: the largest shared k)")
+    p_cmp.add_argument(
+        "--metric", default="mrr", help="metric for the changed questions (default: mrr)"
+    )
+    p_cmp.add_argument("--format", choices=("text", "json"), default="text")
+    common(p_cmp)
+    p_cmp.set_defaults(func=cmd_compare)
 
     p_show = sub.add_parser("show", help="print a run's graded chunks with verdicts and reasons")
     p_show.add_argument("run", help="run folder, or run id under --results-dir")

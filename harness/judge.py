@@ -47,6 +47,11 @@ ANSWER_REASON = (
     'Answer "yes" or "no", then a colon and one short sentence giving the reason, '
     'for example: "no: the passage is about holidays, not expenses".'
 )
+# Every casing is allowed so that greedy decoding picks the model's own preference: a
+# grammar with only "yes" | "no" can force "yes" when the model wanted "No".
+_YES_NO = '("yes" | "no" | "Yes" | "No" | "YES" | "NO")'
+GRAMMAR_SHORT = f"root ::= {_YES_NO}"
+GRAMMAR_REASON = f'root ::= {_YES_NO} ": " [^\\n]{{1,200}}'
 STRICT_REMINDER = (
     'Your previous answer could not be read. Reply with exactly "yes" or "no" as the '
     "first word and nothing before it."
@@ -154,34 +159,42 @@ class Judge(Protocol):
 
 @dataclass
 class JudgeStats:
-    """Counters for one run. Thread-safe through `lock`."""
+    """What judging cost in one run, summed from the verdicts. Thread-safe."""
 
     calls: int = 0
+    paid_verdicts: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     errors: int = 0
     cache_hits: int = 0
-    latencies_s: list[float] = field(default_factory=list)
+    call_latencies_s: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def record_call(self, latency_s: float, prompt_tokens: int, completion_tokens: int) -> None:
+    def record(self, verdict: CriterionVerdict) -> None:
         with self.lock:
-            self.calls += 1
-            self.latencies_s.append(latency_s)
-            self.prompt_tokens += prompt_tokens
-            self.completion_tokens += completion_tokens
+            if verdict.cached:
+                self.cache_hits += 1
+                return
+            self.paid_verdicts += 1
+            self.calls += verdict.calls
+            self.prompt_tokens += verdict.prompt_tokens
+            self.completion_tokens += verdict.completion_tokens
+            if verdict.calls:
+                self.call_latencies_s.append(verdict.latency_s / verdict.calls)
+            if verdict.error:
+                self.errors += 1
 
     def to_dict(self) -> dict[str, Any]:
         with self.lock:
+            lat = self.call_latencies_s
             return {
                 "judge_calls": self.calls,
+                "judge_paid_verdicts": self.paid_verdicts,
                 "judge_cache_hits": self.cache_hits,
                 "judge_errors": self.errors,
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
-                "judge_call_median_s": statistics.median(self.latencies_s)
-                if self.latencies_s
-                else None,
+                "judge_call_median_s": round(statistics.median(lat), 4) if lat else None,
             }
 
 
@@ -203,7 +216,7 @@ class OpenAIJudge:
         timeout_s: float = 120.0,
         max_retries: int = 3,
         logprobs: bool = True,
-        stats: JudgeStats | None = None,
+        grammar: bool = False,
         spec_extra: dict[str, Any] | None = None,
         max_consecutive_failures: int = 8,
     ) -> None:
@@ -215,7 +228,9 @@ class OpenAIJudge:
         self.temperature = temperature
         self.max_tokens = 60 if reasons else 2
         self.logprobs = logprobs
-        self.stats = stats or JudgeStats()
+        # llama.cpp servers accept a GBNF grammar that makes a malformed answer impossible;
+        # other endpoints may reject the unknown field, so it is opt-in.
+        self.grammar = (GRAMMAR_REASON if reasons else GRAMMAR_SHORT) if grammar else None
         self._client = openai.OpenAI(
             base_url=base_url,
             api_key=api_key or "not-needed",
@@ -234,6 +249,7 @@ class OpenAIJudge:
                 "reasons": reasons,
                 "temperature": temperature,
                 "max_tokens": self.max_tokens,
+                "grammar": self.grammar,
                 **(spec_extra or {}),
             },
         )
@@ -247,6 +263,7 @@ class OpenAIJudge:
                 "reasons": self.reasons,
                 "temperature": self.temperature,
                 "max_tokens": self.max_tokens,
+                "grammar": self.grammar,
             },
             sort_keys=True,
         )
@@ -254,7 +271,8 @@ class OpenAIJudge:
     def _describe(self) -> str:
         return f"judge endpoint {self.base_url} (model {self.model!r})"
 
-    def _chat(self, messages: list[dict[str, str]]) -> tuple[str, float | None]:
+    def _chat(self, messages: list[dict[str, str]]) -> tuple[str, float | None, int, int, float]:
+        """(text, P(yes) or None, prompt tokens, completion tokens, seconds) of one call."""
         import openai
 
         kwargs: dict[str, Any] = {
@@ -265,6 +283,8 @@ class OpenAIJudge:
         }
         if self.logprobs:
             kwargs.update(logprobs=True, top_logprobs=5)
+        if self.grammar:
+            kwargs["extra_body"] = {"grammar": self.grammar}
         start = time.perf_counter()
         try:
             resp = self._client.chat.completions.create(**kwargs)
@@ -289,11 +309,6 @@ class OpenAIJudge:
             ) from None
         latency = time.perf_counter() - start
         usage = resp.usage
-        self.stats.record_call(
-            latency,
-            usage.prompt_tokens if usage else 0,
-            usage.completion_tokens if usage else 0,
-        )
         choice = resp.choices[0]
         text = choice.message.content or ""
         p_yes = None
@@ -305,7 +320,9 @@ class OpenAIJudge:
                         [(t.token, t.logprob) for t in tok.top_logprobs or []]
                     )
                     break
-        return text, p_yes
+        prompt_tokens = usage.prompt_tokens if usage else 0
+        completion_tokens = usage.completion_tokens if usage else 0
+        return text, p_yes, prompt_tokens, completion_tokens, latency
 
     def grade(
         self, question: str, chunk_text: str, criterion: str, criterion_text: str
@@ -314,12 +331,21 @@ class OpenAIJudge:
 
         messages = build_messages(question, chunk_text, criterion_text, reasons=self.reasons)
         raws: list[str] = []
+        cost = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0}
         for attempt in range(2):
             try:
-                text, p_yes = self._chat(messages)
+                text, p_yes, p_tok, c_tok, latency = self._chat(messages)
             except openai.APIError as exc:
                 # Retries with backoff already happened inside the client.
-                return self._failed(criterion, f"{type(exc).__name__}: {_safe(str(exc))}", raws)
+                return self._endpoint_failed(
+                    criterion, f"{type(exc).__name__}: {_safe(str(exc))}", raws, cost
+                )
+            with self._fail_lock:
+                self._failures = 0  # the endpoint answered; what it said is another matter
+            cost["calls"] += 1
+            cost["prompt_tokens"] += p_tok
+            cost["completion_tokens"] += c_tok
+            cost["latency_s"] += latency
             raws.append(text)
             try:
                 value, reason = parse_answer(text)
@@ -331,19 +357,27 @@ class OpenAIJudge:
                         {"role": "user", "content": STRICT_REMINDER},
                     ]
                     continue
-                return self._failed(criterion, str(exc), raws)
-            with self._fail_lock:
-                self._failures = 0
+                return CriterionVerdict(
+                    criterion=criterion,
+                    value=None,
+                    raw="\n---\n".join(raws),
+                    error=str(exc),
+                    **cost,  # type: ignore[arg-type]
+                )
             return CriterionVerdict(
                 criterion=criterion,
                 value=value,
                 p_yes=p_yes,
                 reason=reason,
                 raw="\n---\n".join(raws),
+                **cost,  # type: ignore[arg-type]
             )
         raise AssertionError("unreachable")
 
-    def _failed(self, criterion: str, error: str, raws: list[str]) -> CriterionVerdict:
+    def _endpoint_failed(
+        self, criterion: str, error: str, raws: list[str], cost: dict[str, Any]
+    ) -> CriterionVerdict:
+        """An error verdict; after `max_consecutive_failures` in a row the judge is down."""
         with self._fail_lock:
             self._failures += 1
             failures = self._failures
@@ -352,7 +386,7 @@ class OpenAIJudge:
                 f"{self._describe()} failed {failures} verdicts in a row; last error: {error}"
             )
         return CriterionVerdict(
-            criterion=criterion, value=None, raw="\n---\n".join(raws), error=error
+            criterion=criterion, value=None, raw="\n---\n".join(raws), error=error, **cost
         )
 
 
@@ -443,14 +477,11 @@ def judge_pair(
         key = verdict_key(identity, text, question, chunk_text)
         hit = cache.get(key) if cache is not None else None
         if hit is not None:
-            with stats.lock:
-                stats.cache_hits += 1
             out[name] = CriterionVerdict(**{**hit.to_dict(), "cached": True})
+            stats.record(out[name])
             continue
         verdict = judge.grade(question, chunk_text, name, text)
-        if verdict.error:
-            with stats.lock:
-                stats.errors += 1
+        stats.record(verdict)
         if cache is not None:
             cache.put(key, verdict)
         out[name] = verdict

@@ -32,6 +32,7 @@ STATUS_RUNNING = "running"
 STATUS_DONE = "done"
 STATUS_FAILED = "failed"
 STATUS_INTERRUPTED = "interrupted"
+STATUS_PRUNED = "pruned"
 
 
 @dataclass(frozen=True)

@@ -147,3 +147,33 @@ def aggregate(per_question: Sequence[Mapping[str, float]], ks: Sequence[int]) ->
         out[f"failures@{k}"] = float(sum(1 for v in hits if v == 0.0))
         out[f"errors@{k}"] = float(len(per_question) - len(hits))
     return out
+
+
+def paired_bootstrap(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """(mean of b - a, low, high): a percentile bootstrap interval for the mean paired
+    difference, resampling questions with replacement (the same questions in a and b).
+
+    With diffs d_i = b_i - a_i, each resample draws n indices with replacement and takes
+    the mean of d over them; the interval is the (1-c)/2 and (1+c)/2 quantiles of those
+    means. Edge cases: n = 0 raises ValueError; identical diffs give a zero-width interval.
+    """
+    import numpy as np
+
+    if len(a) != len(b):
+        raise ValueError("paired samples must have the same length")
+    if not a:
+        raise ValueError("no paired values")
+    d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(d), size=(n_resamples, len(d)))
+    means = d[idx].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    return float(d.mean()), float(low), float(high)

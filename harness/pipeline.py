@@ -12,7 +12,7 @@ import contextlib
 import hashlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from harness.log import (
     STATUS_DONE,
     STATUS_FAILED,
     STATUS_INTERRUPTED,
+    STATUS_PRUNED,
     STATUS_RUNNING,
     RunHeader,
     RunLog,
@@ -41,7 +42,15 @@ from harness.log import (
     now_iso,
     read_run,
 )
-from harness.types import Chunk, ComponentSpec, Hit, JudgedHit, Question, QuestionResult
+from harness.types import (
+    Chunk,
+    ComponentSpec,
+    Hit,
+    JudgedHit,
+    Question,
+    QuestionResult,
+    Verdict,
+)
 
 
 def default_cache_dir() -> Path:
@@ -56,11 +65,7 @@ def _file_sha(path: str) -> str:
 
 @contextlib.contextmanager
 def open_judge(
-    config: JudgeConfig,
-    *,
-    cache_dir: Path,
-    stats: judge_stage.JudgeStats,
-    log_dir: Path | None = None,
+    config: JudgeConfig, *, cache_dir: Path, log_dir: Path | None = None
 ) -> Iterator[judge_stage.OpenAIJudge]:
     """The judge a config asks for, ready to grade; a local server is stopped on exit.
 
@@ -75,7 +80,6 @@ def open_judge(
         temperature=config.temperature,
         timeout_s=config.timeout_s,
         max_retries=config.max_retries,
-        stats=stats,
     )
     if base_url or model:
         if not model:
@@ -100,6 +104,7 @@ def open_judge(
             base_url=server.base_url,
             model=alias,
             api_key="",
+            grammar=True,
             spec_extra={
                 "engine": "llama-server",
                 "local_model": config.local_model,
@@ -200,12 +205,17 @@ def run_experiment(
     cache_dir: str | os.PathLike[str] | None = None,
     judge: judge_stage.Judge | None = None,
     run_dir: str | os.PathLike[str] | None = None,
+    batches: Sequence[int] = (),
+    after_batch: AfterBatch | None = None,
 ) -> RunLog:
     """Run one configuration and return its result log, read back from disk.
 
-    `judge` replaces the configured judge (tests pass a scripted one). The verdict cache
-    lives in `cache_dir` (default: `default_cache_dir()`), so a rerun after a crash pays
-    only for what was never judged.
+    `judge` replaces the configured judge (a sweep shares one; tests pass a scripted one).
+    The verdict cache lives in `cache_dir` (default: `default_cache_dir()`), so a rerun
+    after a crash pays only for what was never judged. With `batches` (cumulative question
+    counts) and `after_batch`, questions are judged batch by batch and the callback may
+    stop the run after any batch: its status is then "pruned", with the questions it did
+    finish in the log and metrics over those.
     """
     t_start = time.perf_counter()
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -239,17 +249,19 @@ def run_experiment(
             with contextlib.ExitStack() as stack:
                 if judge is None:
                     judge = stack.enter_context(
-                        open_judge(config.judge, cache_dir=cache, stats=stats, log_dir=folder)
+                        open_judge(config.judge, cache_dir=cache, log_dir=folder)
                     )
                 header = replace(header, components={**header.components, "judge": judge.spec})
                 writer.write_header(header)
-                per_question = _judge_all(config, prepared, judge, verdict_cache, stats, writer)
+                per_question, stopped = _judge_all(
+                    config, prepared, judge, verdict_cache, stats, writer, batches, after_batch
+                )
         finally:
             verdict_cache.close()
         run_stats["judge_s"] = round(time.perf_counter() - t_judge, 3)
         header = replace(
             header,
-            status=STATUS_DONE,
+            status=STATUS_PRUNED if stopped else STATUS_DONE,
             finished_at=now_iso(),
             metrics=metrics_stage.aggregate(per_question, ks),
             stats=_stats(run_stats, stats, t_start),
@@ -293,6 +305,10 @@ def _stats(
     }
 
 
+AfterBatch = Callable[[int, list[dict[str, float]]], bool]
+"""Called after each batch with (questions done, their metrics); True stops the run."""
+
+
 def _judge_all(
     config: ExperimentConfig,
     prepared: Prepared,
@@ -300,28 +316,29 @@ def _judge_all(
     cache: judge_stage.VerdictCache,
     stats: judge_stage.JudgeStats,
     writer: RunWriter,
-) -> list[dict[str, float]]:
-    """Judge every (question, hit) pair; write each question's line as soon as it is done."""
-    pairs: list[tuple[str, str]] = []
-    owner: list[tuple[int, int]] = []  # (question index, hit index) per pair
-    for qi, (q, hits) in enumerate(zip(prepared.questions, prepared.hits, strict=True)):
-        for hi, hit in enumerate(hits):
-            pairs.append((q.text, prepared.chunks[hit.chunk_id].text))
-            owner.append((qi, hi))
-    verdicts: dict[tuple[int, int], Any] = {}
-    remaining = [len(h) for h in prepared.hits]
-    per_question: list[dict[str, float] | None] = [None] * len(prepared.questions)
-    progress = _Progress(len(prepared.questions), "judged questions")
+    batches: Sequence[int] = (),
+    after_batch: AfterBatch | None = None,
+) -> tuple[list[dict[str, float]], bool]:
+    """Judge every (question, hit) pair, batch after batch of questions; write each
+    question's line as soon as it is done. Returns (per-question metrics, stopped early).
 
-    def finish(qi: int) -> None:
-        hits = prepared.hits[qi]
+    `batches` are cumulative question counts (e.g. 10, 20, 40); the last batch always
+    ends with the last question.
+    """
+    n_q = len(prepared.questions)
+    ends = sorted({min(max(int(b), 1), n_q) for b in batches} | {n_q}) if n_q else []
+    per_question: list[dict[str, float] | None] = [None] * n_q
+    progress = _Progress(n_q, "judged questions")
+    ks = range(1, config.retrieval.k + 1)
+
+    def finish(qi: int, verdicts: Sequence[Verdict]) -> None:
         judged = tuple(
-            JudgedHit(hit=h, chunk=prepared.chunks[h.chunk_id], verdict=verdicts[(qi, hi)])
-            for hi, h in enumerate(hits)
+            JudgedHit(hit=h, chunk=prepared.chunks[h.chunk_id], verdict=v)
+            for h, v in zip(prepared.hits[qi], verdicts, strict=True)
         )
         grades = [j.verdict.grade for j in judged]
         lengths = [len(j.chunk.text) for j in judged]
-        m = metrics_stage.question_metrics(grades, lengths, range(1, config.retrieval.k + 1))
+        m = metrics_stage.question_metrics(grades, lengths, ks)
         errors = [f"rank {j.hit.rank}: {j.verdict.error}" for j in judged if j.verdict.error]
         writer.append(
             QuestionResult(
@@ -334,25 +351,39 @@ def _judge_all(
         per_question[qi] = m
         progress.step(f"(paid calls {stats.calls}, cache hits {stats.cache_hits})")
 
-    for qi, n in enumerate(remaining):
-        if n == 0:
-            finish(qi)
+    owner: list[int] = []  # question index of each pair of the current batch
+    got: dict[int, dict[int, Verdict]] = {}  # question index -> pair index -> verdict
 
-    def on_done(i: int, verdict: Any) -> None:
-        qi, hi = owner[i]
-        verdicts[(qi, hi)] = verdict
-        remaining[qi] -= 1
-        if remaining[qi] == 0:
-            finish(qi)
+    def on_done(i: int, verdict: Verdict) -> None:
+        qi = owner[i]
+        got[qi][i] = verdict
+        if len(got[qi]) == len(prepared.hits[qi]):
+            finish(qi, [got[qi][j] for j in sorted(got[qi])])
 
-    logger.info("judging {} chunks for {} questions", len(pairs), len(prepared.questions))
-    judge_stage.judge_pairs(
-        pairs,
-        judge,
-        criteria=config.judge.criteria,
-        cache=cache,
-        stats=stats,
-        concurrency=config.judge.concurrency,
-        on_done=on_done,
-    )
-    return [m for m in per_question if m is not None]
+    start = 0
+    for end in ends:
+        pairs: list[tuple[str, str]] = []
+        owner.clear()
+        got.clear()
+        for qi in range(start, end):
+            got[qi] = {}
+            for hit in prepared.hits[qi]:
+                pairs.append((prepared.questions[qi].text, prepared.chunks[hit.chunk_id].text))
+                owner.append(qi)
+            if not prepared.hits[qi]:
+                finish(qi, [])
+        logger.info("judging {} chunks for questions {}-{} of {}", len(pairs), start + 1, end, n_q)
+        judge_stage.judge_pairs(
+            pairs,
+            judge,
+            criteria=config.judge.criteria,
+            cache=cache,
+            stats=stats,
+            concurrency=config.judge.concurrency,
+            on_done=on_done,
+        )
+        start = end
+        done = [m for m in per_question if m is not None]
+        if after_batch is not None and end < n_q and after_batch(end, done):
+            return done, True
+    return [m for m in per_question if m is not None], False

@@ -105,6 +105,9 @@ class CriterionVerdict:
 
     `value` is None exactly when `error` is set: a failed verdict is never "no".
     `p_yes` is the judge's probability of "yes" when the endpoint returns logprobs.
+    `calls`, tokens and `latency_s` are what this verdict cost when it was paid for (a
+    re-ask after malformed output is a second call); `cached` marks a verdict read from
+    the cache in this run, which cost nothing here.
     """
 
     criterion: str
@@ -114,6 +117,10 @@ class CriterionVerdict:
     raw: str = ""
     error: str | None = None
     cached: bool = False
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(self)

@@ -45,7 +45,7 @@ class ScriptedJudge:
             self.calls.append((question, chunk_text, criterion))
         if self.fail_on and self.fail_on in chunk_text:
             return CriterionVerdict(
-                criterion=criterion, value=None, raw="??", error="scripted failure"
+                criterion=criterion, value=None, raw="??", error="scripted failure", calls=1
             )
         topics, answer = self.script.get(question, ([], "\0"))
         text = chunk_text.lower()
@@ -58,6 +58,7 @@ class ScriptedJudge:
             value=value,
             reason=f"scripted {criterion}",
             raw="yes" if value else "no",
+            calls=1,
         )
 
 

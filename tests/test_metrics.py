@@ -84,3 +84,21 @@ def test_relevancy_mrr_is_not_the_inflated_variant():
     # not 0.5 (the variant that drops questions without a relevant hit).
     per_q = [m.question_metrics([0, 1], [1, 1], [2]), m.question_metrics([0, 0], [1, 1], [2])]
     assert m.aggregate(per_q, [2])["relevancy_mrr@2"] == pytest.approx(0.25)
+
+
+def test_paired_bootstrap_hand_checkable():
+    # Every question improves by exactly 1: the interval has no width.
+    assert m.paired_bootstrap([0, 0, 0, 0], [1, 1, 1, 1]) == (1.0, 1.0, 1.0)
+    # Diffs [1, 0]: resampled means are 0, 0.5 or 1 with probabilities 1/4, 1/2, 1/4,
+    # so the 95% interval is [0, 1] around a mean of 0.5.
+    mean, low, high = m.paired_bootstrap([0, 1], [1, 1], n_resamples=4000)
+    assert (mean, low, high) == (0.5, 0.0, 1.0)
+    # Diffs of +1 for 9 questions and -1 for 1: mean 0.8; the interval excludes 0.
+    mean, low, high = m.paired_bootstrap([0] * 9 + [1], [1] * 9 + [0])
+    assert mean == pytest.approx(0.8) and 0 < low < 0.8 < high <= 1.0
+    with pytest.raises(ValueError):
+        m.paired_bootstrap([], [])
+    # seeded: the same call gives the same interval
+    assert m.paired_bootstrap([0, 1, 1], [1, 1, 0], seed=3) == m.paired_bootstrap(
+        [0, 1, 1], [1, 1, 0], seed=3
+    )
