@@ -17,13 +17,14 @@ import hashlib
 import json
 import math
 import os
+import queue
 import re
 import sqlite3
 import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,7 +35,7 @@ from harness.config import CriteriaConfig
 from harness.errors import JudgeUnavailable
 from harness.types import ComponentSpec, CriterionVerdict, Verdict
 
-PROMPT_VERSION = "v1"
+PROMPT_VERSION = "v2"
 CRITERIA = ("relevant", "complete")
 
 SYSTEM_PROMPT = (
@@ -73,10 +74,15 @@ def _fence(chunk_text: str) -> str:
 def build_messages(
     question: str, chunk_text: str, criterion_text: str, *, reasons: bool
 ) -> list[dict[str, str]]:
-    """Chat messages for one criterion; the shared prefix comes first for prompt caching."""
+    """Chat messages for one criterion.
+
+    What repeats comes first so a server's prompt cache can serve it again: the passage
+    (shared by every question that retrieved it), then the question (shared by both
+    criteria), then the criterion.
+    """
     user = (
-        f"Question:\n{question}\n\n"
         f"<passage>\n{_fence(chunk_text)}\n</passage>\n\n"
+        f"Question:\n{question}\n\n"
         f"Criterion: {criterion_text}\n"
         f"Does the passage meet the criterion for this question? "
         f"{ANSWER_REASON if reasons else ANSWER_SHORT}"
@@ -498,26 +504,46 @@ def judge_pairs(
     concurrency: int = 1,
     on_done: Callable[[int, Verdict], None] | None = None,
 ) -> list[Verdict]:
-    """Verdicts for (question text, chunk text) pairs, `concurrency` pairs in flight.
+    """Verdicts for (question text, chunk text) pairs, in the order given.
 
-    `on_done(i, verdict)` is called as each pair finishes (from the calling thread), so
-    the caller can write results as they come. JudgeUnavailable stops the work: pairs
-    already judged keep their cached verdicts.
+    Pairs that share a chunk are judged one after another by the same worker, so a
+    server's prompt cache holds the passage for the next question; `concurrency` such
+    groups are in flight. `on_done(i, verdict)` is called from the calling thread as each
+    pair finishes, so the caller can write results as they come. An exception (a judge
+    that is down, Ctrl-C) stops the work at once; verdicts already paid are in the cache.
     """
+    groups: dict[str, list[int]] = {}
+    for i, (_, chunk) in enumerate(pairs):
+        groups.setdefault(chunk, []).append(i)
+    done: queue.Queue[tuple[int, Verdict | None, BaseException | None]] = queue.Queue()
+    stop = threading.Event()
+
+    def work(indices: list[int]) -> None:
+        for i in indices:
+            if stop.is_set():
+                return
+            try:
+                q, c = pairs[i]
+                done.put((i, judge_pair(judge, cache, stats, q, c, criteria), None))
+            except BaseException as exc:  # handed to the calling thread, which re-raises
+                done.put((i, None, exc))
+                return
+
     results: list[Verdict | None] = [None] * len(pairs)
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        futures = {
-            pool.submit(judge_pair, judge, cache, stats, q, c, criteria): i
-            for i, (q, c) in enumerate(pairs)
-        }
-        try:
-            for fut in as_completed(futures):
-                i = futures[fut]
-                results[i] = fut.result()
-                if on_done:
-                    on_done(i, results[i])
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+    try:
+        for indices in groups.values():
+            pool.submit(work, indices)
+        for _ in range(len(pairs)):
+            i, verdict, exc = done.get()
+            if exc is not None:
+                raise exc
+            results[i] = verdict
+            if on_done:
+                on_done(i, verdict)  # type: ignore[arg-type]
+    except BaseException:
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return [r for r in results if r is not None]
