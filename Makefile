@@ -14,7 +14,7 @@ export CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install install-models demo test lint format bench clean
+.PHONY: install install-models demo test lint format bench bench-sweep clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,9 @@ format: install
 
 bench: install-models
 	$(BIN)/python tests/benchmarks/bench_quickstart.py
+
+bench-sweep: install-models
+	$(BIN)/python tests/benchmarks/bench_sweep.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -74,6 +74,15 @@ def format_run_summary(run: RunLog) -> str:
     ]
     if h.error:
         parts.insert(1, f"error: {h.error}")
+    reranker = h.components.get("reranker")
+    if reranker is not None and reranker.args.get("same_model_as_judge"):
+        parts.insert(
+            1,
+            "warning: the llm reranker used the judge's own model; the judge graded its own "
+            "ranking, which flatters these metrics",
+        )
+    if reranker is not None and reranker.name != "none":
+        parts.insert(1, f"reranker: {reranker.name} {reranker.args}")
     return "\n".join(parts)
 
 

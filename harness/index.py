@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from langchain_community.docstore.in_memory import InMemoryDocstore
 from langchain_community.vectorstores import FAISS
 from langchain_community.vectorstores.utils import DistanceStrategy
@@ -51,6 +52,12 @@ class Index:
     store: FAISS
     chunks: dict[str, Chunk]
     from_cache: bool
+
+    def vectors(self, chunk_ids: Sequence[str]) -> np.ndarray:
+        """The stored (unit) vectors of these chunks, one row each."""
+        if not hasattr(self, "_positions"):
+            self._positions = {cid: pos for pos, cid in self.store.index_to_docstore_id.items()}
+        return np.vstack([self.store.index.reconstruct(self._positions[c]) for c in chunk_ids])
 
 
 def _store(embedder: Embeddings, faiss_index: object, chunks: Sequence[Chunk]) -> FAISS:

@@ -452,6 +452,29 @@ class VerdictCache:
 # ---------------------------------------------------------------- judging many pairs
 
 
+def grade_cached(
+    judge: Judge,
+    cache: VerdictCache | None,
+    stats: JudgeStats,
+    question: str,
+    chunk_text: str,
+    criterion: str,
+    criterion_text: str,
+) -> CriterionVerdict:
+    """One criterion, from the cache when it was ever paid for, else from the judge (and
+    then cached if it succeeded)."""
+    key = verdict_key(judge.identity(), criterion_text, question, chunk_text)
+    hit = cache.get(key) if cache is not None else None
+    if hit is not None:
+        verdict = CriterionVerdict(**{**hit.to_dict(), "cached": True})
+    else:
+        verdict = judge.grade(question, chunk_text, criterion, criterion_text)
+        if cache is not None:
+            cache.put(key, verdict)
+    stats.record(verdict)
+    return verdict
+
+
 def judge_pair(
     judge: Judge,
     cache: VerdictCache | None,
@@ -466,32 +489,22 @@ def judge_pair(
     chunk grades 0 anyway, so the answer could not change a metric. The skipped verdict is
     recorded as "no" with the reason saying it was not asked.
     """
-    identity = judge.identity()
-    out: dict[str, CriterionVerdict] = {}
-    for name in CRITERIA:
-        text = getattr(criteria, name)
-        if name == "complete" and out["relevant"].value is not True:
-            if out["relevant"].error:
-                out[name] = CriterionVerdict(
-                    criterion=name, value=None, error="not asked: relevance failed"
-                )
-            else:
-                out[name] = CriterionVerdict(
-                    criterion=name, value=False, reason="not asked: judged not relevant"
-                )
-            continue
-        key = verdict_key(identity, text, question, chunk_text)
-        hit = cache.get(key) if cache is not None else None
-        if hit is not None:
-            out[name] = CriterionVerdict(**{**hit.to_dict(), "cached": True})
-            stats.record(out[name])
-            continue
-        verdict = judge.grade(question, chunk_text, name, text)
-        stats.record(verdict)
-        if cache is not None:
-            cache.put(key, verdict)
-        out[name] = verdict
-    return Verdict(relevant=out["relevant"], complete=out["complete"])
+    relevant = grade_cached(
+        judge, cache, stats, question, chunk_text, "relevant", criteria.relevant
+    )
+    if relevant.value is True:
+        complete = grade_cached(
+            judge, cache, stats, question, chunk_text, "complete", criteria.complete
+        )
+    elif relevant.error:
+        complete = CriterionVerdict(
+            criterion="complete", value=None, error="not asked: relevance failed"
+        )
+    else:
+        complete = CriterionVerdict(
+            criterion="complete", value=False, reason="not asked: judged not relevant"
+        )
+    return Verdict(relevant=relevant, complete=complete)
 
 
 def judge_pairs(

@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from loguru import logger
 
 from harness import chunk as chunk_stage
@@ -25,6 +27,7 @@ from harness import index as index_stage
 from harness import judge as judge_stage
 from harness import load as load_stage
 from harness import metrics as metrics_stage
+from harness import rerank as rerank_stage
 from harness import retrieve as retrieve_stage
 from harness.config import ExperimentConfig, JudgeConfig
 from harness.errors import ConfigError, HarnessError
@@ -126,8 +129,81 @@ class Prepared:
     stats: dict[str, Any]
 
 
-def prepare(config: ExperimentConfig, *, cache_dir: Path) -> Prepared:
-    """Load, chunk, index (cached) and retrieve for one configuration."""
+JudgeSource = Callable[[], judge_stage.Judge]
+"""Gives the run's judge, starting it on first use (a local server takes seconds)."""
+
+
+def _make_reranker(
+    config: ExperimentConfig,
+    index: index_stage.Index,
+    embedder: embed_stage.CachedEmbedder,
+    judge: JudgeSource,
+    cache: judge_stage.VerdictCache,
+    rerank_stats: judge_stage.JudgeStats,
+) -> rerank_stage.Reranker:
+    r = config.retrieval
+    depth = rerank_stage.first_stage_depth(r)
+
+    def query_vector(question: str) -> np.ndarray:
+        return np.asarray(embedder.embed_query(question), dtype=np.float32)
+
+    if r.reranker == "none":
+        return rerank_stage.NoReranker()
+    if r.reranker == "bm25":
+        return rerank_stage.BM25Reranker(depth)
+    if r.reranker == "mmr":
+        return rerank_stage.MMRReranker(depth, r.mmr_lambda, index.vectors, query_vector)
+    if r.reranker == "hybrid":
+        return rerank_stage.HybridReranker(
+            depth,
+            (r.hybrid_weights[0], r.hybrid_weights[1]),
+            list(index.chunks.values()),
+            index.store.as_retriever(search_kwargs={"k": depth}),
+            lambda q, ids: [float(v) for v in index.vectors(ids) @ query_vector(q)],
+        )
+    if r.reranker == "cross-encoder":
+        return rerank_stage.CrossEncoderReranker(depth, r.cross_encoder)
+    # llm: the judge's endpoint and model unless the experiment names another one
+    if r.llm_model or r.llm_base_url:
+        ranker: judge_stage.Judge = judge_stage.OpenAIJudge(
+            base_url=r.llm_base_url or "https://api.openai.com/v1",
+            model=r.llm_model,
+            api_key=os.environ.get(r.llm_api_key_env, ""),
+            timeout_s=config.judge.timeout_s,
+            max_retries=config.judge.max_retries,
+        )
+    else:
+        ranker = judge()
+    same = ranker.identity() == judge().identity()
+    if same:
+        logger.warning(
+            "the llm reranker uses the judge's own model: the judge will grade its own ranking, "
+            "which flatters it"
+        )
+
+    def grade(question: str, text: str) -> tuple[float, bool]:
+        v = judge_stage.grade_cached(
+            ranker, cache, rerank_stats, question, text, "relevant", config.judge.criteria.relevant
+        )
+        if v.error:
+            return 0.0, False
+        p = v.p_yes if v.p_yes is not None else float(bool(v.value))
+        return p, bool(v.value)
+
+    return rerank_stage.LLMReranker(depth, grade, ranker.spec, same)
+
+
+def prepare(
+    config: ExperimentConfig,
+    *,
+    cache_dir: Path,
+    judge: JudgeSource | None = None,
+    verdict_cache: judge_stage.VerdictCache | None = None,
+) -> Prepared:
+    """Load, chunk, index (cached), retrieve and rerank for one configuration.
+
+    `judge` and `verdict_cache` are needed only by the llm reranker.
+    """
     where = config.path or "<experiment>"
     t0 = time.perf_counter()
     docs = load_stage.load_documents(
@@ -153,14 +229,40 @@ def prepare(config: ExperimentConfig, *, cache_dir: Path) -> Prepared:
     index = index_stage.load_or_build_index(chunks, embedder, key=key, cache_dir=cache_dir)
     index_s = time.perf_counter() - t_index
     qvecs = embedder.embed_queries([q.text for q in questions])
-    hits = retrieve_stage.retrieve(index.store, qvecs, config.retrieval.k)
-    if embedder.cache is not None:
-        embedder.cache.close()
+    rerank_stats = judge_stage.JudgeStats()
+
+    def no_judge() -> judge_stage.Judge:
+        raise HarnessError("the llm reranker needs a judge")
+
+    reranker = _make_reranker(
+        config,
+        index,
+        embedder,
+        judge or no_judge,
+        verdict_cache,
+        rerank_stats,  # type: ignore[arg-type]
+    )
+    depth = rerank_stage.first_stage_depth(config.retrieval)
+    hits: list[tuple[Hit, ...]] = []
+    latencies_ms: list[float] = []
+    for q, vec in zip(questions, qvecs, strict=True):
+        t_q = time.perf_counter()
+        dense = retrieve_stage.retrieve(index.store, [vec], depth)[0]
+        candidates = [
+            rerank_stage.Candidate(h.chunk_id, index.chunks[h.chunk_id].text, h.score)
+            for h in dense
+        ]
+        hits.append(
+            tuple(rerank_stage.rerank_hits(reranker, q.text, candidates, config.retrieval.k))
+        )
+        latencies_ms.append((time.perf_counter() - t_q) * 1000)
+    embedder.cache.close()  # type: ignore[union-attr]
+    r_stats = rerank_stats.to_dict()
     return Prepared(
         questions=tuple(questions),
         chunks=index.chunks,
-        hits=tuple(tuple(h) for h in hits),
-        components={"splitter": splitter, "embedder": emb_spec},
+        hits=tuple(hits),
+        components={"splitter": splitter, "embedder": emb_spec, "reranker": reranker.spec},
         data={
             "corpus_sha256": corpus_sha,
             "questions_sha256": _file_sha(questions_path),
@@ -174,6 +276,11 @@ def prepare(config: ExperimentConfig, *, cache_dir: Path) -> Prepared:
             "index_cache_hit": index.from_cache,
             "index_s": round(index_s, 3),
             "embedded_texts": embedder.embedded_texts,
+            "retrieve_ms_median": round(statistics.median(latencies_ms), 3)
+            if latencies_ms
+            else None,
+            "rerank_llm_calls": r_stats["judge_calls"],
+            "rerank_llm_cache_hits": r_stats["judge_cache_hits"],
             "prepare_s": round(time.perf_counter() - t0, 3),
         },
     )
@@ -239,25 +346,33 @@ def run_experiment(
     stats = judge_stage.JudgeStats()
     run_stats: dict[str, Any] = {}
     try:
-        prepared = prepare(config, cache_dir=cache)
-        run_stats.update(prepared.stats)
-        header = replace(header, components=dict(prepared.components), data=prepared.data)
-        writer.write_header(header)
-        verdict_cache = judge_stage.VerdictCache(cache / "verdicts.sqlite")
-        t_judge = time.perf_counter()
-        try:
-            with contextlib.ExitStack() as stack:
-                if judge is None:
-                    judge = stack.enter_context(
-                        open_judge(config.judge, cache_dir=cache, log_dir=folder)
+        with contextlib.ExitStack() as stack:
+            verdict_cache = judge_stage.VerdictCache(cache / "verdicts.sqlite")
+            stack.callback(verdict_cache.close)
+            active: list[judge_stage.Judge] = [judge] if judge is not None else []
+
+            def get_judge() -> judge_stage.Judge:
+                if not active:
+                    active.append(
+                        stack.enter_context(
+                            open_judge(config.judge, cache_dir=cache, log_dir=folder)
+                        )
                     )
-                header = replace(header, components={**header.components, "judge": judge.spec})
-                writer.write_header(header)
-                per_question, stopped = _judge_all(
-                    config, prepared, judge, verdict_cache, stats, writer, batches, after_batch
-                )
-        finally:
-            verdict_cache.close()
+                return active[0]
+
+            prepared = prepare(
+                config, cache_dir=cache, judge=get_judge, verdict_cache=verdict_cache
+            )
+            run_stats.update(prepared.stats)
+            header = replace(header, components=dict(prepared.components), data=prepared.data)
+            writer.write_header(header)
+            t_judge = time.perf_counter()
+            the_judge = get_judge()
+            header = replace(header, components={**header.components, "judge": the_judge.spec})
+            writer.write_header(header)
+            per_question, stopped = _judge_all(
+                config, prepared, the_judge, verdict_cache, stats, writer, batches, after_batch
+            )
         run_stats["judge_s"] = round(time.perf_counter() - t_judge, 3)
         header = replace(
             header,

@@ -35,7 +35,7 @@ import optuna
 from loguru import logger
 
 from harness import metrics as metrics_stage
-from harness.config import ExperimentConfig, parse_objective
+from harness.config import ExperimentConfig, parse_embedder_id, parse_objective
 from harness.errors import HarnessError
 from harness.judge import Judge
 from harness.log import (
@@ -130,23 +130,39 @@ def suggest(trial: optuna.Trial, config: ExperimentConfig) -> dict[str, Any]:
         if sp.reranker
         else config.retrieval.reranker
     )
+    if params["reranker"] != "none":  # fetch_k only matters when something reranks
+        params["fetch_k"] = (
+            int(trial.suggest_categorical("fetch_k", list(sp.fetch_k)))
+            if sp.fetch_k
+            else config.retrieval.fetch_k
+        )
     params["embedder"] = (
         trial.suggest_categorical("embedder", list(sp.embedder))
         if sp.embedder
-        else config.embedder.name
+        else _embedder_id(config)
     )
     return params
 
 
+def _embedder_id(config: ExperimentConfig) -> str:
+    e = config.embedder
+    return f"{e.name}:{e.model}" if e.model else e.name
+
+
 def trial_config(config: ExperimentConfig, params: dict[str, Any]) -> ExperimentConfig:
+    name, model = parse_embedder_id(params["embedder"])
     return replace(
         config,
-        name=config.name,
         chunking=replace(
             config.chunking, chunk_size=params["chunk_size"], chunk_overlap=params["chunk_overlap"]
         ),
-        retrieval=replace(config.retrieval, k=params["k"], reranker=params["reranker"]),
-        embedder=replace(config.embedder, name=params["embedder"]),
+        retrieval=replace(
+            config.retrieval,
+            k=params["k"],
+            reranker=params["reranker"],
+            fetch_k=params.get("fetch_k", config.retrieval.fetch_k),
+        ),
+        embedder=replace(config.embedder, name=name, model=model),
     )
 
 
@@ -160,12 +176,16 @@ def baseline_params(config: ExperimentConfig) -> dict[str, Any] | None:
         ("chunk_size", sp.chunk_size, c.chunking.chunk_size),
         ("k", sp.k, c.retrieval.k),
         ("reranker", sp.reranker, c.retrieval.reranker),
-        ("embedder", sp.embedder, c.embedder.name),
+        ("embedder", sp.embedder, _embedder_id(c)),
     ):
         if values:
             if own not in values:
                 return None
             out[name] = own
+    if sp.fetch_k and c.retrieval.reranker != "none":
+        if c.retrieval.fetch_k not in sp.fetch_k:
+            return None
+        out["fetch_k"] = c.retrieval.fetch_k
     if sp.chunk_overlap is not None:
         o, own = sp.chunk_overlap, c.chunking.chunk_overlap
         high = overlap_high(c.chunking.chunk_size, o.low, o.high, o.step)

@@ -244,3 +244,27 @@ def test_real_local_judge_run_show_and_rerun(tmp_path):
     assert harness("show", str(run_dir), "--failures").returncode == 0
     missing = harness("show", str(run_dir), "--question", "nope")
     assert_user_error(missing, "nope")
+
+
+@pytest.mark.llama
+def test_real_local_judge_sweep_and_resume(tmp_path):
+    """harness sweep through the CLI: one local server for every trial, then --resume."""
+    results, cache = tmp_path / "r", tmp_path / "c"
+    proc = harness("sweep", str(DATA / "sweep.toml"), "--trials", "2", "--format", "json",
+                   "--results-dir", str(results), "--cache-dir", str(cache))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["status"] == "done"
+    assert out["counts"]["complete"] + out["counts"]["pruned"] + out["counts"]["failed"] >= 2
+    assert out["stats"]["judge_calls"] > 0
+    sweep_dir = Path(out["sweep_dir"])
+    assert (sweep_dir / "llama-server.log").is_file()  # one server for the sweep
+    assert not list(sweep_dir.glob("trials/*/llama-server.log"))
+    # Asking for more trials on the same sweep continues it.
+    more = harness("sweep", "--resume", str(sweep_dir), "--trials", "3", "--format", "json",
+                   "--cache-dir", str(cache))  # fmt: skip
+    assert more.returncode == 0, more.stderr
+    again = json.loads(more.stdout)
+    assert sum(again["counts"].values()) >= 3
+    listing = harness("list", str(results))
+    assert listing.returncode == 0 and sweep_dir.name in listing.stdout
