@@ -14,7 +14,7 @@ export CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install install-models demo test lint format bench bench-sweep clean
+.PHONY: install install-models demo test lint format bench bench-sweep bench-rerankers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,9 @@ bench: install-models
 
 bench-sweep: install-models
 	$(BIN)/python tests/benchmarks/bench_sweep.py
+
+bench-rerankers: install-models
+	$(BIN)/python tests/benchmarks/bench_rerankers.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

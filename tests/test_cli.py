@@ -268,3 +268,20 @@ def test_real_local_judge_sweep_and_resume(tmp_path):
     assert sum(again["counts"].values()) >= 3
     listing = harness("list", str(results))
     assert listing.returncode == 0 and sweep_dir.name in listing.stdout
+
+
+@pytest.mark.llama
+def test_real_llm_reranker_is_flagged_as_the_judges_own_model(tmp_path):
+    results, cache = tmp_path / "r", tmp_path / "c"
+    proc = harness("run", str(DATA / "experiment.toml"), "--set", "retrieval.reranker=llm",
+                   "--set", "retrieval.fetch_k=5", "--format", "json",
+                   "--results-dir", str(results), "--cache-dir", str(cache))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    rr = out["components"]["reranker"]
+    assert rr["name"] == "llm" and rr["args"]["same_model_as_judge"] is True
+    assert out["stats"]["rerank_llm_calls"] > 0
+    # the judge's relevance answers for the top k were already paid by the reranker
+    assert out["stats"]["judge_cache_hits"] > 0
+    show = harness("show", out["run_dir"])
+    assert "warning: the llm reranker used the judge's own model" in show.stdout
