@@ -159,6 +159,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.pipeline import run_experiment
 
     config = load_experiment(args.experiment, overrides=args.set or [])
+    if args.dry_run:
+        from harness.pipeline import estimate_run
+
+        est = estimate_run(config, cache_dir=args.cache_dir)
+        if args.format == "json":
+            print(json.dumps(est, indent=2))
+        else:
+            print(
+                f"dry run: {est['questions']} questions, {est['pairs']} (question, chunk) pairs"
+                f"{'' if est['exact_pairs'] else ' (upper bound: the index is not built)'}"
+            )
+            print(
+                f"judge calls: {est['judge_calls_min']} to {est['judge_calls_max']} "
+                f"(relevance {est['relevance_calls']}; complete only for relevant chunks)"
+            )
+            print(
+                f"prompt tokens: about {est['prompt_tokens_min']} to {est['prompt_tokens_max']}; "
+                f"completion tokens at most {est['completion_tokens_max']}"
+            )
+            if "cost_usd_max" in est:
+                print(f"cost: at most ${est['cost_usd_max']:.4f}")
+        return 0
     run = run_experiment(config, results_dir=args.results_dir, cache_dir=args.cache_dir)
     if args.format == "json":
         print(json.dumps({"run_dir": str(run.run_dir), **run.header.to_dict()}, indent=2))
@@ -418,6 +440,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a setting, e.g. chunking.chunk_size=500",
     )
     p_run.add_argument("--format", choices=("table", "json"), default="table")
+    p_run.add_argument(
+        "--dry-run", action="store_true", help="estimate judge calls, tokens and cost; pay nothing"
+    )
     p_run.add_argument(
         "--cache-dir",
         default=None,

@@ -97,9 +97,19 @@ class JudgeConfig:
     concurrency: int = 4
     reasons: bool = False
     """Ask for a one-sentence reason with each verdict (slower: ~40 more output tokens)."""
+    mode: str = "pointwise"
+    """pointwise (a call per criterion), both (a call per chunk for both criteria) or
+    listwise (a call per question for all its chunks): fewer calls, lower fidelity."""
     temperature: float = 0.0
     timeout_s: float = 120.0
-    max_retries: int = 3
+    max_retries: int = 5
+    """Retries of a call after a rate limit (429), timeout, dropped connection or 5xx."""
+    requests_per_minute: float = 0
+    """Budget for the endpoint (0: none). Shared by every concurrent request."""
+    tokens_per_minute: float = 0
+    price_prompt_per_mtok: float = 0
+    """USD per million prompt tokens; with the completion price, runs report their cost."""
+    price_completion_per_mtok: float = 0
     criteria: CriteriaConfig = field(default_factory=CriteriaConfig)
 
 
@@ -349,8 +359,25 @@ def validate(config: ExperimentConfig) -> None:
             where, "embedder.model", "sentence-transformers needs a model folder or name"
         )
     _validate_sweep(config.sweep, where)
-    if config.judge.concurrency < 1:
+    j = config.judge
+    if j.mode not in ("pointwise", "both", "listwise"):
+        raise ConfigError(
+            where, "judge.mode", f"expected pointwise, both or listwise, got {j.mode!r}"
+        )
+    if j.concurrency < 1:
         raise ConfigError(where, "judge.concurrency", "expected an integer >= 1")
+    for name in ("timeout_s",):
+        if getattr(j, name) <= 0:
+            raise ConfigError(where, f"judge.{name}", "expected a number > 0")
+    for name in (
+        "max_retries",
+        "requests_per_minute",
+        "tokens_per_minute",
+        "price_prompt_per_mtok",
+        "price_completion_per_mtok",
+    ):
+        if getattr(j, name) < 0:
+            raise ConfigError(where, f"judge.{name}", "expected a number >= 0")
     for name in ("relevant", "complete"):
         if not getattr(config.judge.criteria, name).strip():
             raise ConfigError(where, f"judge.criteria.{name}", "expected a non-empty text")

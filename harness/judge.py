@@ -18,6 +18,7 @@ import json
 import math
 import os
 import queue
+import random
 import re
 import sqlite3
 import statistics
@@ -53,6 +54,7 @@ ANSWER_REASON = (
 _YES_NO = '("yes" | "no" | "Yes" | "No" | "YES" | "NO")'
 GRAMMAR_SHORT = f"root ::= {_YES_NO}"
 GRAMMAR_REASON = f'root ::= {_YES_NO} ": " [^\\n]{{1,200}}'
+GRAMMAR_BOTH = f'root ::= "relevant: " yn "\\ncomplete: " yn\nyn ::= {_YES_NO}'
 STRICT_REMINDER = (
     'Your previous answer could not be read. Reply with exactly "yes" or "no" as the '
     "first word and nothing before it."
@@ -88,6 +90,66 @@ def build_messages(
         f"{ANSWER_REASON if reasons else ANSWER_SHORT}"
     )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def build_messages_both(
+    question: str, chunk_text: str, criteria: CriteriaConfig
+) -> list[dict[str, str]]:
+    """Both criteria in one call (mode "both"): half the prompts of pointwise judging."""
+    user = (
+        f"<passage>\n{_fence(chunk_text)}\n</passage>\n\n"
+        f"Question:\n{question}\n\n"
+        f"Criteria:\nrelevant: {criteria.relevant}\ncomplete: {criteria.complete}\n"
+        "Answer exactly two lines, each with yes or no:\nrelevant: yes|no\ncomplete: yes|no"
+    )
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def build_messages_list(
+    question: str, chunk_texts: Sequence[str], criteria: CriteriaConfig
+) -> list[dict[str, str]]:
+    """Every retrieved passage of a question in one call (mode "listwise")."""
+    passages = "\n\n".join(
+        f'<passage n="{i}">\n{_fence(t)}\n</passage>' for i, t in enumerate(chunk_texts, 1)
+    )
+    user = (
+        f"{passages}\n\nQuestion:\n{question}\n\n"
+        f"Criteria, for each passage on its own:\nrelevant: {criteria.relevant}\n"
+        f"complete: {criteria.complete}\n"
+        f"Answer one line per passage, {len(chunk_texts)} lines in all, like this:\n"
+        "1: relevant=yes complete=no"
+    )
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+_BOTH = re.compile(r"relevant\W*(yes|no)\b.*?complete\W*(yes|no)\b", re.I | re.S)
+_LINE = re.compile(r"^\W*(\d+)\W+relevant\W*(yes|no)\b\W*complete\W*(yes|no)\b", re.I | re.M)
+
+
+def parse_both(raw: str) -> tuple[bool, bool]:
+    """(relevant, complete) from "relevant: yes\ncomplete: no"; MalformedOutput otherwise."""
+    m = _BOTH.search(raw)
+    if not m:
+        raise MalformedOutput(f"expected relevant: yes|no and complete: yes|no, got {raw[:200]!r}")
+    return m.group(1).lower() == "yes", m.group(2).lower() == "yes"
+
+
+def parse_list(raw: str, n: int) -> list[tuple[bool, bool]]:
+    """One (relevant, complete) per passage 1..n from lines "i: relevant=yes complete=no"."""
+    found: dict[int, tuple[bool, bool]] = {}
+    for m in _LINE.finditer(raw):
+        found.setdefault(
+            int(m.group(1)), (m.group(2).lower() == "yes", m.group(3).lower() == "yes")
+        )
+    missing = [i for i in range(1, n + 1) if i not in found]
+    if missing:
+        raise MalformedOutput(f"no verdict for passages {missing} in {raw[:200]!r}")
+    return [found[i] for i in range(1, n + 1)]
+
+
+def grammar_list(n: int) -> str:
+    lines = " ".join(f'"{i}: relevant=" yn " complete=" yn "\\n"' for i in range(1, n + 1))
+    return f"root ::= {lines}\nyn ::= {_YES_NO}"
 
 
 _LEAD = re.compile(r"^[\s*_`\"'>#\-]*(?:(?:final\s+)?answer|verdict)?\s*[:=\-]?\s*[*_`\"']*", re.I)
@@ -173,6 +235,7 @@ class JudgeStats:
     completion_tokens: int = 0
     errors: int = 0
     cache_hits: int = 0
+    retries: int = 0
     call_latencies_s: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -185,10 +248,19 @@ class JudgeStats:
             self.calls += verdict.calls
             self.prompt_tokens += verdict.prompt_tokens
             self.completion_tokens += verdict.completion_tokens
+            self.retries += verdict.retries
             if verdict.calls:
                 self.call_latencies_s.append(verdict.latency_s / verdict.calls)
             if verdict.error:
                 self.errors += 1
+
+    def cost_usd(self, price_prompt_per_mtok: float, price_completion_per_mtok: float) -> float:
+        """prompt_tokens * p / 1e6 + completion_tokens * c / 1e6 (what was paid, not cached)."""
+        with self.lock:
+            return (
+                self.prompt_tokens * price_prompt_per_mtok
+                + self.completion_tokens * price_completion_per_mtok
+            ) / 1e6
 
     def to_dict(self) -> dict[str, Any]:
         with self.lock:
@@ -198,10 +270,78 @@ class JudgeStats:
                 "judge_paid_verdicts": self.paid_verdicts,
                 "judge_cache_hits": self.cache_hits,
                 "judge_errors": self.errors,
+                "judge_retries": self.retries,
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
                 "judge_call_median_s": round(statistics.median(lat), 4) if lat else None,
             }
+
+
+def estimate_tokens(messages: Sequence[dict[str, str]]) -> int:
+    """A rough prompt size before the call: 4 characters a token, plus chat overhead."""
+    return sum(len(m["content"]) for m in messages) // 4 + 8 * len(messages)
+
+
+class RateLimiter:
+    """Requests-per-minute and tokens-per-minute budgets for one endpoint (token buckets),
+    shared by every thread that calls it. A budget of 0 is unlimited."""
+
+    def __init__(
+        self,
+        requests_per_minute: float = 0,
+        tokens_per_minute: float = 0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.rpm, self.tpm = requests_per_minute, tokens_per_minute
+        self._clock, self._sleep = clock, sleep
+        self._lock = threading.Lock()
+        self._req = float(requests_per_minute)
+        self._tok = float(tokens_per_minute)
+        self._last = clock()
+        self.waited_s = 0.0
+
+    def _refill(self) -> None:
+        now = self._clock()
+        elapsed, self._last = now - self._last, now
+        if self.rpm:
+            self._req = min(self.rpm, self._req + elapsed * self.rpm / 60)
+        if self.tpm:
+            self._tok = min(self.tpm, self._tok + elapsed * self.tpm / 60)
+
+    def acquire(self, tokens: int) -> float:
+        """Block until one request of about `tokens` tokens fits both budgets; returns the
+        seconds waited. A request larger than the whole token budget waits for a full bucket."""
+        need_tok = min(float(tokens), self.tpm) if self.tpm else 0.0
+        waited = 0.0
+        while True:
+            with self._lock:
+                self._refill()
+                wait = 0.0
+                if self.rpm and self._req < 1:
+                    wait = max(wait, (1 - self._req) * 60 / self.rpm)
+                if self.tpm and self._tok < need_tok:
+                    wait = max(wait, (need_tok - self._tok) * 60 / self.tpm)
+                if wait == 0.0:
+                    if self.rpm:
+                        self._req -= 1
+                    if self.tpm:
+                        self._tok -= need_tok
+                    self.waited_s += waited
+                    return waited
+            self._sleep(wait)
+            waited += wait
+
+
+@dataclass(frozen=True)
+class _Reply:
+    text: str
+    p_yes: list[float | None]
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    retries: int
 
 
 class OpenAIJudge:
@@ -223,8 +363,12 @@ class OpenAIJudge:
         max_retries: int = 3,
         logprobs: bool = True,
         grammar: bool = False,
+        mode: str = "pointwise",
         spec_extra: dict[str, Any] | None = None,
         max_consecutive_failures: int = 8,
+        limiter: RateLimiter | None = None,
+        retry_base_s: float = 0.5,
+        retry_cap_s: float = 30.0,
     ) -> None:
         import openai
 
@@ -236,12 +380,16 @@ class OpenAIJudge:
         self.logprobs = logprobs
         # llama.cpp servers accept a GBNF grammar that makes a malformed answer impossible;
         # other endpoints may reject the unknown field, so it is opt-in.
+        self.use_grammar = grammar
         self.grammar = (GRAMMAR_REASON if reasons else GRAMMAR_SHORT) if grammar else None
+        self.mode = mode
+        self.max_retries = max_retries
+        self.retry_base_s = retry_base_s
+        self.retry_cap_s = retry_cap_s
+        self.limiter = limiter
+        # Retries are ours (counted, logged, one policy for every endpoint), not the SDK's.
         self._client = openai.OpenAI(
-            base_url=base_url,
-            api_key=api_key or "not-needed",
-            timeout=timeout_s,
-            max_retries=max_retries,
+            base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0
         )
         self._failures = 0
         self._max_failures = max_consecutive_failures
@@ -256,6 +404,7 @@ class OpenAIJudge:
                 "temperature": temperature,
                 "max_tokens": self.max_tokens,
                 "grammar": self.grammar,
+                "mode": mode,
                 **(spec_extra or {}),
             },
         )
@@ -270,6 +419,7 @@ class OpenAIJudge:
                 "temperature": self.temperature,
                 "max_tokens": self.max_tokens,
                 "grammar": self.grammar,
+                "mode": self.mode,
             },
             sort_keys=True,
         )
@@ -277,123 +427,239 @@ class OpenAIJudge:
     def _describe(self) -> str:
         return f"judge endpoint {self.base_url} (model {self.model!r})"
 
-    def _chat(self, messages: list[dict[str, str]]) -> tuple[str, float | None, int, int, float]:
-        """(text, P(yes) or None, prompt tokens, completion tokens, seconds) of one call."""
+    def _backoff_s(self, attempt: int, exc: Exception) -> float:
+        """Seconds to wait before retry `attempt` (0-based): the server's Retry-After when
+        it gives one (capped), else full jitter: uniform(0, min(cap, base * 2**attempt))."""
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None) or {}
+        for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+            value = headers.get(name) if hasattr(headers, "get") else None
+            if value is not None:
+                try:
+                    wait = float(value) * scale
+                except ValueError:
+                    continue
+                if 0 <= wait <= self.retry_cap_s:
+                    return wait
+        return random.uniform(0, min(self.retry_cap_s, self.retry_base_s * 2**attempt))
+
+    def _chat(
+        self, messages: list[dict[str, str]], *, grammar: str | None, max_tokens: int
+    ) -> _Reply:
+        """One answer from the endpoint, retrying rate limits (429, honouring Retry-After),
+        timeouts, connection drops and 5xx up to `max_retries` times with backoff."""
         import openai
 
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
             "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
+            "max_tokens": max_tokens,
         }
         if self.logprobs:
             kwargs.update(logprobs=True, top_logprobs=5)
-        if self.grammar:
-            kwargs["extra_body"] = {"grammar": self.grammar}
-        start = time.perf_counter()
-        try:
-            resp = self._client.chat.completions.create(**kwargs)
-        except openai.BadRequestError as exc:
-            if self.logprobs and "logprob" in str(exc).lower():
-                logger.info("{} does not offer logprobs; continuing without", self._describe())
-                self.logprobs = False
-                return self._chat(messages)
-            raise
-        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-            raise JudgeUnavailable(
-                f"{self._describe()} refused the API key (HTTP {exc.status_code}); check the "
-                "key's environment variable"
-            ) from None
-        except openai.NotFoundError:
-            raise JudgeUnavailable(
-                f"{self._describe()} answered 404: unknown model or wrong base_url"
-            ) from None
-        except openai.APIConnectionError as exc:
-            raise JudgeUnavailable(
-                f"{self._describe()} is unreachable ({type(exc).__name__})"
-            ) from None
+        if grammar:
+            kwargs["extra_body"] = {"grammar": grammar}
+        retries = 0
+        while True:
+            if self.limiter is not None:
+                self.limiter.acquire(estimate_tokens(messages) + max_tokens)
+            start = time.perf_counter()
+            try:
+                resp = self._client.chat.completions.create(**kwargs)
+                break
+            except openai.BadRequestError as exc:
+                if self.logprobs and "logprob" in str(exc).lower():
+                    logger.info("{} does not offer logprobs; continuing without", self._describe())
+                    self.logprobs = False
+                    kwargs.pop("logprobs", None)
+                    kwargs.pop("top_logprobs", None)
+                    continue
+                raise
+            except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+                raise JudgeUnavailable(
+                    f"{self._describe()} refused the API key (HTTP {exc.status_code}); check "
+                    "the key's environment variable"
+                ) from None
+            except openai.NotFoundError:
+                raise JudgeUnavailable(
+                    f"{self._describe()} answered 404: unknown model or wrong base_url"
+                ) from None
+            except (
+                openai.RateLimitError,
+                openai.InternalServerError,
+                openai.APIConnectionError,
+            ) as exc:
+                # APITimeoutError is an APIConnectionError; 5xx are InternalServerError.
+                if retries >= self.max_retries:
+                    if isinstance(exc, openai.APIConnectionError) and not isinstance(
+                        exc, openai.APITimeoutError
+                    ):
+                        raise JudgeUnavailable(
+                            f"{self._describe()} is unreachable ({type(exc).__name__})"
+                        ) from None
+                    raise
+                time.sleep(self._backoff_s(retries, exc))
+                retries += 1
         latency = time.perf_counter() - start
         usage = resp.usage
         choice = resp.choices[0]
         text = choice.message.content or ""
-        p_yes = None
+        # P(yes) at every answer token (a yes or no), in order: one for a pointwise answer,
+        # two for both criteria, two per passage for a list.
+        p_yes: list[float | None] = []
         lp = getattr(choice, "logprobs", None)
-        if lp is not None and lp.content:
-            for tok in lp.content:
-                if tok.token.strip():  # the first token that is not whitespace holds the answer
-                    p_yes = p_yes_from_logprobs(
-                        [(t.token, t.logprob) for t in tok.top_logprobs or []]
-                    )
-                    break
-        prompt_tokens = usage.prompt_tokens if usage else 0
-        completion_tokens = usage.completion_tokens if usage else 0
-        return text, p_yes, prompt_tokens, completion_tokens, latency
+        for tok in (lp.content or []) if lp is not None else []:
+            if tok.token.strip().lower() in ("yes", "no"):
+                p_yes.append(
+                    p_yes_from_logprobs([(t.token, t.logprob) for t in tok.top_logprobs or []])
+                )
+        return _Reply(
+            text=text,
+            p_yes=p_yes,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            latency_s=latency,
+            retries=retries,
+        )
 
-    def grade(
-        self, question: str, chunk_text: str, criterion: str, criterion_text: str
-    ) -> CriterionVerdict:
+    def _ask(
+        self,
+        messages: list[dict[str, str]],
+        parse: Callable[[str], Any],
+        *,
+        grammar: str | None,
+        max_tokens: int,
+    ) -> _Asked:
+        """One answer, parsed; a malformed answer is re-asked once with a stricter
+        instruction. Endpoint failures come back as an error (and count toward the
+        consecutive-failure limit, past which the judge is declared down)."""
         import openai
 
-        messages = build_messages(question, chunk_text, criterion_text, reasons=self.reasons)
         raws: list[str] = []
-        cost = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0}
+        cost: dict[str, Any] = {
+            "calls": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "latency_s": 0.0,
+            "retries": 0,
+        }
         for attempt in range(2):
             try:
-                text, p_yes, p_tok, c_tok, latency = self._chat(messages)
+                reply = self._chat(messages, grammar=grammar, max_tokens=max_tokens)
             except openai.APIError as exc:
-                # Retries with backoff already happened inside the client.
-                return self._endpoint_failed(
-                    criterion, f"{type(exc).__name__}: {_safe(str(exc))}", raws, cost
-                )
+                # _chat already retried what is worth retrying.
+                error = f"{type(exc).__name__}: {_safe(str(exc))}"
+                with self._fail_lock:
+                    self._failures += 1
+                    failures = self._failures
+                if failures >= self._max_failures:
+                    raise JudgeUnavailable(
+                        f"{self._describe()} failed {failures} verdicts in a row; last error: {error}"
+                    ) from None
+                return _Asked(None, [], raws, cost, error)
             with self._fail_lock:
                 self._failures = 0  # the endpoint answered; what it said is another matter
+            for name in ("prompt_tokens", "completion_tokens", "latency_s", "retries"):
+                cost[name] += getattr(reply, name)
             cost["calls"] += 1
-            cost["prompt_tokens"] += p_tok
-            cost["completion_tokens"] += c_tok
-            cost["latency_s"] += latency
-            raws.append(text)
+            raws.append(reply.text)
             try:
-                value, reason = parse_answer(text)
+                parsed = parse(reply.text)
             except MalformedOutput as exc:
                 if attempt == 0:
                     messages = [
                         *messages,
-                        {"role": "assistant", "content": text},
+                        {"role": "assistant", "content": reply.text},
                         {"role": "user", "content": STRICT_REMINDER},
                     ]
                     continue
-                return CriterionVerdict(
-                    criterion=criterion,
-                    value=None,
-                    raw="\n---\n".join(raws),
-                    error=str(exc),
-                    **cost,  # type: ignore[arg-type]
-                )
-            return CriterionVerdict(
-                criterion=criterion,
-                value=value,
-                p_yes=p_yes,
-                reason=reason,
-                raw="\n---\n".join(raws),
-                **cost,  # type: ignore[arg-type]
-            )
+                return _Asked(None, [], raws, cost, str(exc))
+            return _Asked(parsed, reply.p_yes, raws, cost, None)
         raise AssertionError("unreachable")
 
-    def _endpoint_failed(
-        self, criterion: str, error: str, raws: list[str], cost: dict[str, Any]
+    def grade(
+        self, question: str, chunk_text: str, criterion: str, criterion_text: str
     ) -> CriterionVerdict:
-        """An error verdict; after `max_consecutive_failures` in a row the judge is down."""
-        with self._fail_lock:
-            self._failures += 1
-            failures = self._failures
-        if failures >= self._max_failures:
-            raise JudgeUnavailable(
-                f"{self._describe()} failed {failures} verdicts in a row; last error: {error}"
-            )
-        return CriterionVerdict(
-            criterion=criterion, value=None, raw="\n---\n".join(raws), error=error, **cost
+        a = self._ask(
+            build_messages(question, chunk_text, criterion_text, reasons=self.reasons),
+            parse_answer,
+            grammar=self.grammar,
+            max_tokens=self.max_tokens,
         )
+        if a.error:
+            return CriterionVerdict(
+                criterion=criterion, value=None, raw=a.raw, error=a.error, **a.cost
+            )
+        value, reason = a.parsed
+        return CriterionVerdict(
+            criterion=criterion, value=value, p_yes=a.p(0), reason=reason, raw=a.raw, **a.cost
+        )
+
+    def grade_both(
+        self, question: str, chunk_text: str, criteria: CriteriaConfig
+    ) -> tuple[CriterionVerdict, CriterionVerdict]:
+        """Both criteria in one call. The call's cost is booked on the relevant verdict."""
+        a = self._ask(
+            build_messages_both(question, chunk_text, criteria),
+            parse_both,
+            grammar=GRAMMAR_BOTH if self.use_grammar else None,
+            max_tokens=12,
+        )
+        if a.error:
+            return (
+                CriterionVerdict("relevant", None, raw=a.raw, error=a.error, **a.cost),
+                CriterionVerdict("complete", None, raw=a.raw, error=a.error),
+            )
+        rel, comp = a.parsed
+        return (
+            CriterionVerdict("relevant", rel, p_yes=a.p(0), raw=a.raw, **a.cost),
+            CriterionVerdict("complete", comp, p_yes=a.p(1), raw=a.raw),
+        )
+
+    def grade_list(
+        self, question: str, chunk_texts: Sequence[str], criteria: CriteriaConfig
+    ) -> list[tuple[CriterionVerdict, CriterionVerdict]]:
+        """Every passage of a question in one call (listwise). The call's cost is booked on
+        the first passage's relevant verdict."""
+        n = len(chunk_texts)
+        a = self._ask(
+            build_messages_list(question, chunk_texts, criteria),
+            lambda raw: parse_list(raw, n),
+            grammar=grammar_list(n) if self.use_grammar else None,
+            max_tokens=14 * n + 8,
+        )
+        out: list[tuple[CriterionVerdict, CriterionVerdict]] = []
+        for i in range(n):
+            cost = a.cost if i == 0 else {}
+            if a.error:
+                out.append((
+                    CriterionVerdict("relevant", None, raw=a.raw, error=a.error, **cost),
+                    CriterionVerdict("complete", None, raw=a.raw, error=a.error),
+                ))  # fmt: skip
+                continue
+            rel, comp = a.parsed[i]
+            out.append((
+                CriterionVerdict("relevant", rel, p_yes=a.p(2 * i), raw=a.raw, **cost),
+                CriterionVerdict("complete", comp, p_yes=a.p(2 * i + 1), raw=a.raw),
+            ))  # fmt: skip
+        return out
+
+
+@dataclass(frozen=True)
+class _Asked:
+    parsed: Any
+    p_yes: list[float | None]
+    raws: list[str]
+    cost: dict[str, Any]
+    error: str | None
+
+    @property
+    def raw(self) -> str:
+        return "\n---\n".join(self.raws)
+
+    def p(self, i: int) -> float | None:
+        return self.p_yes[i] if i < len(self.p_yes) else None
 
 
 def _safe(message: str) -> str:
@@ -507,6 +773,55 @@ def judge_pair(
     return Verdict(relevant=relevant, complete=complete)
 
 
+def _from_cache(
+    judge: Judge,
+    cache: VerdictCache | None,
+    stats: JudgeStats,
+    q: str,
+    c: str,
+    criteria: CriteriaConfig,
+) -> Verdict | None:
+    """Both criteria from the cache, or None if either is missing (a relevant "no" needs
+    no "complete")."""
+    if cache is None:
+        return None
+    identity = judge.identity()
+    rel = cache.get(verdict_key(identity, criteria.relevant, q, c))
+    if rel is None:
+        return None
+    if rel.value:
+        comp = cache.get(verdict_key(identity, criteria.complete, q, c))
+        if comp is None:
+            return None
+        comp = CriterionVerdict(**{**comp.to_dict(), "cached": True})
+    else:
+        comp = CriterionVerdict(
+            criterion="complete", value=False, reason="not asked: judged not relevant"
+        )
+    rel = CriterionVerdict(**{**rel.to_dict(), "cached": True})
+    stats.record(rel)
+    if comp.cached:
+        stats.record(comp)
+    return Verdict(relevant=rel, complete=comp)
+
+
+def _store(
+    judge: Judge,
+    cache: VerdictCache | None,
+    stats: JudgeStats,
+    q: str,
+    c: str,
+    criteria: CriteriaConfig,
+    rel: CriterionVerdict,
+    comp: CriterionVerdict,
+) -> Verdict:
+    for v, text in ((rel, criteria.relevant), (comp, criteria.complete)):
+        stats.record(v)
+        if cache is not None:
+            cache.put(verdict_key(judge.identity(), text, q, c), v)
+    return Verdict(relevant=rel, complete=comp)
+
+
 def judge_pairs(
     pairs: Sequence[tuple[str, str]],
     judge: Judge,
@@ -519,28 +834,58 @@ def judge_pairs(
 ) -> list[Verdict]:
     """Verdicts for (question text, chunk text) pairs, in the order given.
 
-    Pairs that share a chunk are judged one after another by the same worker, so a
-    server's prompt cache holds the passage for the next question; `concurrency` such
-    groups are in flight. `on_done(i, verdict)` is called from the calling thread as each
+    The judge's `mode` decides the calls: "pointwise" (one call per criterion), "both"
+    (one call per pair) or "listwise" (one call per question for its uncached chunks).
+    Pairs that share a chunk (pointwise, both) or a question (listwise) are judged by one
+    worker one after another, so a server's prompt cache holds what they share;
+    `concurrency` such groups are in flight. `on_done(i, verdict)` is called from the calling thread as each
     pair finishes, so the caller can write results as they come. An exception (a judge
     that is down, Ctrl-C) stops the work at once; verdicts already paid are in the cache.
     """
+    mode = getattr(judge, "mode", "pointwise")
     groups: dict[str, list[int]] = {}
-    for i, (_, chunk) in enumerate(pairs):
-        groups.setdefault(chunk, []).append(i)
+    for i, (question, chunk) in enumerate(pairs):
+        groups.setdefault(question if mode == "listwise" else chunk, []).append(i)
     done: queue.Queue[tuple[int, Verdict | None, BaseException | None]] = queue.Queue()
     stop = threading.Event()
 
-    def work(indices: list[int]) -> None:
+    def one(i: int) -> Verdict:
+        q, c = pairs[i]
+        if mode == "pointwise":
+            return judge_pair(judge, cache, stats, q, c, criteria)
+        cached = _from_cache(judge, cache, stats, q, c, criteria)
+        if cached is not None:
+            return cached
+        rel, comp = judge.grade_both(q, c, criteria)  # type: ignore[attr-defined]
+        return _store(judge, cache, stats, q, c, criteria, rel, comp)
+
+    def listwise(indices: list[int]) -> None:
+        q = pairs[indices[0]][0]
+        todo = []
         for i in indices:
-            if stop.is_set():
+            cached = _from_cache(judge, cache, stats, q, pairs[i][1], criteria)
+            if cached is not None:
+                done.put((i, cached, None))
+            else:
+                todo.append(i)
+        if todo:
+            graded = judge.grade_list(q, [pairs[i][1] for i in todo], criteria)  # type: ignore[attr-defined]
+            for i, (rel, comp) in zip(todo, graded, strict=True):
+                done.put(
+                    (i, _store(judge, cache, stats, q, pairs[i][1], criteria, rel, comp), None)
+                )
+
+    def work(indices: list[int]) -> None:
+        try:
+            if mode == "listwise":
+                listwise(indices)
                 return
-            try:
-                q, c = pairs[i]
-                done.put((i, judge_pair(judge, cache, stats, q, c, criteria), None))
-            except BaseException as exc:  # handed to the calling thread, which re-raises
-                done.put((i, None, exc))
-                return
+            for i in indices:
+                if stop.is_set():
+                    return
+                done.put((i, one(i), None))
+        except BaseException as exc:  # handed to the calling thread, which re-raises
+            done.put((indices[0], None, exc))
 
     results: list[Verdict | None] = [None] * len(pairs)
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency))

@@ -179,15 +179,22 @@ class LlamaServer:
         self.port = free_port()
         cmd = [
             str(binary),
-            "-m", str(self.model_path),
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-            "--alias", self.alias,
-            "--parallel", str(self.parallel),
-            "--ctx-size", str(self.ctx_per_slot * self.parallel),
-            "--threads", str(self.threads),
+            "-m",
+            str(self.model_path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--alias",
+            self.alias,
+            "--parallel",
+            str(self.parallel),
+            "--ctx-size",
+            str(self.ctx_per_slot * self.parallel),
+            "--threads",
+            str(self.threads),
             "--no-webui",
-        ]  # fmt: skip
+        ]
         if self.log_path:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()

@@ -78,11 +78,18 @@ def open_judge(
     """
     base_url = config.base_url or os.environ.get("HARNESS_JUDGE_BASE_URL", "")
     model = config.model or os.environ.get("HARNESS_JUDGE_MODEL", "")
+    limiter = (
+        judge_stage.RateLimiter(config.requests_per_minute, config.tokens_per_minute)
+        if config.requests_per_minute or config.tokens_per_minute
+        else None
+    )
     common: dict[str, Any] = dict(
         reasons=config.reasons,
         temperature=config.temperature,
+        mode=config.mode,
         timeout_s=config.timeout_s,
         max_retries=config.max_retries,
+        limiter=limiter,
     )
     if base_url or model:
         if not model:
@@ -379,7 +386,7 @@ def run_experiment(
             status=STATUS_PRUNED if stopped else STATUS_DONE,
             finished_at=now_iso(),
             metrics=metrics_stage.aggregate(per_question, ks),
-            stats=_stats(run_stats, stats, t_start),
+            stats=_stats(run_stats, stats, t_start, config.judge),
         )
         writer.write_header(header)
     except KeyboardInterrupt:
@@ -388,7 +395,7 @@ def run_experiment(
                 header,
                 status=STATUS_INTERRUPTED,
                 finished_at=now_iso(),
-                stats=_stats(run_stats, stats, t_start),
+                stats=_stats(run_stats, stats, t_start, config.judge),
                 error="interrupted",
             )
         )
@@ -400,7 +407,7 @@ def run_experiment(
                 header,
                 status=STATUS_FAILED,
                 finished_at=now_iso(),
-                stats=_stats(run_stats, stats, t_start),
+                stats=_stats(run_stats, stats, t_start, config.judge),
                 error=message,
             )
         )
@@ -411,13 +418,20 @@ def run_experiment(
 
 
 def _stats(
-    run_stats: dict[str, Any], judge_stats: judge_stage.JudgeStats, t_start: float
+    run_stats: dict[str, Any],
+    judge_stats: judge_stage.JudgeStats,
+    t_start: float,
+    config: JudgeConfig,
 ) -> dict[str, Any]:
-    return {
+    out = {
         **run_stats,
         **judge_stats.to_dict(),
         "total_s": round(time.perf_counter() - t_start, 3),
     }
+    if config.price_prompt_per_mtok or config.price_completion_per_mtok:
+        price = (config.price_prompt_per_mtok, config.price_completion_per_mtok)
+        out["cost_usd"] = round(judge_stats.cost_usd(*price), 6)
+    return out
 
 
 AfterBatch = Callable[[int, list[dict[str, float]]], bool]
@@ -502,3 +516,121 @@ def _judge_all(
         if after_batch is not None and end < n_q and after_batch(end, done):
             return done, True
     return [m for m in per_question if m is not None], False
+
+
+def _judge_identity(config: JudgeConfig, cache_dir: Path) -> str:
+    """The identity the configured judge would have, without starting or calling it."""
+    base_url = config.base_url or os.environ.get("HARNESS_JUDGE_BASE_URL", "")
+    model = config.model or os.environ.get("HARNESS_JUDGE_MODEL", "")
+    common: dict[str, Any] = dict(
+        reasons=config.reasons, temperature=config.temperature, mode=config.mode
+    )
+    if base_url or model:
+        return judge_stage.OpenAIJudge(
+            base_url=base_url or "http://unused", model=model, api_key="", **common
+        ).identity()
+    path, sha = resolve_model(config.local_model, cache_dir)
+    alias = config.local_model if not config.local_model.endswith(".gguf") else path.stem
+    return judge_stage.OpenAIJudge(
+        base_url="http://unused",
+        model=alias,
+        api_key="",
+        grammar=True,
+        spec_extra={"model_sha256": sha},
+        **common,
+    ).identity()
+
+
+def estimate_run(
+    config: ExperimentConfig, *, cache_dir: str | os.PathLike[str] | None = None
+) -> dict[str, Any]:
+    """What a run would cost the judge, before anything is paid.
+
+    Retrieval runs (with the local embedder, or an index already cached) so the pairs
+    are the real ones, and the verdict cache is consulted: `relevance_calls` is exact;
+    "complete" is asked only for chunks judged relevant, so its calls lie between 0 and
+    the number of pairs still open. Tokens are estimated at 4 characters a token from the
+    real prompts. With a paid embedder and no cached index, nothing is embedded and the
+    estimate is the upper bound questions x k.
+    """
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    r = config.retrieval
+    if r.reranker == "llm":
+        raise HarnessError("--dry-run does not estimate the llm reranker's own calls yet")
+    identity = _judge_identity(config.judge, cache)
+    crit = config.judge.criteria
+    vc = judge_stage.VerdictCache(cache / "verdicts.sqlite")
+    try:
+        paid_embedder = config.embedder.name == "openai"
+        docs = load_stage.load_documents(
+            [config.resolve_path(s) for s in config.corpus.sources],
+            html_classes=config.corpus.html_classes,
+            where=config.path,
+        )
+        questions = load_stage.load_questions(config.resolve_path(config.questions.file))
+        chunks = chunk_stage.chunk_documents(
+            docs, chunk_size=config.chunking.chunk_size, chunk_overlap=config.chunking.chunk_overlap
+        )
+        key = index_stage.index_key(
+            load_stage.corpus_hash(docs),
+            chunk_stage.splitter_spec(config.chunking.chunk_size, config.chunking.chunk_overlap),
+            embed_stage.embedder_spec(config.embedder),
+        )
+        exact = not paid_embedder or (cache / "index" / key / "meta.json").is_file()
+        if exact:
+            prepared = prepare(config, cache_dir=cache)
+            pairs = [
+                (q.text, prepared.chunks[h.chunk_id].text)
+                for q, hits in zip(prepared.questions, prepared.hits, strict=True)
+                for h in hits
+            ]
+        else:
+            avg = sum(len(c.text) for c in chunks) // max(1, len(chunks))
+            pairs = [(q.text, "x" * avg) for q in questions for _ in range(r.k)]
+        rel_calls = comp_open = 0
+        rel_tokens = comp_tokens = 0
+        for q, c in pairs:
+            rel = vc.get(judge_stage.verdict_key(identity, crit.relevant, q, c)) if exact else None
+            msgs = judge_stage.build_messages(q, c, crit.relevant, reasons=config.judge.reasons)
+            if rel is None:
+                rel_calls += 1
+                rel_tokens += judge_stage.estimate_tokens(msgs)
+            if rel is None or rel.value:
+                done = (
+                    vc.get(judge_stage.verdict_key(identity, crit.complete, q, c))
+                    if exact
+                    else None
+                )
+                if done is None:
+                    comp_open += 1
+                    comp_tokens += judge_stage.estimate_tokens(
+                        judge_stage.build_messages(
+                            q, c, crit.complete, reasons=config.judge.reasons
+                        )
+                    )
+    finally:
+        vc.close()
+    out_tokens = 60 if config.judge.reasons else 2
+    est: dict[str, Any] = {
+        "exact_pairs": exact,
+        "questions": len(questions),
+        "pairs": len(pairs),
+        "relevance_calls": rel_calls,
+        "complete_calls_max": comp_open,
+        "judge_calls_min": rel_calls,
+        "judge_calls_max": rel_calls + comp_open,
+        "prompt_tokens_min": rel_tokens,
+        "prompt_tokens_max": rel_tokens + comp_tokens,
+        "completion_tokens_max": (rel_calls + comp_open) * out_tokens,
+    }
+    j = config.judge
+    if j.price_prompt_per_mtok or j.price_completion_per_mtok:
+        est["cost_usd_max"] = round(
+            (
+                est["prompt_tokens_max"] * j.price_prompt_per_mtok
+                + est["completion_tokens_max"] * j.price_completion_per_mtok
+            )
+            / 1e6,
+            6,
+        )
+    return est

@@ -133,8 +133,13 @@ def mmr_select(
 class MMRReranker:
     pool = "dense"
 
-    def __init__(self, fetch_k: int, lambda_mult: float, vectors: Callable[[Sequence[str]], np.ndarray],
-                 query_vector: Callable[[str], np.ndarray]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        fetch_k: int,
+        lambda_mult: float,
+        vectors: Callable[[Sequence[str]], np.ndarray],
+        query_vector: Callable[[str], np.ndarray],
+    ) -> None:
         self.spec = ComponentSpec(name="mmr", args={"fetch_k": fetch_k, "lambda": lambda_mult})
         self.lambda_mult = lambda_mult
         self._vectors = vectors
@@ -155,8 +160,14 @@ class HybridReranker:
 
     pool = "corpus"
 
-    def __init__(self, fetch_k: int, weights: tuple[float, float], chunks: Sequence[Chunk],
-                 dense_retriever: Any, cosine: Callable[[str, Sequence[str]], list[float]]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        fetch_k: int,
+        weights: tuple[float, float],
+        chunks: Sequence[Chunk],
+        dense_retriever: Any,
+        cosine: Callable[[str, Sequence[str]], list[float]],
+    ) -> None:
         from langchain_classic.retrievers import EnsembleRetriever
         from langchain_community.retrievers import BM25Retriever
 
@@ -208,9 +219,10 @@ class CrossEncoderReranker:
     def __init__(self, fetch_k: int, model: str) -> None:
         if not model:
             raise ConfigError(
-                "", "retrieval.cross_encoder",
+                "",
+                "retrieval.cross_encoder",
                 "the cross-encoder reranker needs a model folder or name (no weights ship with harness)",
-            )  # fmt: skip
+            )
         self.spec = ComponentSpec(name="cross-encoder", args={"fetch_k": fetch_k, "model": model})
         try:
             from langchain_community.cross_encoders import HuggingFaceCrossEncoder
@@ -237,8 +249,13 @@ class LLMReranker:
 
     pool = "dense"
 
-    def __init__(self, fetch_k: int, grade: Callable[[str, str], tuple[float, bool]],
-                 model_spec: ComponentSpec, same_as_judge: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        fetch_k: int,
+        grade: Callable[[str, str], tuple[float, bool]],
+        model_spec: ComponentSpec,
+        same_as_judge: bool,
+    ) -> None:
         self.spec = ComponentSpec(
             name="llm",
             args={

@@ -121,6 +121,7 @@ class CriterionVerdict:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    retries: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(self)

@@ -250,8 +250,18 @@ def test_real_local_judge_run_show_and_rerun(tmp_path):
 def test_real_local_judge_sweep_and_resume(tmp_path):
     """harness sweep through the CLI: one local server for every trial, then --resume."""
     results, cache = tmp_path / "r", tmp_path / "c"
-    proc = harness("sweep", str(DATA / "sweep.toml"), "--trials", "2", "--format", "json",
-                   "--results-dir", str(results), "--cache-dir", str(cache))  # fmt: skip
+    proc = harness(
+        "sweep",
+        str(DATA / "sweep.toml"),
+        "--trials",
+        "2",
+        "--format",
+        "json",
+        "--results-dir",
+        str(results),
+        "--cache-dir",
+        str(cache),
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["status"] == "done"
@@ -261,8 +271,17 @@ def test_real_local_judge_sweep_and_resume(tmp_path):
     assert (sweep_dir / "llama-server.log").is_file()  # one server for the sweep
     assert not list(sweep_dir.glob("trials/*/llama-server.log"))
     # Asking for more trials on the same sweep continues it.
-    more = harness("sweep", "--resume", str(sweep_dir), "--trials", "3", "--format", "json",
-                   "--cache-dir", str(cache))  # fmt: skip
+    more = harness(
+        "sweep",
+        "--resume",
+        str(sweep_dir),
+        "--trials",
+        "3",
+        "--format",
+        "json",
+        "--cache-dir",
+        str(cache),
+    )
     assert more.returncode == 0, more.stderr
     again = json.loads(more.stdout)
     assert sum(again["counts"].values()) >= 3
@@ -273,9 +292,20 @@ def test_real_local_judge_sweep_and_resume(tmp_path):
 @pytest.mark.llama
 def test_real_llm_reranker_is_flagged_as_the_judges_own_model(tmp_path):
     results, cache = tmp_path / "r", tmp_path / "c"
-    proc = harness("run", str(DATA / "experiment.toml"), "--set", "retrieval.reranker=llm",
-                   "--set", "retrieval.fetch_k=5", "--format", "json",
-                   "--results-dir", str(results), "--cache-dir", str(cache))  # fmt: skip
+    proc = harness(
+        "run",
+        str(DATA / "experiment.toml"),
+        "--set",
+        "retrieval.reranker=llm",
+        "--set",
+        "retrieval.fetch_k=5",
+        "--format",
+        "json",
+        "--results-dir",
+        str(results),
+        "--cache-dir",
+        str(cache),
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     rr = out["components"]["reranker"]

@@ -218,5 +218,11 @@ def test_an_exception_in_a_worker_stops_judging(tmp_path):
     from harness.errors import JudgeUnavailable
 
     with pytest.raises(JudgeUnavailable):
-        judge_pairs([("q", f"c{i}") for i in range(20)], Down(), criteria=CriteriaConfig(),
-                    cache=None, stats=JudgeStats(), concurrency=3)  # fmt: skip
+        judge_pairs(
+            [("q", f"c{i}") for i in range(20)],
+            Down(),
+            criteria=CriteriaConfig(),
+            cache=None,
+            stats=JudgeStats(),
+            concurrency=3,
+        )

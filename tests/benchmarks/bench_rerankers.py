@@ -57,8 +57,11 @@ def main() -> int:
             m, s = run.header.metrics, run.header.stats
             row = [name, f"{s['retrieve_ms_median']:.1f}"]
             for k in (1, 3, 5):
-                row += [f"{m.get(f'hit_rate@{k}', float('nan')):.3f}", f"{m.get(f'mrr@{k}', float('nan')):.3f}",
-                        f"{m.get(f'relevancy_mrr@{k}', float('nan')):.3f}"]  # fmt: skip
+                row += [
+                    f"{m.get(f'hit_rate@{k}', float('nan')):.3f}",
+                    f"{m.get(f'mrr@{k}', float('nan')):.3f}",
+                    f"{m.get(f'relevancy_mrr@{k}', float('nan')):.3f}",
+                ]
             row += [str(s["judge_calls"]), str(s.get("rerank_llm_calls", 0))]
             rows.append(row)
     head = ["reranker", "ms/question"]

@@ -50,13 +50,38 @@ def main() -> int:
             wall = time.perf_counter() - t0
             c, st = log.summary["counts"], log.summary["stats"]
             best = (log.summary["best"] or [{}])[0]
-            rows.append((label, c["complete"], c["pruned"], c["failed"], st["judge_calls"],
-                         st["judge_cache_hits"], st["distinct_verdicts"], st["naive_calls"],
-                         f"{wall:.0f}", f"{best.get('values', ['-'])[0]}", str(best.get("params", ""))))  # fmt: skip
-    head = ("sweep", "complete", "pruned", "failed", "judge_calls", "cache_hits", "distinct",
-            "no_cache_calls", "wall_s", "best", "best_params")  # fmt: skip
-    print(f"sweep benchmark: {config.name}, {args.trials} trials, seed {config.sweep.seed}, "
-          f"objective {' & '.join(config.sweep.objective)}")  # fmt: skip
+            rows.append(
+                (
+                    label,
+                    c["complete"],
+                    c["pruned"],
+                    c["failed"],
+                    st["judge_calls"],
+                    st["judge_cache_hits"],
+                    st["distinct_verdicts"],
+                    st["naive_calls"],
+                    f"{wall:.0f}",
+                    f"{best.get('values', ['-'])[0]}",
+                    str(best.get("params", "")),
+                )
+            )
+    head = (
+        "sweep",
+        "complete",
+        "pruned",
+        "failed",
+        "judge_calls",
+        "cache_hits",
+        "distinct",
+        "no_cache_calls",
+        "wall_s",
+        "best",
+        "best_params",
+    )
+    print(
+        f"sweep benchmark: {config.name}, {args.trials} trials, seed {config.sweep.seed}, "
+        f"objective {' & '.join(config.sweep.objective)}"
+    )
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(head)]
     print("  ".join(str(h).rjust(w) for h, w in zip(head, widths, strict=True)))
     for r in rows:

@@ -1,0 +1,141 @@
+"""A misbehaving OpenAI-compatible chat server on 127.0.0.1, for tests and benchmarks.
+
+`behave(n, prompt)` decides, for the n-th request (1-based) and its prompt text, what the
+server does: answer, answer garbage, rate-limit (429 with Retry-After), fail (500), or
+hang past the client's timeout. The server counts requests, requests in flight (and
+the most ever in flight) and the token usage it reported, so tests can check the
+client's accounting against it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Act:
+    kind: str = "answer"  # answer | garbage | 429 | 500 | hang | badjson
+    text: str = "yes"
+    retry_after_s: float | None = None
+    hang_s: float = 0.0
+
+
+def answer_yes(n: int, prompt: str) -> Act:
+    return Act()
+
+
+class FakeOpenAI:
+    def __init__(
+        self, behave: Callable[[int, str], Act] = answer_yes, latency_s: float = 0.0
+    ) -> None:
+        self.behave = behave
+        self.latency_s = latency_s
+        self.requests = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.reported_prompt_tokens = 0
+        self.reported_completion_tokens = 0
+        self.answered = 0
+        self.kinds: dict[str, int] = {}
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(body)  # the client may have given up (a provoked timeout)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                request = json.loads(self.rfile.read(length) or b"{}")
+                prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
+                with fake._lock:
+                    fake.requests += 1
+                    n = fake.requests
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                try:
+                    act = fake.behave(n, prompt)
+                    with fake._lock:
+                        fake.kinds[act.kind] = fake.kinds.get(act.kind, 0) + 1
+                    time.sleep(fake.latency_s)
+                    if act.kind == "429":
+                        headers = (
+                            {"Retry-After": str(act.retry_after_s)}
+                            if act.retry_after_s is not None
+                            else {}
+                        )
+                        self._send(
+                            429,
+                            b'{"error": {"message": "rate limited", "type": "rate_limit"}}',
+                            headers,
+                        )
+                    elif act.kind == "500":
+                        self._send(500, b'{"error": {"message": "internal error"}}')
+                    elif act.kind == "hang":
+                        time.sleep(act.hang_s)
+                        self._send(500, b'{"error": {"message": "too late"}}')
+                    elif act.kind == "badjson":
+                        self._send(200, b"{this is not json")
+                    else:
+                        text = act.text if act.kind == "answer" else "banana split"
+                        prompt_tokens = len(prompt.split())
+                        body = {
+                            "id": f"fake-{n}",
+                            "object": "chat.completion",
+                            "created": int(time.time()),
+                            "model": request.get("model", "fake"),
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": text},
+                                }
+                            ],
+                            "usage": {
+                                "prompt_tokens": prompt_tokens,
+                                "completion_tokens": 1,
+                                "total_tokens": prompt_tokens + 1,
+                            },
+                        }
+                        with fake._lock:
+                            fake.reported_prompt_tokens += prompt_tokens
+                            fake.reported_completion_tokens += 1
+                            fake.answered += 1
+                        self._send(200, json.dumps(body).encode())
+                finally:
+                    with fake._lock:
+                        fake.in_flight -= 1
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
