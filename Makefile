@@ -14,7 +14,7 @@ export CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install install-models demo test lint format bench bench-sweep bench-rerankers clean
+.PHONY: install install-models demo test lint format bench bench-sweep bench-rerankers bench-judge clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,9 @@ bench-sweep: install-models
 
 bench-rerankers: install-models
 	$(BIN)/python tests/benchmarks/bench_rerankers.py
+
+bench-judge: install-models
+	$(BIN)/python tests/benchmarks/bench_judge.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -686,6 +686,9 @@ class VerdictCache:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=60)
         self._db.execute("PRAGMA journal_mode=WAL")
+        # WAL + NORMAL: a committed row survives a crash of this process (not a power cut)
+        # without an fsync per verdict, which serialised concurrent judging.
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, verdict TEXT, created REAL)"
         )

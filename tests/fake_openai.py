@@ -48,6 +48,9 @@ class FakeOpenAI:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in separate writes; without TCP_NODELAY, Nagle and
+            # the client's delayed ACK add ~40 ms to every response.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -139,3 +142,20 @@ class FakeOpenAI:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def main() -> None:
+    """Serve from its own process (for benchmarks): python -m tests.fake_openai LATENCY_S TEXT.
+    Prints the base URL, then serves until killed."""
+    import sys
+
+    latency = float(sys.argv[1]) if len(sys.argv) > 1 else 0.05
+    text = sys.argv[2] if len(sys.argv) > 2 else "no"
+    server = FakeOpenAI(lambda n, p: Act(text=text), latency_s=latency)
+    server._server.request_queue_size = 256
+    print(server.base_url, flush=True)
+    server._server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

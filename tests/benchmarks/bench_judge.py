@@ -1,0 +1,230 @@
+"""Benchmark: verdicts per second, by engine, requests in flight and judge mode.
+
+    make bench-judge   (or: .venv/bin/python tests/benchmarks/bench_judge.py)
+
+1. The local judge (Qwen2.5-Coder-1.5B) on a fixed sample of quick-start pairs: the
+   native llama-server with 1 and 4 requests in flight, and llama-cpp-python's server
+   when it is installed (it serves one request at a time); pointwise, both criteria in
+   one call, and listwise; with each cheaper mode's agreement with pointwise.
+2. A fake OpenAI-compatible server on 127.0.0.1 answering after 50 ms, at 1, 4, 16 and 64
+   requests in flight, as a ratio to the ideal (in-flight / latency).
+
+A verdict is one (question, chunk) pair graded on both criteria. Every measurement starts
+from an empty verdict cache. Prints one table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from loguru import logger
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from harness.config import CriteriaConfig, load_experiment  # noqa: E402
+from harness.judge import JudgeStats, OpenAIJudge, VerdictCache, judge_pairs  # noqa: E402
+from harness.llama_server import LlamaServer, free_port, resolve_model  # noqa: E402
+from harness.pipeline import default_cache_dir, prepare  # noqa: E402
+
+
+def sample_pairs(n_questions: int, k: int) -> list[tuple[str, str]]:
+    config = load_experiment(ROOT / "experiments" / "quickstart.toml", [f"retrieval.k={k}"])
+    p = prepare(config, cache_dir=default_cache_dir())
+    return [
+        (q.text, p.chunks[h.chunk_id].text)
+        for q, hits in list(zip(p.questions, p.hits, strict=True))[:n_questions]
+        for h in hits
+    ]
+
+
+@contextlib.contextmanager
+def llama_cpp_python_server(model: Path) -> Iterator[str]:
+    port = free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "4096",
+        "--n_threads",
+        str(os.cpu_count() or 1),
+        "--logits_all",
+        "True",
+    ]  # logprobs need every logit kept
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        import urllib.request
+
+        for _ in range(240):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def measure(
+    base_url: str,
+    model: str,
+    pairs,
+    *,
+    mode: str,
+    concurrency: int,
+    grammar: bool,
+    tmp: Path,
+    label: str,
+) -> tuple[float, list]:
+    judge = OpenAIJudge(
+        base_url=base_url, model=model, api_key="", grammar=grammar, mode=mode, max_retries=2
+    )
+    cache = VerdictCache(tmp / f"{label}-{mode}-{concurrency}.sqlite")
+    t0 = time.perf_counter()
+    verdicts = judge_pairs(
+        pairs,
+        judge,
+        criteria=CriteriaConfig(),
+        cache=cache,
+        stats=JudgeStats(),
+        concurrency=concurrency,
+    )
+    elapsed = time.perf_counter() - t0
+    cache.close()
+    return len(pairs) / elapsed, verdicts
+
+
+def agreement(a, b) -> str:
+    rel = sum(x.relevant.value == y.relevant.value for x, y in zip(a, b, strict=True)) / len(a)
+    grade = sum(x.grade == y.grade for x, y in zip(a, b, strict=True)) / len(a)
+    return f"{rel:.2f}/{grade:.2f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--questions", type=int, default=8, help="quick-start questions to sample")
+    parser.add_argument("--k", type=int, default=3)
+    parser.add_argument("--skip-local", action="store_true")
+    args = parser.parse_args()
+    logger.remove()
+    logger.add(sys.stderr, level="WARNING")
+    rows: list[tuple[str, ...]] = []
+    with tempfile.TemporaryDirectory(prefix="harness-bench-judge-") as tmp_s:
+        tmp = Path(tmp_s)
+        if not args.skip_local:
+            pairs = sample_pairs(args.questions, args.k)
+            model, _ = resolve_model("qwen2.5-coder-1.5b", default_cache_dir())
+            base = None
+            for parallel in (1, 4):
+                with LlamaServer(model, alias="qwen", parallel=parallel) as server:
+                    for mode in (
+                        ("pointwise", "both", "listwise") if parallel == 4 else ("pointwise",)
+                    ):
+                        vps, verdicts = measure(
+                            server.base_url,
+                            "qwen",
+                            pairs,
+                            mode=mode,
+                            concurrency=parallel,
+                            grammar=True,
+                            tmp=tmp,
+                            label=f"native{parallel}",
+                        )
+                        if mode == "pointwise" and base is None:
+                            base = verdicts
+                        rows.append(
+                            (
+                                "llama-server",
+                                mode,
+                                str(parallel),
+                                f"{vps:.3f}",
+                                "-",
+                                agreement(verdicts, base) if base else "-",
+                            )
+                        )
+            if importlib.util.find_spec("llama_cpp") is not None:
+                with llama_cpp_python_server(model) as url:
+                    vps, verdicts = measure(
+                        url,
+                        "qwen",
+                        pairs,
+                        mode="pointwise",
+                        concurrency=1,
+                        grammar=True,
+                        tmp=tmp,
+                        label="lcp",
+                    )
+                    rows.append(
+                        (
+                            "llama-cpp-python",
+                            "pointwise",
+                            "1",
+                            f"{vps:.3f}",
+                            "-",
+                            agreement(verdicts, base),
+                        )
+                    )
+            else:
+                rows.append(("llama-cpp-python", "pointwise", "1", "not installed", "-", "-"))
+        fake_pairs = [(f"question {i}?", f"passage {i}") for i in range(512)]
+        latency = 0.05
+        # The fake server runs in its own process, so its work does not share our GIL.
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.fake_openai", str(latency), "no"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            url = proc.stdout.readline().strip()  # type: ignore[union-attr]
+            for concurrency in (1, 4, 16, 64):
+                n = {1: 64, 4: 256, 16: 512, 64: 512}[concurrency]
+                vps, _ = measure(
+                    url,
+                    "fake",
+                    fake_pairs[:n],
+                    mode="pointwise",
+                    concurrency=concurrency,
+                    grammar=False,
+                    tmp=tmp,
+                    label="fake",
+                )
+                ratio = vps / (concurrency / latency)
+                rows.append(
+                    ("fake 50 ms", "pointwise", str(concurrency), f"{vps:.1f}", f"{ratio:.2f}", "-")
+                )
+        finally:
+            proc.terminate()
+            proc.wait()
+    head = ("engine", "mode", "in_flight", "verdicts/s", "ratio_to_ideal", "agree rel/grade")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    print(
+        f"judge benchmark: {args.questions} quick-start questions x k={args.k} "
+        f"(agreement with llama-server pointwise at 1 in flight)"
+    )
+    print("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
+    for r in rows:
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
