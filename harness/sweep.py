@@ -394,7 +394,8 @@ def sweep_stats(sweep_dir: Path, trials: list[TrialRecord]) -> dict[str, Any]:
       about: the floor for a sweep that pays once per distinct verdict;
     - naive_calls: what a tool without a cache would make: for every trial, questions x k x 2.
     """
-    calls = hits = errors = prompt = completion = naive = 0
+    calls = hits = errors = retries = prompt = completion = naive = 0
+    cost = 0.0
     distinct: set[tuple[str, str, str]] = set()
     for t in trials:
         run_dir = Path(t.run_dir)
@@ -405,6 +406,8 @@ def sweep_stats(sweep_dir: Path, trials: list[TrialRecord]) -> dict[str, Any]:
         calls += int(s.get("judge_calls", 0))
         hits += int(s.get("judge_cache_hits", 0))
         errors += int(s.get("judge_errors", 0))
+        retries += int(s.get("judge_retries", 0))
+        cost += float(s.get("cost_usd", 0.0))
         prompt += int(s.get("prompt_tokens", 0))
         completion += int(s.get("completion_tokens", 0))
         k = max(run.header.ks) if run.header.ks else 0
@@ -418,6 +421,8 @@ def sweep_stats(sweep_dir: Path, trials: list[TrialRecord]) -> dict[str, Any]:
         "judge_calls": calls,
         "judge_cache_hits": hits,
         "judge_errors": errors,
+        "judge_retries": retries,
+        "cost_usd": round(cost, 6),
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "distinct_verdicts": len(distinct),
