@@ -58,6 +58,18 @@ def format_metrics_table(header: RunHeader) -> str:
     return "\n".join(lines)
 
 
+def _ci_line(h: RunHeader) -> list[str]:
+    k = max(h.ks) if h.ks else 0
+    parts = [
+        f"{name} [{h.metrics_ci[f'{name}@{k}'][0]:.3f}, {h.metrics_ci[f'{name}@{k}'][1]:.3f}]"
+        for name in ("hit_rate", "mrr", "relevancy_mrr")
+        if f"{name}@{k}" in h.metrics_ci
+    ]
+    return (
+        [f"95% intervals at k={k} (bootstrap over questions): " + ", ".join(parts)] if parts else []
+    )
+
+
 def format_run_summary(run: RunLog) -> str:
     h = run.header
     s = h.stats
@@ -65,6 +77,7 @@ def format_run_summary(run: RunLog) -> str:
         f"run {h.run_id}: {h.status}, {h.data.get('n_questions', len(run.questions))} questions, "
         f"{h.data.get('n_chunks', '?')} chunks",
         format_metrics_table(h),
+        *_ci_line(h),
         (
             f"judge calls {s.get('judge_calls', 0)}, cache hits {s.get('judge_cache_hits', 0)}, "
             f"errors {s.get('judge_errors', 0)}, index {'cached' if s.get('index_cache_hit') else 'built'} "
@@ -258,6 +271,11 @@ def format_sweep(summary: dict[str, Any], trials: Sequence[Any]) -> str:
         lines.append(
             f"{label}: trial {b['number']} {_fmt_values(b['values'])} {b['params']}  {b['run_dir']}"
         )
+        if "indistinguishable" in b:
+            ties = ", ".join(str(n) for n in b["indistinguishable"]) or "none"
+            lines.append(
+                f"  cannot be told apart from it ({b['confidence']:.0%} paired bootstrap): trials {ties}"
+            )
     c, st = summary["counts"], summary["stats"]
     lines.append(
         f"trials: {c['complete']} complete, {c['pruned']} pruned, {c['failed']} failed; "
@@ -416,6 +434,151 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _qrels_path(arg: str | None, header: RunHeader | None) -> str:
+    path = arg or (header.data.get("qrels_file") if header else None)
+    if not path:
+        raise HarnessError("give --qrels FILE (or set questions.qrels in the experiment)")
+    return str(path)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from harness.validate import read_qrels, validate_run, validate_sweep
+
+    target = Path(args.target)
+    if not target.exists():
+        target = Path(args.results_dir) / args.target
+    if (target / "sweep.json").is_file():
+        qrels = read_qrels(_qrels_path(args.qrels, None))
+        res = validate_sweep(target, qrels, metric=args.metric, unjudged=args.unjudged)
+        if args.format == "json":
+            print(json.dumps(res, indent=2))
+            return 0
+        print(
+            f"sweep {target}: Kendall tau between the judge's and the labels' ranking of "
+            f"{res['trials']} trials by {res['metric']}@k: {res['kendall_tau']:.3f}"
+        )
+        print(f"{'rank':>4}  {'by judge':<44} {'by labels':<44}")
+        for i, (a, b) in enumerate(zip(res["top_by_judge"], res["top_by_human"], strict=True), 1):
+            ta = f"#{a['number']} j={a['judge']:.3f} h={a['human']:.3f}"
+            tb = f"#{b['number']} j={b['judge']:.3f} h={b['human']:.3f}"
+            print(f"{i:>4}  {ta:<44} {tb:<44}")
+        return 0
+    run = read_run(resolve_run_dir(args.target, args.results_dir))
+    qrels = read_qrels(_qrels_path(args.qrels, run.header))
+    res = validate_run(run, qrels, k=args.k, unjudged=args.unjudged)
+    if args.format == "json":
+        print(json.dumps(res, indent=2))
+        return 0
+    print(
+        f"run {run.run_dir}: {res['questions_labelled']} of {res['questions_in_run']} "
+        f"questions labelled; k={res['k']}; unlabelled chunks count as {res['unjudged']}"
+    )
+    if res["binary_labels"]:
+        print("labels are binary: 'complete' is checked against relevance")
+    print(
+        f"{'criterion':<10} {'n':>5} {'tp':>5} {'fp':>5} {'fn':>5} {'tn':>5} {'accuracy':>9} "
+        f"{'kappa':>7}  95% interval"
+    )
+    for crit, a in res["agreement"].items():
+        if not a["n"]:
+            print(f"{crit:<10} {0:>5}")
+            continue
+        c, ci = a["confusion"], a["kappa_ci95"]
+        ci_s = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "-"
+        print(
+            f"{crit:<10} {a['n']:>5} {c['tp']:>5} {c['fp']:>5} {c['fn']:>5} {c['tn']:>5} "
+            f"{a['accuracy']:>9.3f} {a['kappa']:>7.3f}  {ci_s}"
+        )
+    k = res["k"]
+    print(f"\n{'metric':<18} {'judge':>8} {'labels':>8}")
+    for name in ("hit_rate", "mrr", "relevancy_mrr", "precision", "ndcg"):
+        key = f"{name}@{k}"
+        j, h = res["metrics"]["judge"].get(key), res["metrics"]["human"].get(key)
+        print(
+            f"{key:<18} {j if j is not None else float('nan'):>8.3f} {h if h is not None else float('nan'):>8.3f}"
+        )
+    for key, p in res["ppi"].items():
+        print(
+            f"{key}: judge only {p['judge_only']:.3f}; label-corrected (PPI, {p['n_labelled']} "
+            f"labelled) {p['ppi']:.3f} [{p['ci95'][0]:.3f}, {p['ci95'][1]:.3f}]"
+        )
+    return 0
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    """Ask a person about sampled (question, chunk) pairs; append chunk-level qrels."""
+    import random
+
+    run = read_run(resolve_run_dir(args.run, args.results_dir))
+    out = Path(args.out)
+    done: set[tuple[str, str]] = set()
+    if out.is_file():
+        from harness.validate import read_qrels
+
+        done = {(q, c) for q, labels in read_qrels(out).items() for c in labels}
+    pairs = [
+        (q, h)
+        for q in run.questions
+        for h in q.hits
+        if (q.question.question_id, h.chunk.chunk_id) not in done
+    ]
+    random.Random(args.seed).shuffle(pairs)
+    new_file = not out.is_file()
+    written = 0
+    with open(out, "a", encoding="utf-8") as f:
+        if new_file:
+            f.write("query_id\tdoc_id\trelevance\n")
+        for q, h in pairs[: args.sample]:
+            print("\n" + "=" * 80)
+            print(f"question [{q.question.question_id}]: {q.question.text}")
+            print("-" * 80)
+            print(h.chunk.text)
+            print("-" * 80)
+            rel = _ask(
+                "relevant: is the passage about what the question asks? [y/n/s=skip/q=quit] "
+            )
+            if rel == "q":
+                break
+            if rel == "s":
+                continue
+            grade = 0
+            if rel == "y":
+                comp = _ask("complete: does it alone answer the question? [y/n/s/q] ")
+                if comp == "q":
+                    break
+                if comp == "s":
+                    continue
+                grade = 2 if comp == "y" else 1
+            f.write(f"{q.question.question_id}\t{h.chunk.chunk_id}\t{grade}\n")
+            f.flush()
+            written += 1
+    print(
+        f"\n{written} labels written to {out}; `harness validate {run.run_dir} --qrels {out}` "
+        "compares them with the judge"
+    )
+    return 0
+
+
+def _ask(prompt: str) -> str:
+    while True:
+        try:
+            answer = input(prompt).strip().lower()[:1]
+        except EOFError:
+            return "q"
+        if answer in ("y", "n", "s", "q"):
+            return answer
+        print("please answer y, n, s or q")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from harness.validate import export_trec
+
+    run = read_run(resolve_run_dir(args.run, args.results_dir))
+    run_path, qrels_path = export_trec(run, args.out)
+    print(f"wrote {run_path} and {qrels_path} (grades 0/1/2 from the judge)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="harness", description="Reference-free retrieval tuning: judge, measure, compare."
@@ -487,6 +650,41 @@ def build_parser() -> argparse.ArgumentParser:
     p_cmp.add_argument("--format", choices=("text", "json"), default="text")
     common(p_cmp)
     p_cmp.set_defaults(func=cmd_compare)
+
+    p_val = sub.add_parser("validate", help="agreement of the judge with human labels (qrels)")
+    p_val.add_argument("target", metavar="RUN_OR_SWEEP")
+    p_val.add_argument(
+        "--qrels", help="qrels file (default: questions.qrels of the run's experiment)"
+    )
+    p_val.add_argument("--k", type=int, help="metrics at this k (default: the run's k)")
+    p_val.add_argument(
+        "--metric", default="mrr", help="for a sweep: the metric ranked (default: mrr)"
+    )
+    p_val.add_argument(
+        "--unjudged",
+        choices=("irrelevant", "skip"),
+        default="irrelevant",
+        help="chunks of documents the qrels do not list (default: irrelevant)",
+    )
+    p_val.add_argument("--format", choices=("text", "json"), default="text")
+    common(p_val)
+    p_val.set_defaults(func=cmd_validate)
+
+    p_lab = sub.add_parser("label", help="label sampled chunks of a run by hand, into qrels")
+    p_lab.add_argument("run", metavar="RUN_OR_TRIAL")
+    p_lab.add_argument("--sample", type=int, default=50)
+    p_lab.add_argument(
+        "--out", default="labels.tsv", help="qrels file to append to (default: labels.tsv)"
+    )
+    p_lab.add_argument("--seed", type=int, default=0)
+    common(p_lab)
+    p_lab.set_defaults(func=cmd_label)
+
+    p_exp = sub.add_parser("export", help="write a run as TREC run and qrels files")
+    p_exp.add_argument("run", metavar="RUN_OR_TRIAL")
+    p_exp.add_argument("--out", required=True, help="folder for run.trec and qrels.trec")
+    common(p_exp)
+    p_exp.set_defaults(func=cmd_export)
 
     p_show = sub.add_parser("show", help="print a run's graded chunks with verdicts and reasons")
     p_show.add_argument("run", help="run folder, or run id under --results-dir")

@@ -40,6 +40,8 @@ class CorpusConfig:
 class QuestionsConfig:
     file: str = ""
     """JSONL with {"id", "text"} per line, or a .txt file with one question per line."""
+    qrels: str = ""
+    """Optional human labels (BEIR qrels.tsv or TREC qrels) that `harness validate` uses."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ those CSS classes (a blog's post-title / post-header / post-content, say).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from harness.errors import ConfigError
 from harness.types import Document, Question
 
 SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm")
+"""Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
 USER_AGENT = "harness-retrieval-tuning/0.1 (+https://github.com/; offline-first)"
 
 
@@ -101,6 +103,8 @@ def load_documents(
                     f"folder {path} holds no {', '.join(SUFFIXES)} files",
                 )
             docs.extend(_load_file(f, f.relative_to(path).as_posix(), html_classes) for f in files)
+        elif path.is_file() and path.suffix.lower() == ".jsonl":
+            docs.extend(load_beir_corpus(path))
         elif path.is_file():
             docs.append(_load_file(path, path.name, html_classes))
         else:
@@ -113,6 +117,35 @@ def load_documents(
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ConfigError(where, "corpus.sources", f"two documents share the id {dup!r}")
     logger.info("loaded {} documents ({} chars)", len(docs), sum(len(d.text) for d in docs))
+    return docs
+
+
+def load_beir_corpus(path: Path) -> list[Document]:
+    """A BEIR corpus.jsonl: {"_id" or "id", "title", "text"} per line. The title, when
+    there is one, opens the text (as BEIR's retrievers see it)."""
+    docs = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            raise ConfigError(f"{path}:{n}", "", "expected a JSON object per line") from None
+        did = obj.get("_id", obj.get("id")) if isinstance(obj, dict) else None
+        text = obj.get("text") if isinstance(obj, dict) else None
+        if did is None or str(did) == "":
+            raise ConfigError(f"{path}:{n}", "_id", "expected a document id")
+        if not isinstance(text, str):
+            raise ConfigError(f"{path}:{n}", "text", "expected the document text")
+        title = str(obj.get("title") or "")
+        docs.append(
+            Document(
+                doc_id=str(did),
+                text=f"{title}\n{text}" if title else text,
+                source=f"{path}:{n}",
+                title=title,
+            )
+        )
     return docs
 
 
@@ -133,8 +166,6 @@ def load_questions(path: str | os.PathLike[str]) -> list[Question]:
     Raises ConfigError naming the file and line for bad lines, duplicate ids or no
     questions at all.
     """
-    import json
-
     p = Path(path)
     if not p.is_file():
         raise ConfigError(str(p), "questions.file", "questions file not found")

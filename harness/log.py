@@ -46,6 +46,8 @@ class RunHeader:
     data: dict[str, Any]
     ks: tuple[int, ...]
     metrics: dict[str, float] = field(default_factory=dict)
+    metrics_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """95% bootstrap interval over questions for each mean of metrics.CI_METRICS."""
     stats: dict[str, Any] = field(default_factory=dict)
     finished_at: str | None = None
     error: str | None = None
@@ -65,6 +67,7 @@ class RunHeader:
             "data": self.data,
             "ks": list(self.ks),
             "metrics": self.metrics,
+            "metrics_ci": {k: list(v) for k, v in self.metrics_ci.items()},
             "stats": self.stats,
         }
 
@@ -82,6 +85,7 @@ class RunHeader:
             data=d.get("data", {}),
             ks=tuple(d.get("ks", ())),
             metrics=d.get("metrics", {}),
+            metrics_ci={k: (v[0], v[1]) for k, v in d.get("metrics_ci", {}).items()},
             stats=d.get("stats", {}),
             log_version=d.get("log_version", LOG_VERSION),
         )

@@ -274,6 +274,9 @@ def prepare(
             "corpus_sha256": corpus_sha,
             "questions_sha256": _file_sha(questions_path),
             "questions_file": questions_path,
+            "qrels_file": config.resolve_path(config.questions.qrels)
+            if config.questions.qrels
+            else None,
             "n_documents": len(docs),
             "n_chunks": len(index.chunks),
             "n_questions": len(questions),
@@ -386,6 +389,7 @@ def run_experiment(
             status=STATUS_PRUNED if stopped else STATUS_DONE,
             finished_at=now_iso(),
             metrics=metrics_stage.aggregate(per_question, ks),
+            metrics_ci=metrics_stage.aggregate_ci(per_question, ks),
             stats=_stats(run_stats, stats, t_start, config.judge),
         )
         writer.write_header(header)

@@ -247,7 +247,11 @@ class _Sweep:
                 state: sum(1 for t in trials if t.state == state)
                 for state in ("complete", "pruned", "failed")
             },
-            "best": best_trials(trials, self.config.sweep.objective),
+            "best": with_ties(
+                best_trials(trials, self.config.sweep.objective),
+                trials,
+                self.config.sweep.objective,
+            ),
             "stats": sweep_stats(self.dir, trials),
         }
 
@@ -384,6 +388,41 @@ def best_trials(trials: list[TrialRecord], objective: tuple[str, ...]) -> list[d
         {"number": t.number, "params": t.params, "values": t.values, "run_dir": t.run_dir}
         for t in front
     ]
+
+
+def _per_question(t: TrialRecord, metric_id: str) -> dict[str, float]:
+    run = read_run(t.run_dir)
+    key = metric_key(metric_id, int(t.params["k"]))
+    return {q.question.question_id: q.metrics[key] for q in run.questions if key in q.metrics}
+
+
+def with_ties(
+    best: list[dict[str, Any]],
+    trials: list[TrialRecord],
+    objective: tuple[str, ...],
+    confidence: float = 0.95,
+) -> list[dict[str, Any]]:
+    """For one objective, add to the best trial the complete trials that cannot be told
+    apart from it: the paired bootstrap interval (over shared questions) of their
+    difference to the best contains 0."""
+    if len(objective) != 1 or not best:
+        return best
+    top = next(t for t in trials if t.number == best[0]["number"])
+    base = _per_question(top, objective[0])
+    ties = []
+    for t in trials:
+        if t.state != "complete" or t.number == top.number:
+            continue
+        other = _per_question(t, objective[0])
+        shared = [q for q in base if q in other]
+        if len(shared) < 2:
+            continue
+        _, low, high = metrics_stage.paired_bootstrap(
+            [base[q] for q in shared], [other[q] for q in shared], confidence=confidence
+        )
+        if low <= 0 <= high:
+            ties.append(t.number)
+    return [{**best[0], "indistinguishable": ties, "confidence": confidence}, *best[1:]]
 
 
 def sweep_stats(sweep_dir: Path, trials: list[TrialRecord]) -> dict[str, Any]:
