@@ -448,7 +448,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not target.exists():
         target = Path(args.results_dir) / args.target
     if (target / "sweep.json").is_file():
-        qrels = read_qrels(_qrels_path(args.qrels, None))
+        from harness.log import read_header
+
+        headers = [
+            read_header(p)
+            for p in sorted((target / "trials").glob("*"))
+            if (p / "header.json").is_file()
+        ]
+        qrels = read_qrels(_qrels_path(args.qrels, headers[0] if headers else None))
         res = validate_sweep(target, qrels, metric=args.metric, unjudged=args.unjudged)
         if args.format == "json":
             print(json.dumps(res, indent=2))

@@ -42,6 +42,8 @@ class QuestionsConfig:
     """JSONL with {"id", "text"} per line, or a .txt file with one question per line."""
     qrels: str = ""
     """Optional human labels (BEIR qrels.tsv or TREC qrels) that `harness validate` uses."""
+    limit: int = 0
+    """Use only the first N questions of the file (0: all), e.g. to try a large set cheaply."""
 
 
 @dataclass(frozen=True)
@@ -329,6 +331,8 @@ def validate(config: ExperimentConfig) -> None:
             "chunking.chunk_overlap",
             f"expected 0 <= chunk_overlap < chunk_size ({c.chunk_size}), got {c.chunk_overlap}",
         )
+    if config.questions.limit < 0:
+        raise ConfigError(where, "questions.limit", "expected 0 (all) or a positive count")
     if config.retrieval.k < 1:
         raise ConfigError(where, "retrieval.k", f"expected k >= 1, got {config.retrieval.k}")
     if config.embedder.name not in EMBEDDERS:

@@ -220,6 +220,8 @@ def prepare(
     )
     questions_path = config.resolve_path(config.questions.file)
     questions = load_stage.load_questions(questions_path)
+    if config.questions.limit:
+        questions = questions[: config.questions.limit]
     chunks = chunk_stage.chunk_documents(
         docs, chunk_size=config.chunking.chunk_size, chunk_overlap=config.chunking.chunk_overlap
     )

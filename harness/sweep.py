@@ -338,7 +338,8 @@ class _Sweep:
 def _count_questions(config: ExperimentConfig) -> int:
     from harness.load import load_questions
 
-    return len(load_questions(config.resolve_path(config.questions.file)))
+    n = len(load_questions(config.resolve_path(config.questions.file)))
+    return min(n, config.questions.limit) if config.questions.limit else n
 
 
 def _redact(url: str) -> str:
