@@ -1,10 +1,13 @@
 """The command line: a thin shell over the public functions.
 
-    harness run EXPERIMENT.toml [--set key=value ...] [--format table|json]
+    harness run EXPERIMENT.toml [--set key=value ...] [--dry-run] [--format table|json]
     harness sweep EXPERIMENT.toml [--trials N] [--resume SWEEP_DIR] [--storage URL]
     harness list [RESULTS_DIR] [--format text|json]
-    harness show RUN_OR_TRIAL [--question ID] [--failures] [--format text|json]
+    harness show RUN_OR_TRIAL_OR_SWEEP [--question ID] [--failures] [--format text|json]
     harness compare RUN_OR_TRIAL RUN_OR_TRIAL ... [--k K] [--metric NAME]
+    harness validate RUN_OR_SWEEP [--qrels FILE] [--k K] [--format text|json]
+    harness label RUN_OR_TRIAL [--sample N] [--out FILE]
+    harness export RUN_OR_TRIAL --out DIR
 
 User errors print one line to stderr and exit 2; Ctrl-C exits 130 with every finished
 result kept.
@@ -119,8 +122,9 @@ def format_question(q: QuestionResult, k: int, excerpt_chars: int = 300) -> str:
             conf = f"  p(relevant)={v.relevant.p_yes:.2f}"
         if v.complete.p_yes is not None:
             conf += f"  p(complete)={v.complete.p_yes:.2f}"
+        rerank = "" if jh.hit.rerank_score is None else f"  rerank {jh.hit.rerank_score:.3f}"
         lines.append(
-            f"  #{jh.hit.rank}  score {jh.hit.score:.3f}  relevant={_mark(v.relevant.value)}  "
+            f"  #{jh.hit.rank}  score {jh.hit.score:.3f}{rerank}  relevant={_mark(v.relevant.value)}  "
             f"complete={_mark(v.complete.value)}{conf}  {jh.chunk.chunk_id}"
         )
         text = " ".join(jh.chunk.text.split())
