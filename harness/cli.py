@@ -38,7 +38,13 @@ EXIT_INTERRUPTED = 130
 def _setup_logging(verbosity: int) -> None:
     logger.remove()
     level = {-1: "WARNING", 0: "INFO"}.get(verbosity, "DEBUG")
-    logger.add(sys.stderr, level=level, format="<green>{time:HH:mm:ss}</green> {message}")
+    # Resolve sys.stderr at each write: whoever swapped it (a test, a notebook) may close it.
+    logger.add(
+        lambda message: sys.stderr.write(message),
+        level=level,
+        format="<green>{time:HH:mm:ss}</green> {message}",
+        colorize=False,
+    )
 
 
 def format_metrics_table(header: RunHeader) -> str:
