@@ -770,10 +770,15 @@ def judge_pair(
             criterion="complete", value=None, error="not asked: relevance failed"
         )
     else:
-        complete = CriterionVerdict(
-            criterion="complete", value=False, reason="not asked: judged not relevant"
-        )
+        complete = _not_asked()
     return Verdict(relevant=relevant, complete=complete)
+
+
+def _not_asked() -> CriterionVerdict:
+    """The "complete" of a chunk judged not relevant: implied "no", never paid for."""
+    return CriterionVerdict(
+        criterion="complete", value=False, reason="not asked: judged not relevant"
+    )
 
 
 def _from_cache(
@@ -798,9 +803,7 @@ def _from_cache(
             return None
         comp = CriterionVerdict(**{**comp.to_dict(), "cached": True})
     else:
-        comp = CriterionVerdict(
-            criterion="complete", value=False, reason="not asked: judged not relevant"
-        )
+        comp = _not_asked()
     rel = CriterionVerdict(**{**rel.to_dict(), "cached": True})
     stats.record(rel)
     if comp.cached:

@@ -26,10 +26,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from loguru import logger
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from common import print_table, quiet  # noqa: E402
 
 from harness.config import CriteriaConfig, load_experiment  # noqa: E402
 from harness.judge import JudgeStats, OpenAIJudge, VerdictCache, judge_pairs  # noqa: E402
@@ -124,8 +124,7 @@ def main() -> int:
     parser.add_argument("--k", type=int, default=3)
     parser.add_argument("--skip-local", action="store_true")
     args = parser.parse_args()
-    logger.remove()
-    logger.add(sys.stderr, level="WARNING")
+    quiet()
     rows: list[tuple[str, ...]] = []
     with tempfile.TemporaryDirectory(prefix="harness-bench-judge-") as tmp_s:
         tmp = Path(tmp_s)
@@ -214,15 +213,12 @@ def main() -> int:
         finally:
             proc.terminate()
             proc.wait()
-    head = ("engine", "mode", "in_flight", "verdicts/s", "ratio_to_ideal", "agree rel/grade")
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    print(
+    print_table(
         f"judge benchmark: {args.questions} quick-start questions x k={args.k} "
-        f"(agreement with llama-server pointwise at 1 in flight)"
+        f"(agreement with llama-server pointwise at 1 in flight)",
+        ("engine", "mode", "in_flight", "verdicts/s", "ratio_to_ideal", "agree rel/grade"),
+        rows,
     )
-    print("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
-    for r in rows:
-        print("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
     return 0
 
 

@@ -10,17 +10,14 @@ with the user's cache, so its one-off assembly is not timed. Prints one row per 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
 
-from loguru import logger
+from common import ROOT, fresh_cache, print_table, quiet
 
 from harness.config import load_experiment
-from harness.pipeline import default_cache_dir, run_experiment
-
-ROOT = Path(__file__).resolve().parents[2]
+from harness.pipeline import run_experiment
 
 
 def main() -> int:
@@ -28,16 +25,12 @@ def main() -> int:
     parser.add_argument("--experiment", default=str(ROOT / "experiments" / "quickstart.toml"))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
-    logger.remove()
-    logger.add(sys.stderr, level="WARNING")
+    quiet()
     config = load_experiment(args.experiment, args.set)
+    k = config.retrieval.k
+    rows = []
     with tempfile.TemporaryDirectory(prefix="harness-bench-") as tmp:
-        cache = Path(tmp) / "cache"
-        cache.mkdir()
-        models = default_cache_dir() / "models"
-        models.mkdir(parents=True, exist_ok=True)
-        os.symlink(models, cache / "models")
-        rows = []
+        cache = fresh_cache(Path(tmp))
         for label in ("cold", "warm"):
             run = run_experiment(config, results_dir=Path(tmp) / "results", cache_dir=cache)
             s = run.header.stats
@@ -46,32 +39,30 @@ def main() -> int:
                 (
                     label,
                     f"{s['index_s']:.2f}",
-                    str(s["judge_calls"]),
-                    str(s["judge_cache_hits"]),
+                    s["judge_calls"],
+                    s["judge_cache_hits"],
                     f"{median:.3f}" if median is not None else "-",
                     f"{s['total_s']:.1f}",
-                    str(s["embedded_texts"]),
-                    f"{run.header.metrics.get(f'mrr@{config.retrieval.k}', float('nan')):.3f}",
+                    s["embedded_texts"],
+                    f"{run.header.metrics.get(f'mrr@{k}', float('nan')):.3f}",
                 )
             )
-    head = (
-        "run",
-        "index_s",
-        "judge_calls",
-        "cache_hits",
-        "median_call_s",
-        "total_s",
-        "embedded",
-        f"mrr@{config.retrieval.k}",
+    d = run.header.data
+    print_table(
+        f"quick-start benchmark: {config.name}, {d['n_questions']} questions, {d['n_chunks']} "
+        f"chunks, k={k}, judge {run.header.components['judge'].args.get('model')}",
+        (
+            "run",
+            "index_s",
+            "judge_calls",
+            "cache_hits",
+            "median_call_s",
+            "total_s",
+            "embedded",
+            f"mrr@{k}",
+        ),
+        rows,
     )
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    print(
-        f"quick-start benchmark: {config.name}, {run.header.data['n_questions']} questions, "
-        f"{run.header.data['n_chunks']} chunks, k={config.retrieval.k}, judge {run.header.components['judge'].args.get('model')}"
-    )
-    print("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
-    for r in rows:
-        print("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
     return 0
 
 

@@ -12,17 +12,14 @@ that two rerankers both return is judged once.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
 
-from loguru import logger
+from common import ROOT, fresh_cache, print_table, quiet
 
 from harness.config import load_experiment
-from harness.pipeline import default_cache_dir, run_experiment
-
-ROOT = Path(__file__).resolve().parents[2]
+from harness.pipeline import run_experiment
 
 
 def main() -> int:
@@ -33,16 +30,11 @@ def main() -> int:
     parser.add_argument("--rerankers", default="none,bm25,hybrid,mmr,llm")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
-    logger.remove()
-    logger.add(sys.stderr, level="WARNING")
+    quiet()
     rerankers = args.rerankers.split(",") + (["cross-encoder"] if args.cross_encoder else [])
     rows = []
     with tempfile.TemporaryDirectory(prefix="harness-bench-rr-") as tmp:
-        cache = Path(tmp) / "cache"
-        cache.mkdir()
-        models = default_cache_dir() / "models"
-        models.mkdir(parents=True, exist_ok=True)
-        os.symlink(models, cache / "models")
+        cache = fresh_cache(Path(tmp))
         for name in rerankers:
             overrides = [
                 *args.set,
@@ -58,21 +50,18 @@ def main() -> int:
             row = [name, f"{s['retrieve_ms_median']:.1f}"]
             for k in (1, 3, 5):
                 row += [
-                    f"{m.get(f'hit_rate@{k}', float('nan')):.3f}",
-                    f"{m.get(f'mrr@{k}', float('nan')):.3f}",
-                    f"{m.get(f'relevancy_mrr@{k}', float('nan')):.3f}",
+                    f"{m.get(f'{n}@{k}', float('nan')):.3f}"
+                    for n in ("hit_rate", "mrr", "relevancy_mrr")
                 ]
-            row += [str(s["judge_calls"]), str(s.get("rerank_llm_calls", 0))]
-            rows.append(row)
+            rows.append([*row, s["judge_calls"], s.get("rerank_llm_calls", 0)])
     head = ["reranker", "ms/question"]
     for k in (1, 3, 5):
         head += [f"hit@{k}", f"mrr@{k}", f"relmrr@{k}"]
-    head += ["judge_calls", "rerank_llm_calls"]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    print(f"reranker benchmark: quick-start, fetch_k={args.fetch_k}, k=5, local judge")
-    print("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
-    for r in rows:
-        print("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
+    print_table(
+        f"reranker benchmark: quick-start, fetch_k={args.fetch_k}, k=5, local judge",
+        [*head, "judge_calls", "rerank_llm_calls"],
+        rows,
+    )
     return 0
 
 

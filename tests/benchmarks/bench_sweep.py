@@ -11,19 +11,15 @@ criteria), and wall seconds. The second sweep should make zero judge calls.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from loguru import logger
+from common import ROOT, fresh_cache, print_table, quiet
 
 from harness.config import load_experiment
-from harness.pipeline import default_cache_dir
 from harness.sweep import run_sweep
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def main() -> int:
@@ -32,16 +28,11 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
-    logger.remove()
-    logger.add(sys.stderr, level="WARNING")
+    quiet()
     config = load_experiment(args.experiment, args.set)
     rows = []
     with tempfile.TemporaryDirectory(prefix="harness-bench-sweep-") as tmp:
-        cache = Path(tmp) / "cache"
-        cache.mkdir()
-        models = default_cache_dir() / "models"
-        models.mkdir(parents=True, exist_ok=True)
-        os.symlink(models, cache / "models")
+        cache = fresh_cache(Path(tmp))
         for label in ("first", "second"):
             t0 = time.perf_counter()
             log = run_sweep(
@@ -61,31 +52,28 @@ def main() -> int:
                     st["distinct_verdicts"],
                     st["naive_calls"],
                     f"{wall:.0f}",
-                    f"{best.get('values', ['-'])[0]}",
-                    str(best.get("params", "")),
+                    best.get("values", ["-"])[0],
+                    best.get("params", ""),
                 )
             )
-    head = (
-        "sweep",
-        "complete",
-        "pruned",
-        "failed",
-        "judge_calls",
-        "cache_hits",
-        "distinct",
-        "no_cache_calls",
-        "wall_s",
-        "best",
-        "best_params",
-    )
-    print(
+    print_table(
         f"sweep benchmark: {config.name}, {args.trials} trials, seed {config.sweep.seed}, "
-        f"objective {' & '.join(config.sweep.objective)}"
+        f"objective {' & '.join(config.sweep.objective)}",
+        (
+            "sweep",
+            "complete",
+            "pruned",
+            "failed",
+            "judge_calls",
+            "cache_hits",
+            "distinct",
+            "no_cache_calls",
+            "wall_s",
+            "best",
+            "best_params",
+        ),
+        rows,
     )
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(head)]
-    print("  ".join(str(h).rjust(w) for h, w in zip(head, widths, strict=True)))
-    for r in rows:
-        print("  ".join(str(c).rjust(w) for c, w in zip(r, widths, strict=True)))
     return 0
 
 
