@@ -7,6 +7,7 @@
     harness compare RUN_OR_TRIAL RUN_OR_TRIAL ... [--k K] [--metric NAME]
     harness validate RUN_OR_SWEEP [--qrels FILE] [--k K] [--format text|json]
     harness label RUN_OR_TRIAL [--sample N] [--out FILE]
+    harness judge-check RUN_OR_TRIAL [--sample N] [--qrels FILE]
     harness export RUN_OR_TRIAL --out DIR
 
 User errors print one line to stderr and exit 2; Ctrl-C exits 130 with every finished
@@ -587,6 +588,55 @@ def _ask(prompt: str) -> str:
         print("please answer y, n, s or q")
 
 
+def cmd_judge_check(args: argparse.Namespace) -> int:
+    from harness.config import experiment_from_dict
+    from harness.pipeline import default_cache_dir, open_judge
+    from harness.validate import judge_check, read_qrels
+
+    run = read_run(resolve_run_dir(args.run, args.results_dir))
+    config = experiment_from_dict(run.header.config)
+    qrels_path = args.qrels or run.header.data.get("qrels_file")
+    qrels = read_qrels(qrels_path) if qrels_path else None
+    cache = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
+    with open_judge(config.judge, cache_dir=cache) as judge:
+        res = judge_check(
+            run,
+            judge,
+            config.judge.criteria,
+            sample=args.sample,
+            seed=args.seed,
+            qrels=qrels,
+            concurrency=config.judge.concurrency,
+        )
+    if args.format == "json":
+        print(json.dumps(res, indent=2))
+        return 0
+
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{v:.1%}"
+
+    rw, so = res["reworded"], res["shuffled_order"]
+    print(f"judge check of {run.run_dir} on {res['sample']} sampled (question, chunk) pairs")
+    print(
+        f"reworded prompt:  relevant flips {pct(rw['relevant_flip_rate'])}, complete flips "
+        f"{pct(rw['complete_flip_rate'])} (n={rw['n']})"
+    )
+    print(
+        f"shuffled order (listwise, {so['questions']} questions): relevant flips "
+        f"{pct(so['relevant_flip_rate'])}, complete flips {pct(so['complete_flip_rate'])} (n={so['n']})"
+    )
+    for group, lb in res.get("length_bias", {}).items():
+        if "difference" in lb and lb["difference"] is not None:
+            print(
+                f"length bias, {group.replace('_', ' ')} (n={lb['n']}): judged relevant "
+                f"{pct(lb['judge_yes_rate_long'])} of chunks over {lb['median_chars']:.0f} chars vs "
+                f"{pct(lb['judge_yes_rate_short'])} of shorter ones"
+            )
+    if "length_bias" not in res:
+        print("length bias: needs human labels (--qrels)")
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from harness.validate import export_trec
 
@@ -696,6 +746,18 @@ def build_parser() -> argparse.ArgumentParser:
     p_lab.add_argument("--seed", type=int, default=0)
     common(p_lab)
     p_lab.set_defaults(func=cmd_label)
+
+    p_chk = sub.add_parser(
+        "judge-check", help="flip rates under a reworded prompt and shuffled order"
+    )
+    p_chk.add_argument("run", metavar="RUN_OR_TRIAL")
+    p_chk.add_argument("--sample", type=int, default=30)
+    p_chk.add_argument("--seed", type=int, default=0)
+    p_chk.add_argument("--qrels", help="human labels, for the length-bias check")
+    p_chk.add_argument("--cache-dir", default=None)
+    p_chk.add_argument("--format", choices=("text", "json"), default="text")
+    common(p_chk)
+    p_chk.set_defaults(func=cmd_judge_check)
 
     p_exp = sub.add_parser("export", help="write a run as TREC run and qrels files")
     p_exp.add_argument("run", metavar="RUN_OR_TRIAL")

@@ -462,6 +462,18 @@ def _validate_sweep(sweep: SweepConfig, where: str) -> None:
             )
 
 
+def experiment_from_dict(d: dict[str, Any]) -> ExperimentConfig:
+    """An ExperimentConfig back from `ExperimentConfig.to_dict()` (as a run header holds it)."""
+
+    def drop_none(x: Any) -> Any:  # an unset optional table is written as null
+        return (
+            {k: drop_none(v) for k, v in x.items() if v is not None} if isinstance(x, dict) else x
+        )
+
+    data = drop_none({k: v for k, v in d.items() if k != "path"})
+    return parse_experiment(data, d.get("path", ""))
+
+
 def load_experiment(
     path: str | os.PathLike[str], overrides: typing.Sequence[str] = ()
 ) -> ExperimentConfig:

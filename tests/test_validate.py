@@ -227,3 +227,44 @@ def test_validate_sweep_kendall_tau(tmp_path):
     ).statistic
     assert res["kendall_tau"] == pytest.approx(0.0 if expected != expected else expected)
     assert res["top_by_judge"][0]["judge"] == max(r["judge"] for r in res["rows"])
+
+
+def test_judge_check_measures_wording_and_position_sensitivity(tmp_path, capsys):
+    from tests.fake_openai import Act, FakeOpenAI
+
+    def behave(n, prompt):
+        if "<passage n=" in prompt:  # listwise: only the first position is ever relevant
+            count = prompt.count("<passage n=")
+            return Act(
+                text="\n".join(
+                    f"{i}: relevant={'yes' if i == 1 else 'no'} complete=no"
+                    for i in range(1, count + 1)
+                )
+            )
+        if prompt.startswith(("You check search results",)) or "Search result:" in prompt:
+            return Act(text="yes")  # the reworded prompt: yes to everything
+        return Act(text="yes" if ("swap" in prompt.lower() or "hive" in prompt.lower()) else "no")
+
+    with FakeOpenAI(behave) as server:
+        overrides = [
+            f"judge.base_url={server.base_url}",
+            "judge.model=fake",
+            f'questions.qrels="{QRELS}"',
+        ]
+        config = load_experiment(DATA / "experiment.toml", overrides)
+        run = run_experiment(config, results_dir=tmp_path, cache_dir=tmp_path / "c")
+        assert main(["judge-check", str(run.run_dir), "--sample", "18", "--format", "json",
+                     "--cache-dir", str(tmp_path / "c")]) == 0  # fmt: skip
+    import json
+
+    res = json.loads(capsys.readouterr().out)
+    judged = [h for q in run.questions for h in q.hits]
+    originally_no = sum(1 for h in judged if not h.verdict.relevant.value)
+    assert res["reworded"]["n"] == 18
+    assert res["reworded"]["relevant_flip_rate"] == pytest.approx(originally_no / 18)
+    # listwise: whichever chunk lands first is "relevant", so shuffling moves the yes around
+    so = res["shuffled_order"]
+    assert so["questions"] == 6 and so["n"] == 18
+    assert 0 < so["relevant_flip_rate"] <= 2 / 3
+    lb = res["length_bias"]
+    assert lb["human_relevant"]["n"] + lb["human_not_relevant"]["n"] == 18
