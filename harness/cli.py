@@ -301,11 +301,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from harness.sweep import read_sweep, run_sweep
 
     if args.resume and not args.experiment:
-        prior = read_sweep(args.resume).summary
-        args.experiment = prior["experiment"]
-    if not args.experiment:
+        # The resolved config the sweep started with, --set overrides included.
+        from harness.config import experiment_from_dict
+
+        config = experiment_from_dict(read_sweep(args.resume).summary["config"], args.set or [])
+    elif args.experiment:
+        config = load_experiment(args.experiment, overrides=args.set or [])
+    else:
         raise HarnessError("sweep: give an experiment file, or --resume SWEEP_DIR")
-    config = load_experiment(args.experiment, overrides=args.set or [])
     log = run_sweep(
         config,
         results_dir=args.results_dir,

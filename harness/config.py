@@ -192,6 +192,8 @@ def _coerce(value: Any, tp: Any, where: str, name: str) -> Any:
     origin = typing.get_origin(tp)
     if origin is tuple:
         item = typing.get_args(tp)[0]
+        if isinstance(value, tuple):  # a config dict built in process, not read from JSON
+            value = list(value)
         if not isinstance(value, list):
             value = [value]
         return tuple(_coerce(v, item, where, name) for v in value)
@@ -462,8 +464,11 @@ def _validate_sweep(sweep: SweepConfig, where: str) -> None:
             )
 
 
-def experiment_from_dict(d: dict[str, Any]) -> ExperimentConfig:
-    """An ExperimentConfig back from `ExperimentConfig.to_dict()` (as a run header holds it)."""
+def experiment_from_dict(
+    d: dict[str, Any], overrides: typing.Sequence[str] = ()
+) -> ExperimentConfig:
+    """An ExperimentConfig back from `ExperimentConfig.to_dict()` (as a run header or
+    sweep.json holds it), with optional `key=value` overrides on top."""
 
     def drop_none(x: Any) -> Any:  # an unset optional table is written as null
         return (
@@ -471,7 +476,7 @@ def experiment_from_dict(d: dict[str, Any]) -> ExperimentConfig:
         )
 
     data = drop_none({k: v for k, v in d.items() if k != "path"})
-    return parse_experiment(data, d.get("path", ""))
+    return parse_experiment(data, d.get("path", ""), overrides)
 
 
 def load_experiment(

@@ -63,3 +63,17 @@ def test_invalid_toml_names_the_file(tmp_path):
         load_experiment(bad)
     with pytest.raises(ConfigError, match="not found"):
         load_experiment(tmp_path / "missing.toml")
+
+
+def test_a_resolved_config_round_trips_through_its_log_form():
+    """sweep --resume and judge-check rebuild the config a run or sweep recorded,
+    --set overrides and unset optional tables included."""
+    from harness.config import experiment_from_dict
+    from tests.conftest import DATA
+
+    original = load_experiment(DATA / "sweep.toml", ["questions.limit=3", "judge.mode=both", "k=2"])
+    rebuilt = experiment_from_dict(original.to_dict())
+    assert rebuilt == original
+    plain = load_experiment(DATA / "experiment.toml")  # no sweep.space.chunk_overlap table
+    assert experiment_from_dict(plain.to_dict()) == plain
+    assert experiment_from_dict(plain.to_dict(), ["k=5"]).retrieval.k == 5
