@@ -9,7 +9,6 @@ Ctrl-C keeps every finished question, and the verdict cache keeps every paid ver
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import statistics
 import time
@@ -31,7 +30,7 @@ from harness import rerank as rerank_stage
 from harness import retrieve as retrieve_stage
 from harness.config import ExperimentConfig, JudgeConfig
 from harness.errors import ConfigError, HarnessError
-from harness.llama_server import LlamaServer, resolve_model
+from harness.llama_server import LlamaServer, file_sha256, resolve_model
 from harness.log import (
     STATUS_DONE,
     STATUS_FAILED,
@@ -62,66 +61,71 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "harness"
 
 
-def _file_sha(path: str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-@contextlib.contextmanager
-def open_judge(
-    config: JudgeConfig, *, cache_dir: Path, log_dir: Path | None = None
-) -> Iterator[judge_stage.OpenAIJudge]:
-    """The judge a config asks for, ready to grade; a local server is stopped on exit.
+def _judge_settings(config: JudgeConfig, cache_dir: Path) -> tuple[dict[str, Any], Path | None]:
+    """OpenAIJudge keyword arguments for the configured judge, and the local model file
+    when no endpoint is configured (then `base_url` is None until a server is started).
 
     An endpoint is used when `base_url` or `model` is set in the experiment or in
-    HARNESS_JUDGE_BASE_URL / HARNESS_JUDGE_MODEL; otherwise the packaged local model is
-    served by llama.cpp on 127.0.0.1.
+    HARNESS_JUDGE_BASE_URL / HARNESS_JUDGE_MODEL.
     """
     base_url = config.base_url or os.environ.get("HARNESS_JUDGE_BASE_URL", "")
     model = config.model or os.environ.get("HARNESS_JUDGE_MODEL", "")
-    limiter = (
-        judge_stage.RateLimiter(config.requests_per_minute, config.tokens_per_minute)
-        if config.requests_per_minute or config.tokens_per_minute
-        else None
-    )
     common: dict[str, Any] = dict(
         reasons=config.reasons,
         temperature=config.temperature,
         mode=config.mode,
         timeout_s=config.timeout_s,
         max_retries=config.max_retries,
-        limiter=limiter,
     )
     if base_url or model:
         if not model:
             raise ConfigError(
                 "", "judge.model", "a judge endpoint needs a model name (or HARNESS_JUDGE_MODEL)"
             )
-        api_key = os.environ.get(config.api_key_env, "")
-        yield judge_stage.OpenAIJudge(
-            base_url=base_url or "https://api.openai.com/v1", model=model, api_key=api_key, **common
-        )
-        return
+        endpoint = {
+            "base_url": base_url or "https://api.openai.com/v1",
+            "model": model,
+            "api_key": os.environ.get(config.api_key_env, ""),
+        }
+        return {**common, **endpoint}, None
     path, sha = resolve_model(config.local_model, cache_dir)
-    alias = config.local_model if not config.local_model.endswith(".gguf") else path.stem
+    local = {
+        "base_url": None,
+        "model": config.local_model if not config.local_model.endswith(".gguf") else path.stem,
+        "api_key": "",
+        "grammar": True,
+        "spec_extra": {
+            "engine": "llama-server",
+            "local_model": config.local_model,
+            "model_sha256": sha,
+        },
+    }
+    return {**common, **local}, path
+
+
+@contextlib.contextmanager
+def open_judge(
+    config: JudgeConfig, *, cache_dir: Path, log_dir: Path | None = None
+) -> Iterator[judge_stage.OpenAIJudge]:
+    """The judge a config asks for, ready to grade: an endpoint, or the packaged local
+    model served by llama.cpp on 127.0.0.1 (stopped on exit)."""
+    settings, local_model = _judge_settings(config, cache_dir)
+    limiter = (
+        judge_stage.RateLimiter(config.requests_per_minute, config.tokens_per_minute)
+        if config.requests_per_minute or config.tokens_per_minute
+        else None
+    )
+    if local_model is None:
+        yield judge_stage.OpenAIJudge(**settings, limiter=limiter)
+        return
     server = LlamaServer(
-        path,
-        alias=alias,
+        local_model,
+        alias=settings["model"],
         parallel=config.concurrency,
         log_path=(log_dir / "llama-server.log") if log_dir else None,
     )
     with server:
-        yield judge_stage.OpenAIJudge(
-            base_url=server.base_url,
-            model=alias,
-            api_key="",
-            grammar=True,
-            spec_extra={
-                "engine": "llama-server",
-                "local_model": config.local_model,
-                "model_sha256": sha,
-            },
-            **common,
-        )
+        yield judge_stage.OpenAIJudge(**{**settings, "base_url": server.base_url}, limiter=limiter)
 
 
 @dataclass(frozen=True)
@@ -274,7 +278,7 @@ def prepare(
         components={"splitter": splitter, "embedder": emb_spec, "reranker": reranker.spec},
         data={
             "corpus_sha256": corpus_sha,
-            "questions_sha256": _file_sha(questions_path),
+            "questions_sha256": file_sha256(questions_path),
             "questions_file": questions_path,
             "qrels_file": config.resolve_path(config.questions.qrels)
             if config.questions.qrels
@@ -526,24 +530,9 @@ def _judge_all(
 
 def _judge_identity(config: JudgeConfig, cache_dir: Path) -> str:
     """The identity the configured judge would have, without starting or calling it."""
-    base_url = config.base_url or os.environ.get("HARNESS_JUDGE_BASE_URL", "")
-    model = config.model or os.environ.get("HARNESS_JUDGE_MODEL", "")
-    common: dict[str, Any] = dict(
-        reasons=config.reasons, temperature=config.temperature, mode=config.mode
-    )
-    if base_url or model:
-        return judge_stage.OpenAIJudge(
-            base_url=base_url or "http://unused", model=model, api_key="", **common
-        ).identity()
-    path, sha = resolve_model(config.local_model, cache_dir)
-    alias = config.local_model if not config.local_model.endswith(".gguf") else path.stem
+    settings, _ = _judge_settings(config, cache_dir)
     return judge_stage.OpenAIJudge(
-        base_url="http://unused",
-        model=alias,
-        api_key="",
-        grammar=True,
-        spec_extra={"model_sha256": sha},
-        **common,
+        **{**settings, "base_url": settings["base_url"] or "http://unused", "api_key": ""}
     ).identity()
 
 
