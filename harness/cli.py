@@ -1,7 +1,7 @@
 """The command line: a thin shell over the public functions.
 
     harness run EXPERIMENT.toml [--set key=value ...] [--dry-run] [--format table|json]
-    harness sweep EXPERIMENT.toml [--trials N] [--resume SWEEP_DIR] [--storage URL]
+    harness sweep EXPERIMENT.toml [--trials N] [--resume SWEEP_DIR] [--storage URL] [--dry-run]
     harness list [RESULTS_DIR] [--format text|json]
     harness show RUN_OR_TRIAL_OR_SWEEP [--question ID] [--failures] [--format text|json]
     harness compare RUN_OR_TRIAL RUN_OR_TRIAL ... [--k K] [--metric NAME]
@@ -113,6 +113,47 @@ def _mark(value: bool | None) -> str:
     return {True: "yes", False: "no", None: "ERR"}[value]
 
 
+def format_estimate(est: dict[str, Any]) -> str:
+    """The calls, tokens and cost lines of a run's or a sweep's dry run."""
+    why = {
+        "pointwise": "'complete' is asked only of chunks judged relevant",
+        "both": "one call per chunk for both criteria",
+        "listwise": "one call per question",
+    }[est["mode"]]
+    lines = [
+        f"judge calls: {est['judge_calls_min']} to {est['judge_calls_max']} "
+        f"(mode {est['mode']}: {why})",
+        f"prompt tokens: about {est['prompt_tokens_min']} to {est['prompt_tokens_max']}; "
+        f"completion tokens at most {est['completion_tokens_max']}",
+    ]
+    if "cost_usd_max" in est:
+        lines.append(f"cost: at most ${est['cost_usd_max']:.4f}")
+    return "\n".join(lines)
+
+
+def format_sweep_estimate(est: dict[str, Any], max_rows: int = 20) -> str:
+    """A sweep's dry run: the bound, then the costliest settings of the space."""
+    lines = [
+        f"dry run: {est['trials']} trials ({est['sampler']}) over {est['settings_in_space']} "
+        f"settings{'' if est['exact_pairs'] else ' (upper bounds: some indexes are not built)'}",
+        f"judge calls: at most {est['judge_calls_max']} (mode {est['mode']}; one trial at "
+        f"most {est['one_trial_calls_max']}; without the verdict cache up to "
+        f"{est['no_cache_calls_max']})",
+        f"prompt tokens: at most {est['prompt_tokens_max']}; "
+        f"completion tokens at most {est['completion_tokens_max']}",
+    ]
+    if "cost_usd_max" in est:
+        lines.append(f"cost: at most ${est['cost_usd_max']:.4f}")
+    rows = sorted(est["settings"], key=lambda d: d["calls_max"], reverse=True)
+    lines += ["", f"{'pairs':>6}  {'open':>6}  {'calls':>6}  setting (costliest first)"]
+    for d in rows[:max_rows]:
+        params = " ".join(f"{k}={v}" for k, v in d["params"].items())
+        lines.append(f"{d['pairs']:>6}  {d['open_pairs']:>6}  {d['calls_max']:>6}  {params}")
+    if len(rows) > max_rows:
+        lines.append(f"... {len(rows) - max_rows} more settings (--format json lists all)")
+    return "\n".join(lines)
+
+
 def format_question(q: QuestionResult, k: int, excerpt_chars: int = 300) -> str:
     m = q.metrics
     lines = [
@@ -192,18 +233,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             print(
                 f"dry run: {est['questions']} questions, {est['pairs']} (question, chunk) pairs"
-                f"{'' if est['exact_pairs'] else ' (upper bound: the index is not built)'}"
+                f"{'' if est['exact_pairs'] else ' (upper bound: the index is not built)'}, "
+                f"{est['open_pairs']} not yet judged"
             )
-            print(
-                f"judge calls: {est['judge_calls_min']} to {est['judge_calls_max']} "
-                f"(relevance {est['relevance_calls']}; complete only for relevant chunks)"
-            )
-            print(
-                f"prompt tokens: about {est['prompt_tokens_min']} to {est['prompt_tokens_max']}; "
-                f"completion tokens at most {est['completion_tokens_max']}"
-            )
-            if "cost_usd_max" in est:
-                print(f"cost: at most ${est['cost_usd_max']:.4f}")
+            print(format_estimate(est))
         return 0
     run = run_experiment(config, results_dir=args.results_dir, cache_dir=args.cache_dir)
     if args.format == "json":
@@ -309,6 +342,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         config = load_experiment(args.experiment, overrides=args.set or [])
     else:
         raise HarnessError("sweep: give an experiment file, or --resume SWEEP_DIR")
+    if args.dry_run:
+        from harness.sweep import estimate_sweep
+
+        est = estimate_sweep(config, cache_dir=args.cache_dir, trials=args.trials)
+        if args.format == "json":
+            print(json.dumps(est, indent=2))
+        else:
+            print(format_sweep_estimate(est))
+        return 0
     log = run_sweep(
         config,
         results_dir=args.results_dir,
@@ -696,6 +738,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="Optuna storage URL (default: a SQLite file in the sweep folder)",
     )
     p_sweep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting")
+    p_sweep.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="the most the sweep's judge calls, tokens and cost could be; pay nothing",
+    )
     p_sweep.add_argument("--format", choices=("table", "json"), default="table")
     p_sweep.add_argument(
         "--cache-dir",

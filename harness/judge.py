@@ -299,6 +299,88 @@ def estimate_tokens(messages: Sequence[dict[str, str]]) -> int:
     return sum(len(m["content"]) for m in messages) // 4 + 8 * len(messages)
 
 
+@dataclass(frozen=True)
+class CallEstimate:
+    """What judging some (question, chunk) pairs would still cost, before anything is paid.
+
+    `calls_min` counts the calls that must happen (relevance in pointwise mode); "complete"
+    is asked only of chunks judged relevant, so pointwise `calls_max` adds one call per
+    open pair. Tokens are estimated from the real prompts at 4 characters a token.
+    """
+
+    distinct_pairs: int
+    open_pairs: int
+    """Distinct pairs with a verdict still to pay for."""
+    calls_min: int
+    calls_max: int
+    prompt_tokens_min: int
+    prompt_tokens_max: int
+    completion_tokens_max: int
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+def estimate_calls(
+    pairs: Sequence[tuple[str, str]],
+    *,
+    identity: str,
+    criteria: CriteriaConfig,
+    mode: str,
+    reasons: bool,
+    cache: VerdictCache | None,
+) -> CallEstimate:
+    """The calls and tokens `judge_pairs` would pay for `pairs` with a judge of this
+    `identity` and `mode`, after the verdict cache.
+
+    pointwise: relevance for every open pair (calls_min), "complete" for those judged
+    relevant (up to one more call each). both: one call per open pair. listwise: one
+    call per question with open pairs, listing only those pairs' chunks.
+    """
+
+    def cached(criterion_text: str, q: str, c: str) -> CriterionVerdict | None:
+        return cache.get(verdict_key(identity, criterion_text, q, c)) if cache else None
+
+    out_tokens = 60 if reasons else 2
+    seen: set[tuple[str, str]] = set()
+    by_question: dict[str, list[str]] = {}
+    calls: list[tuple[bool, int, int]] = []  # (must happen, prompt tokens, max completion)
+    n_open = 0
+    for q, c in pairs:
+        if (q, c) in seen:  # judge_pairs pays a repeated pair once
+            continue
+        seen.add((q, c))
+        rel = cached(criteria.relevant, q, c)
+        if rel is not None and (
+            rel.value is not True or cached(criteria.complete, q, c) is not None
+        ):
+            continue
+        n_open += 1
+        if mode == "listwise":
+            by_question.setdefault(q, []).append(c)
+        elif mode == "both":
+            calls.append((True, estimate_tokens(build_messages_both(q, c, criteria)), 12))
+        else:
+            if rel is None:
+                msgs = build_messages(q, c, criteria.relevant, reasons=reasons)
+                calls.append((True, estimate_tokens(msgs), out_tokens))
+            msgs = build_messages(q, c, criteria.complete, reasons=reasons)
+            calls.append((False, estimate_tokens(msgs), out_tokens))
+    for q, chunks in by_question.items():
+        msgs = build_messages_list(q, chunks, criteria)
+        calls.append((True, estimate_tokens(msgs), 14 * len(chunks) + 8))
+    must = [c for c in calls if c[0]]
+    return CallEstimate(
+        distinct_pairs=len(seen),
+        open_pairs=n_open,
+        calls_min=len(must),
+        calls_max=len(calls),
+        prompt_tokens_min=sum(c[1] for c in must),
+        prompt_tokens_max=sum(c[1] for c in calls),
+        completion_tokens_max=sum(c[2] for c in calls),
+    )
+
+
 class RateLimiter:
     """Requests-per-minute and tokens-per-minute budgets for one endpoint (token buckets),
     shared by every thread that calls it. A budget of 0 is unlimited."""

@@ -528,12 +528,83 @@ def _judge_all(
     return [m for m in per_question if m is not None], False
 
 
-def _judge_identity(config: JudgeConfig, cache_dir: Path) -> str:
-    """The identity the configured judge would have, without starting or calling it."""
+def judged_pairs(
+    config: ExperimentConfig, cache_dir: Path
+) -> tuple[list[tuple[str, str]], int, bool]:
+    """The (question, chunk text) pairs a run of `config` would judge, the number of
+    questions, and whether the pairs are the real ones.
+
+    Retrieval runs when it costs nothing (the local embedder, or an index already
+    cached). With a paid embedder and no cached index nothing is embedded: each question
+    gets k stand-in chunks of the corpus's average chunk length (an upper bound).
+    """
+    r = config.retrieval
+    if r.reranker == "llm":
+        raise HarnessError("--dry-run does not estimate the llm reranker's own calls yet")
+    docs = load_stage.load_documents(
+        [config.resolve_path(s) for s in config.corpus.sources],
+        html_classes=config.corpus.html_classes,
+        where=config.path,
+    )
+    key = index_stage.index_key(
+        load_stage.corpus_hash(docs),
+        chunk_stage.splitter_spec(config.chunking.chunk_size, config.chunking.chunk_overlap),
+        embed_stage.embedder_spec(config.embedder),
+    )
+    if config.embedder.name != "openai" or (cache_dir / "index" / key / "meta.json").is_file():
+        prepared = prepare(config, cache_dir=cache_dir)
+        pairs = [
+            (q.text, prepared.chunks[h.chunk_id].text)
+            for q, hits in zip(prepared.questions, prepared.hits, strict=True)
+            for h in hits
+        ]
+        return pairs, len(prepared.questions), True
+    questions = load_stage.load_questions(config.resolve_path(config.questions.file))
+    if config.questions.limit:
+        questions = questions[: config.questions.limit]
+    chunks = chunk_stage.chunk_documents(
+        docs, chunk_size=config.chunking.chunk_size, chunk_overlap=config.chunking.chunk_overlap
+    )
+    avg = sum(len(c.text) for c in chunks) // max(1, len(chunks))
+    return [(q.text, "x" * avg) for q in questions for _ in range(r.k)], len(questions), False
+
+
+@contextlib.contextmanager
+def judge_estimator(
+    config: JudgeConfig, cache_dir: Path
+) -> Iterator[Callable[[Sequence[tuple[str, str]], bool], judge_stage.CallEstimate]]:
+    """A function (pairs, consult the cache?) -> CallEstimate for the configured judge,
+    with the verdict cache open for as long as the context lasts. Nothing is called."""
     settings, _ = _judge_settings(config, cache_dir)
-    return judge_stage.OpenAIJudge(
+    identity = judge_stage.OpenAIJudge(
         **{**settings, "base_url": settings["base_url"] or "http://unused", "api_key": ""}
     ).identity()
+    vc = judge_stage.VerdictCache(cache_dir / "verdicts.sqlite")
+    try:
+        yield lambda pairs, use_cache: judge_stage.estimate_calls(
+            pairs,
+            identity=identity,
+            criteria=config.criteria,
+            mode=config.mode,
+            reasons=config.reasons,
+            cache=vc if use_cache else None,
+        )
+    finally:
+        vc.close()
+
+
+def estimate_cost(config: JudgeConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """Dollars for these tokens at the configured prices; None when no price is set."""
+    if not (config.price_prompt_per_mtok or config.price_completion_per_mtok):
+        return None
+    return round(
+        (
+            prompt_tokens * config.price_prompt_per_mtok
+            + completion_tokens * config.price_completion_per_mtok
+        )
+        / 1e6,
+        6,
+    )
 
 
 def estimate_run(
@@ -541,91 +612,28 @@ def estimate_run(
 ) -> dict[str, Any]:
     """What a run would cost the judge, before anything is paid.
 
-    Retrieval runs (with the local embedder, or an index already cached) so the pairs
-    are the real ones, and the verdict cache is consulted: `relevance_calls` is exact;
-    "complete" is asked only for chunks judged relevant, so its calls lie between 0 and
-    the number of pairs still open. Tokens are estimated at 4 characters a token from the
-    real prompts. With a paid embedder and no cached index, nothing is embedded and the
-    estimate is the upper bound questions x k.
+    The pairs are the real ones when retrieval is free (see `judged_pairs`), and then the
+    verdict cache is consulted: `judge_calls_min` is exact (in pointwise mode "complete"
+    is asked only of chunks judged relevant, so the calls lie between min and max).
+    Tokens are estimated at 4 characters a token from the real prompts.
     """
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    r = config.retrieval
-    if r.reranker == "llm":
-        raise HarnessError("--dry-run does not estimate the llm reranker's own calls yet")
-    identity = _judge_identity(config.judge, cache)
-    crit = config.judge.criteria
-    vc = judge_stage.VerdictCache(cache / "verdicts.sqlite")
-    try:
-        paid_embedder = config.embedder.name == "openai"
-        docs = load_stage.load_documents(
-            [config.resolve_path(s) for s in config.corpus.sources],
-            html_classes=config.corpus.html_classes,
-            where=config.path,
-        )
-        questions = load_stage.load_questions(config.resolve_path(config.questions.file))
-        chunks = chunk_stage.chunk_documents(
-            docs, chunk_size=config.chunking.chunk_size, chunk_overlap=config.chunking.chunk_overlap
-        )
-        key = index_stage.index_key(
-            load_stage.corpus_hash(docs),
-            chunk_stage.splitter_spec(config.chunking.chunk_size, config.chunking.chunk_overlap),
-            embed_stage.embedder_spec(config.embedder),
-        )
-        exact = not paid_embedder or (cache / "index" / key / "meta.json").is_file()
-        if exact:
-            prepared = prepare(config, cache_dir=cache)
-            pairs = [
-                (q.text, prepared.chunks[h.chunk_id].text)
-                for q, hits in zip(prepared.questions, prepared.hits, strict=True)
-                for h in hits
-            ]
-        else:
-            avg = sum(len(c.text) for c in chunks) // max(1, len(chunks))
-            pairs = [(q.text, "x" * avg) for q in questions for _ in range(r.k)]
-        rel_calls = comp_open = 0
-        rel_tokens = comp_tokens = 0
-        for q, c in pairs:
-            rel = vc.get(judge_stage.verdict_key(identity, crit.relevant, q, c)) if exact else None
-            msgs = judge_stage.build_messages(q, c, crit.relevant, reasons=config.judge.reasons)
-            if rel is None:
-                rel_calls += 1
-                rel_tokens += judge_stage.estimate_tokens(msgs)
-            if rel is None or rel.value:
-                done = (
-                    vc.get(judge_stage.verdict_key(identity, crit.complete, q, c))
-                    if exact
-                    else None
-                )
-                if done is None:
-                    comp_open += 1
-                    comp_tokens += judge_stage.estimate_tokens(
-                        judge_stage.build_messages(
-                            q, c, crit.complete, reasons=config.judge.reasons
-                        )
-                    )
-    finally:
-        vc.close()
-    out_tokens = 60 if config.judge.reasons else 2
+    pairs, n_questions, exact = judged_pairs(config, cache)
+    with judge_estimator(config.judge, cache) as estimate:
+        e = estimate(pairs, exact)
     est: dict[str, Any] = {
         "exact_pairs": exact,
-        "questions": len(questions),
+        "questions": n_questions,
         "pairs": len(pairs),
-        "relevance_calls": rel_calls,
-        "complete_calls_max": comp_open,
-        "judge_calls_min": rel_calls,
-        "judge_calls_max": rel_calls + comp_open,
-        "prompt_tokens_min": rel_tokens,
-        "prompt_tokens_max": rel_tokens + comp_tokens,
-        "completion_tokens_max": (rel_calls + comp_open) * out_tokens,
+        "mode": config.judge.mode,
+        "open_pairs": e.open_pairs,
+        "judge_calls_min": e.calls_min,
+        "judge_calls_max": e.calls_max,
+        "prompt_tokens_min": e.prompt_tokens_min,
+        "prompt_tokens_max": e.prompt_tokens_max,
+        "completion_tokens_max": e.completion_tokens_max,
     }
-    j = config.judge
-    if j.price_prompt_per_mtok or j.price_completion_per_mtok:
-        est["cost_usd_max"] = round(
-            (
-                est["prompt_tokens_max"] * j.price_prompt_per_mtok
-                + est["completion_tokens_max"] * j.price_completion_per_mtok
-            )
-            / 1e6,
-            6,
-        )
+    cost = estimate_cost(config.judge, e.prompt_tokens_max, e.completion_tokens_max)
+    if cost is not None:
+        est["cost_usd_max"] = cost
     return est

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import math
 import os
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,14 @@ from harness.log import (
     read_run,
     write_json_atomic,
 )
-from harness.pipeline import default_cache_dir, open_judge, run_experiment
+from harness.pipeline import (
+    default_cache_dir,
+    estimate_cost,
+    judge_estimator,
+    judged_pairs,
+    open_judge,
+    run_experiment,
+)
 from harness.types import LOG_VERSION
 
 SWEEP_FILE = "sweep.json"
@@ -142,6 +150,41 @@ def suggest(trial: optuna.Trial, config: ExperimentConfig) -> dict[str, Any]:
         else _embedder_id(config)
     )
     return params
+
+
+def space_params(config: ExperimentConfig) -> list[dict[str, Any]]:
+    """Every setting the space holds, as `suggest` would give them (what a grid visits):
+    the overlap range clipped below each chunk size, fetch_k only where something reranks.
+    """
+    sp = config.sweep.space
+    out: list[dict[str, Any]] = []
+    for size in sp.chunk_size or (config.chunking.chunk_size,):
+        if sp.chunk_overlap is not None:
+            o = sp.chunk_overlap
+            high = overlap_high(size, o.low, o.high, o.step)
+            overlaps: Sequence[int] = () if high is None else range(o.low, high + 1, o.step)
+        else:
+            overlaps = (min(config.chunking.chunk_overlap, size - 1),)
+        for overlap, k, reranker in itertools.product(
+            overlaps, sp.k or (config.retrieval.k,), sp.reranker or (config.retrieval.reranker,)
+        ):
+            fetch_ks: Sequence[int | None] = (
+                (sp.fetch_k or (config.retrieval.fetch_k,)) if reranker != "none" else (None,)
+            )
+            for fetch_k, embedder in itertools.product(
+                fetch_ks, sp.embedder or (_embedder_id(config),)
+            ):
+                params: dict[str, Any] = {
+                    "chunk_size": size,
+                    "chunk_overlap": overlap,
+                    "k": k,
+                    "reranker": reranker,
+                }
+                if fetch_k is not None:
+                    params["fetch_k"] = fetch_k
+                params["embedder"] = embedder
+                out.append(params)
+    return out
 
 
 def _embedder_id(config: ExperimentConfig) -> str:
@@ -587,6 +630,70 @@ def run_sweep(
         raise
     sweep.write(STATUS_DONE)
     return read_sweep(sweep_dir)
+
+
+def estimate_sweep(
+    config: ExperimentConfig,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    trials: int | None = None,
+) -> dict[str, Any]:
+    """The most a sweep of `trials` trials could cost the judge, before anything is paid.
+
+    Every setting of the space is retrieved (free with the local embedder or a cached
+    index, see `judged_pairs`) and its open verdicts counted against the verdict cache.
+    Optuna picks which settings run, so the figure is a bound, the smaller of:
+    the `trials` most expensive settings each paying all their open pairs, and (pointwise
+    or both modes, real pairs) every open pair of the whole space paid once, since the
+    cache never pays a verdict twice. Pruning only lowers it. `no_cache_calls_max` is
+    the same trials' calls without a verdict cache.
+    """
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    n_trials = trials if trials is not None else config.sweep.trials
+    space = space_params(config)
+    keys = ("calls_max", "prompt_tokens_max", "completion_tokens_max")
+    settings: list[dict[str, Any]] = []
+    union: dict[tuple[str, str], None] = {}
+    exact = True
+    with judge_estimator(config.judge, cache) as estimate:
+        for params in space:
+            pairs, _, real = judged_pairs(trial_config(config, params), cache)
+            e = estimate(pairs, real)
+            settings.append(
+                {
+                    "params": params,
+                    "pairs": len(pairs),
+                    "open_pairs": e.open_pairs,
+                    **{k: getattr(e, k) for k in keys},
+                    "no_cache_calls_max": estimate(pairs, False).calls_max,
+                }
+            )
+            exact = exact and real
+            union.update(dict.fromkeys(pairs))
+        costliest = sorted(settings, key=lambda d: d["calls_max"], reverse=True)[:n_trials]
+        bound = {k: sum(d[k] for d in costliest) for k in keys}
+        if exact and config.judge.mode != "listwise":
+            whole = estimate(list(union), True)
+            bound = {k: min(bound[k], getattr(whole, k)) for k in keys}
+    est: dict[str, Any] = {
+        "trials": n_trials,
+        "sampler": config.sweep.sampler,
+        "mode": config.judge.mode,
+        "exact_pairs": exact,
+        "settings_in_space": len(space),
+        "judge_calls_max": bound["calls_max"],
+        "prompt_tokens_max": bound["prompt_tokens_max"],
+        "completion_tokens_max": bound["completion_tokens_max"],
+        "one_trial_calls_max": max((d["calls_max"] for d in settings), default=0),
+        "no_cache_calls_max": sum(
+            sorted((d["no_cache_calls_max"] for d in settings), reverse=True)[:n_trials]
+        ),
+        "settings": settings,
+    }
+    cost = estimate_cost(config.judge, bound["prompt_tokens_max"], bound["completion_tokens_max"])
+    if cost is not None:
+        est["cost_usd_max"] = cost
+    return est
 
 
 def read_sweep(sweep_dir: str | os.PathLike[str]) -> SweepLog:

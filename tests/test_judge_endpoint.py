@@ -206,7 +206,8 @@ def test_dry_run_estimates_before_paying_and_sees_the_cache(tmp_path, capsys):
         before = estimate_run(config, cache_dir=tmp_path / "c")
         assert server.requests == 0  # nothing was asked
         assert before["exact_pairs"] and before["pairs"] == 18
-        assert before["relevance_calls"] == 18 and before["judge_calls_max"] == 36
+        assert before["judge_calls_min"] == 18 and before["judge_calls_max"] == 36
+        assert before["open_pairs"] == 18
         assert before["prompt_tokens_max"] > before["prompt_tokens_min"] > 18 * 50
         assert before["cost_usd_max"] > 0
         run = run_experiment(config, results_dir=tmp_path, cache_dir=tmp_path / "c")
@@ -267,6 +268,43 @@ def test_cheaper_modes_make_fewer_calls_and_cache_per_criterion(mode, tmp_path):
         assert server.requests == (6 if mode == "both" else 2)  # all from the cache
         assert [v.grade for v in again] == [v.grade for v in verdicts]
     assert judge.identity() != judge_for(server).identity()  # modes never share verdicts
+
+
+@pytest.mark.parametrize("mode", ["pointwise", "both", "listwise"])
+def test_estimate_matches_the_calls_each_mode_pays(mode, tmp_path):
+    from harness.judge import VerdictCache, estimate_calls
+
+    swaps = [("When is the swap?", f"passage {i} about swaps") for i in range(3)]
+    keys = [("Who keeps the key?", f"passage {i} about keys") for i in range(3)]
+    with FakeOpenAI(_modes_behave) as server:
+        judge = judge_for(server, mode=mode)
+        cache = VerdictCache(tmp_path / "v.sqlite")
+
+        def estimate(pairs):
+            return estimate_calls(
+                pairs,
+                identity=judge.identity(),
+                criteria=CriteriaConfig(),
+                mode=mode,
+                reasons=False,
+                cache=cache,
+            )
+
+        judge_pairs(swaps[:1], judge, criteria=CriteriaConfig(), cache=cache, stats=JudgeStats())
+        paid = server.requests
+        pairs = swaps + keys + swaps[1:2]  # a repeated pair is paid once
+        e = estimate(pairs)
+        assert (e.distinct_pairs, e.open_pairs) == (6, 5)  # swaps[0] is already paid
+        stats = JudgeStats()
+        judge_pairs(pairs, judge, criteria=CriteriaConfig(), cache=cache, stats=stats)
+        assert e.calls_min <= stats.calls == server.requests - paid <= e.calls_max
+        assert {"pointwise": (5, 10), "both": (5, 5), "listwise": (2, 2)}[mode] == (
+            e.calls_min,
+            e.calls_max,
+        )
+        assert e.prompt_tokens_min <= e.prompt_tokens_max
+        assert 0.5 < e.prompt_tokens_max / stats.prompt_tokens < 2  # 4 characters a token
+        assert estimate(pairs).calls_max == 0  # all paid now
 
 
 def test_listwise_output_missing_a_passage_is_an_error_for_all():

@@ -294,3 +294,44 @@ def test_list_compare_and_show_read_what_sweep_wrote(tmp_path, capsys):
     assert "[hive]" in capsys.readouterr().out
     assert main(["list", str(tmp_path)]) == 0
     assert "sweep" in capsys.readouterr().out
+
+
+def test_sweep_dry_run_bounds_what_the_sweep_pays(tmp_path, capsys):
+    """A grid over the whole space against an endpoint that says yes to everything pays
+    exactly the bound: every open pair once, "complete" included."""
+    from harness.sweep import estimate_sweep, space_params
+    from tests.fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        overrides = [
+            f"judge.base_url={server.base_url}",
+            "judge.model=fake",
+            "judge.price_prompt_per_mtok=1",
+            "sweep.sampler=grid",
+            "sweep.pruner=none",
+            "sweep.baseline=false",
+        ]
+        config = load_experiment(SWEEP, overrides)
+        space = space_params(config)
+        assert len(space) == 3 * 4 * 2  # sizes x overlaps 0..60 (all below 120) x k
+        cache = tmp_path / "cache"
+        est = estimate_sweep(config, cache_dir=cache, trials=len(space))
+        assert server.requests == 0 and est["exact_pairs"]
+        assert est["settings_in_space"] == len(space)
+        assert est["judge_calls_max"] < est["no_cache_calls_max"]
+        assert est["one_trial_calls_max"] == 2 * 6 * 3  # 6 questions x k=3, both criteria
+        assert est["cost_usd_max"] > 0
+        log = run_sweep(config, results_dir=tmp_path, cache_dir=cache, trials=len(space))
+        visited = [t.params for t in log.trials]
+        assert sorted(map(str, visited)) == sorted(map(str, space))  # the grid is the space
+        assert log.summary["stats"]["judge_calls"] == est["judge_calls_max"] == server.requests
+        # Fewer trials: the costliest settings bound it; afterwards nothing is left to pay.
+        assert estimate_sweep(config, cache_dir=cache, trials=2)["judge_calls_max"] == 0
+        args = ["sweep", str(SWEEP), "--dry-run", "--cache-dir", str(cache)]
+        for o in overrides:
+            args += ["--set", o]
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        assert "judge calls: at most 0" in out and "chunk_size=120" in out
+    fresh = estimate_sweep(config, cache_dir=tmp_path / "other", trials=2)
+    assert fresh["judge_calls_max"] == 2 * 36  # the two costliest settings, nothing cached
