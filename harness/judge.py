@@ -543,6 +543,17 @@ class OpenAIJudge:
     def _describe(self) -> str:
         return f"judge endpoint {self.base_url} (model {self.model!r})"
 
+    def _drop_logprobs(self, exc: Exception, kwargs: dict[str, Any]) -> bool:
+        """True (and logprobs off from now on) when the endpoint refused logprobs: the
+        verdicts go on without P(yes) rather than failing one after another."""
+        if not (self.logprobs and "logprob" in str(exc).lower()):
+            return False
+        logger.warning("{} does not offer logprobs; judging without P(yes)", self._describe())
+        self.logprobs = False
+        kwargs.pop("logprobs", None)
+        kwargs.pop("top_logprobs", None)
+        return True
+
     def _backoff_s(self, attempt: int, exc: Exception) -> float:
         """Seconds to wait before retry `attempt` (0-based): the server's Retry-After when
         it gives one (capped), else full jitter: uniform(0, min(cap, base * 2**attempt))."""
@@ -585,11 +596,7 @@ class OpenAIJudge:
                 resp = self._client.chat.completions.create(**kwargs)
                 break
             except openai.BadRequestError as exc:
-                if self.logprobs and "logprob" in str(exc).lower():
-                    logger.info("{} does not offer logprobs; continuing without", self._describe())
-                    self.logprobs = False
-                    kwargs.pop("logprobs", None)
-                    kwargs.pop("top_logprobs", None)
+                if self._drop_logprobs(exc, kwargs):
                     continue
                 raise
             except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
@@ -607,6 +614,8 @@ class OpenAIJudge:
                 openai.APIConnectionError,
             ) as exc:
                 # APITimeoutError is an APIConnectionError; 5xx are InternalServerError.
+                if isinstance(exc, openai.InternalServerError) and self._drop_logprobs(exc, kwargs):
+                    continue  # llama-cpp-python answers 500 without --logits_all
                 if retries >= self.max_retries:
                     if isinstance(exc, openai.APIConnectionError) and not isinstance(
                         exc, openai.APITimeoutError

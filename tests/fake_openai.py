@@ -32,10 +32,17 @@ def answer_yes(n: int, prompt: str) -> Act:
 
 class FakeOpenAI:
     def __init__(
-        self, behave: Callable[[int, str], Act] = answer_yes, latency_s: float = 0.0
+        self,
+        behave: Callable[[int, str], Act] = answer_yes,
+        latency_s: float = 0.0,
+        refuse_logprobs: int | None = None,
     ) -> None:
+        """`refuse_logprobs`: answer requests that ask for logprobs with this HTTP status
+        (llama-cpp-python's server answers 500 when started without --logits_all)."""
         self.behave = behave
         self.latency_s = latency_s
+        self.refuse_logprobs = refuse_logprobs
+        self.refused_logprobs = 0
         self.requests = 0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -75,6 +82,15 @@ class FakeOpenAI:
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                 try:
+                    if fake.refuse_logprobs and request.get("logprobs"):
+                        with fake._lock:
+                            fake.refused_logprobs += 1
+                        self._send(
+                            fake.refuse_logprobs,
+                            b'{"error": {"message": "logprobs is not supported for models '
+                            b'created with logits_all=False"}}',
+                        )
+                        return
                     act = fake.behave(n, prompt)
                     with fake._lock:
                         fake.kinds[act.kind] = fake.kinds.get(act.kind, 0) + 1

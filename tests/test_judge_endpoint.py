@@ -313,3 +313,18 @@ def test_listwise_output_missing_a_passage_is_an_error_for_all():
         out = judge.grade_list("q?", ["a", "b"], CriteriaConfig())
     assert all(r.error and "passages [2]" in r.error for r, _ in out)
     assert out[0][0].calls == 2 and out[1][0].calls == 0  # asked twice, booked once
+
+
+@pytest.mark.parametrize("status", [400, 500])
+def test_an_endpoint_without_logprobs_is_judged_without_p_yes(status):
+    """llama-cpp-python's server refuses logprobs with a 500 unless started with
+    --logits_all; other servers with a 400. Either way the verdicts go on, once told."""
+    with FakeOpenAI(refuse_logprobs=status) as server:
+        judge = judge_for(server, max_retries=0)
+        stats = JudgeStats()
+        verdicts = judge_pairs(
+            PAIRS[:6], judge, criteria=CriteriaConfig(), cache=None, stats=stats, concurrency=1
+        )
+    assert server.refused_logprobs == 1
+    assert all(v.relevant.value is True and v.relevant.p_yes is None for v in verdicts)
+    assert stats.errors == 0 and stats.calls == 12

@@ -3,9 +3,10 @@
     make bench-judge   (or: .venv/bin/python tests/benchmarks/bench_judge.py)
 
 1. The local judge (Qwen2.5-Coder-1.5B) on a fixed sample of quick-start pairs: the
-   native llama-server with 1 and 4 requests in flight, and llama-cpp-python's server
-   when it is installed (it serves one request at a time); pointwise, both criteria in
-   one call, and listwise; with each cheaper mode's agreement with pointwise.
+   native llama-server with 1 and 4 requests in flight (pointwise, both criteria in one
+   call, and listwise), and llama-cpp-python's server when it is installed (`make
+   bench-judge` installs it) at 1 and 4 in flight with --logits_all (needed for P(yes))
+   and at 1 without; with each row's agreement with llama-server pointwise at 1.
 2. A fake OpenAI-compatible server on 127.0.0.1 answering after 50 ms, at 1, 4, 16 and 64
    requests in flight, as a ratio to the ideal (in-flight / latency).
 
@@ -48,7 +49,9 @@ def sample_pairs(n_questions: int, k: int) -> list[tuple[str, str]]:
 
 
 @contextlib.contextmanager
-def llama_cpp_python_server(model: Path) -> Iterator[str]:
+def llama_cpp_python_server(model: Path, *, logprobs: bool = True) -> Iterator[str]:
+    """llama-cpp-python's OpenAI-compatible server on 127.0.0.1. It keeps logits for
+    logprobs (P(yes)) only with --logits_all, which costs time on every call."""
     port = free_port()
     cmd = [
         sys.executable,
@@ -65,8 +68,8 @@ def llama_cpp_python_server(model: Path) -> Iterator[str]:
         "--n_threads",
         str(os.cpu_count() or 1),
         "--logits_all",
-        "True",
-    ]  # logprobs need every logit kept
+        str(logprobs),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         import urllib.request
@@ -118,6 +121,81 @@ def agreement(a, b) -> str:
     return f"{rel:.2f}/{grade:.2f}"
 
 
+HEAD = ("engine", "mode", "in_flight", "verdicts/s", "ratio_to_ideal", "agree rel/grade")
+
+
+def local_rows(args: argparse.Namespace, tmp: Path, emit) -> None:
+    """The local judge's rows: each engine and mode on the same quick-start pairs."""
+    pairs = sample_pairs(args.questions, args.k)
+    model, _ = resolve_model("qwen2.5-coder-1.5b", default_cache_dir())
+    base: list = []  # llama-server pointwise at 1 in flight: what the others agree with
+
+    def row(engine: str, url: str, mode: str, in_flight: int) -> None:
+        try:
+            vps, verdicts = measure(
+                url,
+                "qwen",
+                pairs,
+                mode=mode,
+                concurrency=in_flight,
+                grammar=True,
+                tmp=tmp,
+                label=f"{engine}-{in_flight}".replace(" ", "_"),
+            )
+        except Exception as exc:  # one engine's failure must not lose the other rows
+            emit((engine, mode, str(in_flight), f"failed: {exc}"[:60], "-", "-"))
+            return
+        first = not base
+        if first:
+            base.extend(verdicts)
+        agree = "-" if first else agreement(verdicts, base)
+        emit((engine, mode, str(in_flight), f"{vps:.3f}", "-", agree))
+
+    for parallel in (1, 4):
+        with LlamaServer(model, alias="qwen", parallel=parallel) as server:
+            for mode in ("pointwise", "both", "listwise") if parallel == 4 else ("pointwise",):
+                row("llama-server", server.base_url, mode, parallel)
+    if importlib.util.find_spec("llama_cpp") is None:
+        emit(("llama-cpp-python", "pointwise", "1", "not installed", "-", "-"))
+        return
+    for logprobs, in_flight in ((True, 1), (True, 4), (False, 1)):
+        with llama_cpp_python_server(model, logprobs=logprobs) as url:
+            engine = "llama-cpp-python" + ("" if logprobs else " (no P(yes))")
+            row(engine, url, "pointwise", in_flight)
+
+
+def fake_rows(tmp: Path, emit) -> None:
+    """A fake endpoint answering after 50 ms, in its own process (its work does not share
+    our GIL), at 1 to 64 requests in flight, as a ratio to the ideal in-flight / latency."""
+    fake_pairs = [(f"question {i}?", f"passage {i}") for i in range(512)]
+    latency = 0.05
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fake_openai", str(latency), "no"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = proc.stdout.readline().strip()  # type: ignore[union-attr]
+        for concurrency in (1, 4, 16, 64):
+            n = {1: 64, 4: 256, 16: 512, 64: 512}[concurrency]
+            vps, _ = measure(
+                url,
+                "fake",
+                fake_pairs[:n],
+                mode="pointwise",
+                concurrency=concurrency,
+                grammar=False,
+                tmp=tmp,
+                label="fake",
+            )
+            ratio = vps / (concurrency / latency)
+            emit(("fake 50 ms", "pointwise", str(concurrency), f"{vps:.1f}", f"{ratio:.2f}", "-"))
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=8, help="quick-start questions to sample")
@@ -126,97 +204,20 @@ def main() -> int:
     args = parser.parse_args()
     quiet()
     rows: list[tuple[str, ...]] = []
+
+    def emit(r: tuple[str, ...]) -> None:
+        rows.append(r)
+        print("  ".join(r), file=sys.stderr, flush=True)  # progress, in case of a crash
+
     with tempfile.TemporaryDirectory(prefix="harness-bench-judge-") as tmp_s:
         tmp = Path(tmp_s)
         if not args.skip_local:
-            pairs = sample_pairs(args.questions, args.k)
-            model, _ = resolve_model("qwen2.5-coder-1.5b", default_cache_dir())
-            base = None
-            for parallel in (1, 4):
-                with LlamaServer(model, alias="qwen", parallel=parallel) as server:
-                    for mode in (
-                        ("pointwise", "both", "listwise") if parallel == 4 else ("pointwise",)
-                    ):
-                        vps, verdicts = measure(
-                            server.base_url,
-                            "qwen",
-                            pairs,
-                            mode=mode,
-                            concurrency=parallel,
-                            grammar=True,
-                            tmp=tmp,
-                            label=f"native{parallel}",
-                        )
-                        if mode == "pointwise" and base is None:
-                            base = verdicts
-                        rows.append(
-                            (
-                                "llama-server",
-                                mode,
-                                str(parallel),
-                                f"{vps:.3f}",
-                                "-",
-                                agreement(verdicts, base) if base else "-",
-                            )
-                        )
-            if importlib.util.find_spec("llama_cpp") is not None:
-                with llama_cpp_python_server(model) as url:
-                    vps, verdicts = measure(
-                        url,
-                        "qwen",
-                        pairs,
-                        mode="pointwise",
-                        concurrency=1,
-                        grammar=True,
-                        tmp=tmp,
-                        label="lcp",
-                    )
-                    rows.append(
-                        (
-                            "llama-cpp-python",
-                            "pointwise",
-                            "1",
-                            f"{vps:.3f}",
-                            "-",
-                            agreement(verdicts, base),
-                        )
-                    )
-            else:
-                rows.append(("llama-cpp-python", "pointwise", "1", "not installed", "-", "-"))
-        fake_pairs = [(f"question {i}?", f"passage {i}") for i in range(512)]
-        latency = 0.05
-        # The fake server runs in its own process, so its work does not share our GIL.
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fake_openai", str(latency), "no"],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            url = proc.stdout.readline().strip()  # type: ignore[union-attr]
-            for concurrency in (1, 4, 16, 64):
-                n = {1: 64, 4: 256, 16: 512, 64: 512}[concurrency]
-                vps, _ = measure(
-                    url,
-                    "fake",
-                    fake_pairs[:n],
-                    mode="pointwise",
-                    concurrency=concurrency,
-                    grammar=False,
-                    tmp=tmp,
-                    label="fake",
-                )
-                ratio = vps / (concurrency / latency)
-                rows.append(
-                    ("fake 50 ms", "pointwise", str(concurrency), f"{vps:.1f}", f"{ratio:.2f}", "-")
-                )
-        finally:
-            proc.terminate()
-            proc.wait()
+            local_rows(args, tmp, emit)
+        fake_rows(tmp, emit)
     print_table(
         f"judge benchmark: {args.questions} quick-start questions x k={args.k} "
         f"(agreement with llama-server pointwise at 1 in flight)",
-        ("engine", "mode", "in_flight", "verdicts/s", "ratio_to_ideal", "agree rel/grade"),
+        HEAD,
         rows,
     )
     return 0
