@@ -121,7 +121,15 @@ def agreement(a, b) -> str:
     return f"{rel:.2f}/{grade:.2f}"
 
 
-HEAD = ("engine", "mode", "in_flight", "verdicts/s", "ratio_to_ideal", "agree rel/grade")
+HEAD = (
+    "engine",
+    "mode",
+    "in_flight",
+    "verdicts/s",
+    "ratio_to_ideal",
+    "agree rel/grade",
+    "judged relevant",
+)
 
 
 def local_rows(args: argparse.Namespace, tmp: Path, emit) -> None:
@@ -143,20 +151,21 @@ def local_rows(args: argparse.Namespace, tmp: Path, emit) -> None:
                 label=f"{engine}-{in_flight}".replace(" ", "_"),
             )
         except Exception as exc:  # one engine's failure must not lose the other rows
-            emit((engine, mode, str(in_flight), f"failed: {exc}"[:60], "-", "-"))
+            emit((engine, mode, str(in_flight), f"failed: {exc}"[:60], "-", "-", "-"))
             return
         first = not base
         if first:
             base.extend(verdicts)
         agree = "-" if first else agreement(verdicts, base)
-        emit((engine, mode, str(in_flight), f"{vps:.3f}", "-", agree))
+        relevant = sum(v.relevant.value is True for v in verdicts) / len(verdicts)
+        emit((engine, mode, str(in_flight), f"{vps:.3f}", "-", agree, f"{relevant:.2f}"))
 
     for parallel in (1, 4):
         with LlamaServer(model, alias="qwen", parallel=parallel) as server:
             for mode in ("pointwise", "both", "listwise") if parallel == 4 else ("pointwise",):
                 row("llama-server", server.base_url, mode, parallel)
     if importlib.util.find_spec("llama_cpp") is None:
-        emit(("llama-cpp-python", "pointwise", "1", "not installed", "-", "-"))
+        emit(("llama-cpp-python", "pointwise", "1", "not installed", "-", "-", "-"))
         return
     for logprobs, in_flight in ((True, 1), (True, 4), (False, 1)):
         with llama_cpp_python_server(model, logprobs=logprobs) as url:
@@ -190,7 +199,17 @@ def fake_rows(tmp: Path, emit) -> None:
                 label="fake",
             )
             ratio = vps / (concurrency / latency)
-            emit(("fake 50 ms", "pointwise", str(concurrency), f"{vps:.1f}", f"{ratio:.2f}", "-"))
+            emit(
+                (
+                    "fake 50 ms",
+                    "pointwise",
+                    str(concurrency),
+                    f"{vps:.1f}",
+                    f"{ratio:.2f}",
+                    "-",
+                    "-",
+                )
+            )
     finally:
         proc.terminate()
         proc.wait()
