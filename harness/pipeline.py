@@ -566,7 +566,8 @@ def judged_pairs(
         docs, chunk_size=config.chunking.chunk_size, chunk_overlap=config.chunking.chunk_overlap
     )
     avg = sum(len(c.text) for c in chunks) // max(1, len(chunks))
-    return [(q.text, "x" * avg) for q in questions for _ in range(r.k)], len(questions), False
+    stand_ins = [f"(stand-in {i}) " + "x" * avg for i in range(r.k)]  # distinct: none dedupes
+    return [(q.text, c) for q in questions for c in stand_ins], len(questions), False
 
 
 @contextlib.contextmanager

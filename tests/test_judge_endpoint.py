@@ -328,3 +328,22 @@ def test_an_endpoint_without_logprobs_is_judged_without_p_yes(status):
     assert server.refused_logprobs == 1
     assert all(v.relevant.value is True and v.relevant.p_yes is None for v in verdicts)
     assert stats.errors == 0 and stats.calls == 12
+
+
+def test_dry_run_with_a_paid_embedder_embeds_nothing_and_bounds_questions_x_k(tmp_path):
+    from harness.pipeline import estimate_run
+
+    config = load_experiment(
+        DATA / "experiment.toml",
+        [
+            "embedder.name=openai",
+            "judge.base_url=http://127.0.0.1:9/v1",  # never called
+            "judge.model=fake",
+            "questions.limit=4",
+        ],
+    )
+    est = estimate_run(config, cache_dir=tmp_path)
+    assert not est["exact_pairs"]
+    assert est["questions"] == 4 and est["pairs"] == 4 * 3
+    assert est["judge_calls_min"] == 12 and est["judge_calls_max"] == 24
+    assert not (tmp_path / "embeddings.sqlite").exists()  # nothing was embedded
