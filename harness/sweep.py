@@ -670,8 +670,9 @@ def estimate_sweep(
             )
             exact = exact and real
             union.update(dict.fromkeys(pairs))
-        costliest = sorted(settings, key=lambda d: d["calls_max"], reverse=True)[:n_trials]
-        bound = {k: sum(d[k] for d in costliest) for k in keys}
+        # Each figure over its own costliest settings: the most calls and the most tokens
+        # need not come from the same settings.
+        bound = {k: sum(sorted((d[k] for d in settings), reverse=True)[:n_trials]) for k in keys}
         if exact and config.judge.mode != "listwise":
             whole = estimate(list(union), True)
             bound = {k: min(bound[k], getattr(whole, k)) for k in keys}
