@@ -271,14 +271,6 @@ class JudgeStats:
             if verdict.error:
                 self.errors += 1
 
-    def cost_usd(self, price_prompt_per_mtok: float, price_completion_per_mtok: float) -> float:
-        """prompt_tokens * p / 1e6 + completion_tokens * c / 1e6 (what was paid, not cached)."""
-        with self.lock:
-            return (
-                self.prompt_tokens * price_prompt_per_mtok
-                + self.completion_tokens * price_completion_per_mtok
-            ) / 1e6
-
     def to_dict(self) -> dict[str, Any]:
         with self.lock:
             lat = self.call_latencies_s
@@ -338,9 +330,6 @@ def estimate_calls(
     call per question with open pairs, listing only those pairs' chunks.
     """
 
-    def cached(criterion_text: str, q: str, c: str) -> CriterionVerdict | None:
-        return cache.get(verdict_key(identity, criterion_text, q, c)) if cache else None
-
     out_tokens = 60 if reasons else 2
     seen: set[tuple[str, str]] = set()
     by_question: dict[str, list[str]] = {}
@@ -350,11 +339,9 @@ def estimate_calls(
         if (q, c) in seen:  # judge_pairs pays a repeated pair once
             continue
         seen.add((q, c))
-        rel = cached(criteria.relevant, q, c)
-        if rel is not None and (
-            rel.value is not True or cached(criteria.complete, q, c) is not None
-        ):
-            continue
+        rel, comp = cached_pair(cache, identity, criteria, q, c) if cache else (None, None)
+        if rel is not None and (not rel.value or comp is not None):
+            continue  # nothing left to pay for this pair
         n_open += 1
         if mode == "listwise":
             by_question.setdefault(q, []).append(c)
@@ -908,6 +895,17 @@ def _not_asked() -> CriterionVerdict:
     )
 
 
+def cached_pair(
+    cache: VerdictCache, identity: str, criteria: CriteriaConfig, q: str, c: str
+) -> tuple[CriterionVerdict | None, CriterionVerdict | None]:
+    """The cached relevance verdict of a pair and, only when it is a yes, its cached
+    "complete" (a "no" needs none). None where nothing was paid yet."""
+    rel = cache.get(verdict_key(identity, criteria.relevant, q, c))
+    if rel is None or not rel.value:
+        return rel, None
+    return rel, cache.get(verdict_key(identity, criteria.complete, q, c))
+
+
 def _from_cache(
     judge: Judge,
     cache: VerdictCache | None,
@@ -920,17 +918,10 @@ def _from_cache(
     no "complete")."""
     if cache is None:
         return None
-    identity = judge.identity()
-    rel = cache.get(verdict_key(identity, criteria.relevant, q, c))
-    if rel is None:
+    rel, comp = cached_pair(cache, judge.identity(), criteria, q, c)
+    if rel is None or (rel.value and comp is None):
         return None
-    if rel.value:
-        comp = cache.get(verdict_key(identity, criteria.complete, q, c))
-        if comp is None:
-            return None
-        comp = CriterionVerdict(**{**comp.to_dict(), "cached": True})
-    else:
-        comp = _not_asked()
+    comp = CriterionVerdict(**{**comp.to_dict(), "cached": True}) if comp else _not_asked()
     rel = CriterionVerdict(**{**rel.to_dict(), "cached": True})
     stats.record(rel)
     if comp.cached:

@@ -438,9 +438,9 @@ def _stats(
         **judge_stats.to_dict(),
         "total_s": round(time.perf_counter() - t_start, 3),
     }
-    if config.price_prompt_per_mtok or config.price_completion_per_mtok:
-        price = (config.price_prompt_per_mtok, config.price_completion_per_mtok)
-        out["cost_usd"] = round(judge_stats.cost_usd(*price), 6)
+    cost = token_cost(config, judge_stats.prompt_tokens, judge_stats.completion_tokens)
+    if cost is not None:
+        out["cost_usd"] = cost
     return out
 
 
@@ -541,6 +541,18 @@ def judged_pairs(
     r = config.retrieval
     if r.reranker == "llm":
         raise HarnessError("--dry-run does not estimate the llm reranker's own calls yet")
+
+    def retrieved() -> tuple[list[tuple[str, str]], int, bool]:
+        prepared = prepare(config, cache_dir=cache_dir)
+        pairs = [
+            (q.text, prepared.chunks[h.chunk_id].text)
+            for q, hits in zip(prepared.questions, prepared.hits, strict=True)
+            for h in hits
+        ]
+        return pairs, len(prepared.questions), True
+
+    if config.embedder.name != "openai":
+        return retrieved()
     docs = load_stage.load_documents(
         [config.resolve_path(s) for s in config.corpus.sources],
         html_classes=config.corpus.html_classes,
@@ -551,14 +563,8 @@ def judged_pairs(
         chunk_stage.splitter_spec(config.chunking.chunk_size, config.chunking.chunk_overlap),
         embed_stage.embedder_spec(config.embedder),
     )
-    if config.embedder.name != "openai" or (cache_dir / "index" / key / "meta.json").is_file():
-        prepared = prepare(config, cache_dir=cache_dir)
-        pairs = [
-            (q.text, prepared.chunks[h.chunk_id].text)
-            for q, hits in zip(prepared.questions, prepared.hits, strict=True)
-            for h in hits
-        ]
-        return pairs, len(prepared.questions), True
+    if (cache_dir / "index" / key / "meta.json").is_file():
+        return retrieved()
     questions = load_stage.load_questions(config.resolve_path(config.questions.file))
     if config.questions.limit:
         questions = questions[: config.questions.limit]
@@ -594,8 +600,10 @@ def judge_estimator(
         vc.close()
 
 
-def estimate_cost(config: JudgeConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
-    """Dollars for these tokens at the configured prices; None when no price is set."""
+def token_cost(config: JudgeConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """Dollars for these tokens at the configured prices: prompt_tokens * prompt price /
+    1e6 + completion_tokens * completion price / 1e6, rounded to 6 places; None when no
+    price is set. What a run paid and what a dry run estimates."""
     if not (config.price_prompt_per_mtok or config.price_completion_per_mtok):
         return None
     return round(
@@ -634,7 +642,7 @@ def estimate_run(
         "prompt_tokens_max": e.prompt_tokens_max,
         "completion_tokens_max": e.completion_tokens_max,
     }
-    cost = estimate_cost(config.judge, e.prompt_tokens_max, e.completion_tokens_max)
+    cost = token_cost(config.judge, e.prompt_tokens_max, e.completion_tokens_max)
     if cost is not None:
         est["cost_usd_max"] = cost
     return est

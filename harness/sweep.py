@@ -52,11 +52,11 @@ from harness.log import (
 )
 from harness.pipeline import (
     default_cache_dir,
-    estimate_cost,
     judge_estimator,
     judged_pairs,
     open_judge,
     run_experiment,
+    token_cost,
 )
 from harness.types import LOG_VERSION
 
@@ -691,7 +691,7 @@ def estimate_sweep(
         ),
         "settings": settings,
     }
-    cost = estimate_cost(config.judge, bound["prompt_tokens_max"], bound["completion_tokens_max"])
+    cost = token_cost(config.judge, bound["prompt_tokens_max"], bound["completion_tokens_max"])
     if cost is not None:
         est["cost_usd_max"] = cost
     return est
