@@ -706,23 +706,28 @@ def build_parser() -> argparse.ArgumentParser:
             "--results-dir", default="results", help="where run folders go (default: results)"
         )
 
+    def cache_dir_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--cache-dir",
+            default=None,
+            help="verdict/index cache (default: $HARNESS_CACHE_DIR or ~/.cache/harness)",
+        )
+
+    def experiment_options(p: argparse.ArgumentParser, dry_run_help: str) -> None:
+        """What run and sweep share: overrides, a dry run, the output format, the cache."""
+        p.add_argument(
+            "--set",
+            action="append",
+            metavar="KEY=VALUE",
+            help="override a setting, e.g. chunking.chunk_size=500",
+        )
+        p.add_argument("--dry-run", action="store_true", help=dry_run_help)
+        p.add_argument("--format", choices=("table", "json"), default="table")
+        cache_dir_option(p)
+
     p_run = sub.add_parser("run", help="run one configuration and print its metrics")
     p_run.add_argument("experiment", help="experiment file (TOML)")
-    p_run.add_argument(
-        "--set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="override a setting, e.g. chunking.chunk_size=500",
-    )
-    p_run.add_argument("--format", choices=("table", "json"), default="table")
-    p_run.add_argument(
-        "--dry-run", action="store_true", help="estimate judge calls, tokens and cost; pay nothing"
-    )
-    p_run.add_argument(
-        "--cache-dir",
-        default=None,
-        help="verdict/index cache (default: $HARNESS_CACHE_DIR or ~/.cache/harness)",
-    )
+    experiment_options(p_run, "estimate judge calls, tokens and cost; pay nothing")
     common(p_run)
     p_run.set_defaults(func=cmd_run)
 
@@ -737,17 +742,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="Optuna storage URL (default: a SQLite file in the sweep folder)",
     )
-    p_sweep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting")
-    p_sweep.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="the most the sweep's judge calls, tokens and cost could be; pay nothing",
-    )
-    p_sweep.add_argument("--format", choices=("table", "json"), default="table")
-    p_sweep.add_argument(
-        "--cache-dir",
-        default=None,
-        help="verdict/index cache (default: $HARNESS_CACHE_DIR or ~/.cache/harness)",
+    experiment_options(
+        p_sweep, "the most the sweep's judge calls, tokens and cost could be; pay nothing"
     )
     common(p_sweep)
     p_sweep.set_defaults(func=cmd_sweep)
@@ -804,7 +800,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_chk.add_argument("--sample", type=int, default=30)
     p_chk.add_argument("--seed", type=int, default=0)
     p_chk.add_argument("--qrels", help="human labels, for the length-bias check")
-    p_chk.add_argument("--cache-dir", default=None)
+    cache_dir_option(p_chk)
     p_chk.add_argument("--format", choices=("text", "json"), default="text")
     common(p_chk)
     p_chk.set_defaults(func=cmd_judge_check)
