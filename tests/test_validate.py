@@ -147,22 +147,11 @@ def test_header_has_bootstrap_intervals(run_with_planted_disagreements):
 
 def test_label_through_its_prompts(run_with_planted_disagreements, tmp_path, monkeypatch, capsys):
     out = tmp_path / "labels.tsv"
+    args = ["label", str(run_with_planted_disagreements.run_dir), "--sample", "10"]
     # pair 1: relevant, complete; pair 2: relevant, not complete; pair 3: not relevant;
     # pair 4: skipped; then a typo, then quit.
     monkeypatch.setattr("sys.stdin", io.StringIO("y\ny\ny\nn\nn\ns\nmaybe\nq\n"))
-    assert (
-        main(
-            [
-                "label",
-                str(run_with_planted_disagreements.run_dir),
-                "--sample",
-                "10",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert main([*args, "--out", str(out)]) == 0
     lines = out.read_text().splitlines()
     assert lines[0] == "query_id\tdoc_id\trelevance"
     assert [line.split("\t")[2] for line in lines[1:]] == ["2", "1", "0"]
@@ -173,19 +162,7 @@ def test_label_through_its_prompts(run_with_planted_disagreements, tmp_path, mon
     assert res["agreement"]["relevant"]["n"] == 3
     # labelling again skips what is already labelled
     monkeypatch.setattr("sys.stdin", io.StringIO("n\nq\n"))
-    assert (
-        main(
-            [
-                "label",
-                str(run_with_planted_disagreements.run_dir),
-                "--sample",
-                "10",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert main([*args, "--out", str(out)]) == 0
     assert len(read_qrels(out)[next(iter(read_qrels(out)))]) >= 1
     assert len(out.read_text().splitlines()) == 5
 
