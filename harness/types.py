@@ -13,56 +13,69 @@ from typing import Any
 LOG_VERSION = 1
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """A record (and what it holds) as plain JSON values: dicts, lists, scalars."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     return value
 
 
 @dataclass(frozen=True)
 class Document:
+    """A document of the corpus; `source` is the file, URL or file:line it came from."""
+
     doc_id: str
     text: str
     source: str
     title: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        """This record as plain JSON values."""
+        return plain(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Document:
+        """The record back from `to_dict()`."""
         return cls(**d)
 
 
 @dataclass(frozen=True)
 class Chunk:
+    """A piece of one document; `start_char` is its offset in the document's text."""
+
     chunk_id: str
     doc_id: str
     text: str
     start_char: int
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        """This record as plain JSON values."""
+        return plain(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Chunk:
+        """The record back from `to_dict()`."""
         return cls(**d)
 
 
 @dataclass(frozen=True)
 class Question:
+    """One evaluation question."""
+
     question_id: str
     text: str
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        """This record as plain JSON values."""
+        return plain(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Question:
+        """The record back from `to_dict()`."""
         return cls(**d)
 
 
@@ -77,10 +90,12 @@ class Hit:
     rerank_score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        """This record as plain JSON values."""
+        return plain(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Hit:
+        """The record back from `to_dict()`."""
         return cls(**d)
 
 
@@ -92,10 +107,12 @@ class ComponentSpec:
     args: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        """This record as plain JSON values."""
+        return plain(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ComponentSpec:
+        """The record back from `to_dict()`; a missing `args` means no arguments."""
         return cls(name=d["name"], args=dict(d.get("args", {})))
 
 
@@ -124,10 +141,12 @@ class CriterionVerdict:
     retries: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        """This record as plain JSON values."""
+        return plain(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CriterionVerdict:
+        """The record back from `to_dict()`."""
         return cls(**d)
 
 
@@ -140,6 +159,7 @@ class Verdict:
 
     @property
     def error(self) -> str | None:
+        """The criteria's errors joined by "; "; None if both were judged."""
         errors = [c.error for c in (self.relevant, self.complete) if c.error]
         return "; ".join(errors) if errors else None
 
@@ -157,10 +177,12 @@ class Verdict:
         return 2 if self.complete.value else 1
 
     def to_dict(self) -> dict[str, Any]:
+        """This record as plain JSON values."""
         return {"relevant": self.relevant.to_dict(), "complete": self.complete.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Verdict:
+        """The record back from `to_dict()`."""
         return cls(
             relevant=CriterionVerdict.from_dict(d["relevant"]),
             complete=CriterionVerdict.from_dict(d["complete"]),
@@ -169,11 +191,14 @@ class Verdict:
 
 @dataclass(frozen=True)
 class JudgedHit:
+    """A hit with its chunk and the judge's verdict on it."""
+
     hit: Hit
     chunk: Chunk
     verdict: Verdict
 
     def to_dict(self) -> dict[str, Any]:
+        """This record as plain JSON values."""
         return {
             "hit": self.hit.to_dict(),
             "chunk": self.chunk.to_dict(),
@@ -182,6 +207,7 @@ class JudgedHit:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> JudgedHit:
+        """The record back from `to_dict()`."""
         return cls(
             hit=Hit.from_dict(d["hit"]),
             chunk=Chunk.from_dict(d["chunk"]),
@@ -203,6 +229,7 @@ class QuestionResult:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """This record as plain JSON values."""
         return {
             "question": self.question.to_dict(),
             "hits": [h.to_dict() for h in self.hits],
@@ -212,6 +239,7 @@ class QuestionResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> QuestionResult:
+        """The record back from `to_dict()`; a missing `error` means none."""
         return cls(
             question=Question.from_dict(d["question"]),
             hits=tuple(JudgedHit.from_dict(h) for h in d["hits"]),

@@ -34,7 +34,7 @@ from common import print_table, quiet  # noqa: E402
 
 from harness.config import CriteriaConfig, load_experiment  # noqa: E402
 from harness.judge import JudgeStats, OpenAIJudge, VerdictCache, judge_pairs  # noqa: E402
-from harness.llama_server import LlamaServer, free_port, resolve_model  # noqa: E402
+from harness.llm.local import LlamaServer, free_port, resolve_model  # noqa: E402
 from harness.pipeline import default_cache_dir, prepare  # noqa: E402
 
 
@@ -179,7 +179,13 @@ def fake_rows(tmp: Path, emit) -> None:
     fake_pairs = [(f"question {i}?", f"passage {i}") for i in range(512)]
     latency = 0.05
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fake_openai", str(latency), "no"],
+        [
+            sys.executable,
+            "-c",
+            "from harness.testing.fake_openai import main; main()",
+            str(latency),
+            "no",
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

@@ -39,21 +39,21 @@ def main() -> int:
                 config, results_dir=Path(tmp) / label, cache_dir=cache, trials=args.trials
             )
             wall = time.perf_counter() - t0
-            c, st = log.summary["counts"], log.summary["stats"]
-            best = (log.summary["best"] or [{}])[0]
+            c, st = log.summary.counts, log.summary.stats
+            best = log.summary.best[0] if log.summary.best else None
             rows.append(
                 (
                     label,
-                    c["complete"],
-                    c["pruned"],
-                    c["failed"],
-                    st["judge_calls"],
-                    st["judge_cache_hits"],
-                    st["distinct_verdicts"],
-                    st["naive_calls"],
+                    c.complete,
+                    c.pruned,
+                    c.failed,
+                    st.judge_calls,
+                    st.judge_cache_hits,
+                    st.distinct_verdicts,
+                    st.naive_calls,
                     f"{wall:.0f}",
-                    best.get("values", ["-"])[0],
-                    best.get("params", ""),
+                    best.values[0] if best and best.values else "-",
+                    best.params if best else "",
                 )
             )
     print_table(

@@ -1,0 +1,142 @@
+"""Compare runs (or trials of a sweep) that share questions: metrics side by side, paired
+bootstrap intervals for the difference to the first run, and the questions that changed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.log import RunLog
+from harness.metrics import METRIC_NAMES, paired_bootstrap
+from harness.types import JudgedHit, QuestionResult
+
+COMPARED = METRIC_NAMES
+"""Metrics whose paired differences are reported: every registered metric."""
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Paired difference of one metric between a run and the first run, with its bootstrap
+    interval (`low`, `high`) over the `n_questions` both answered.
+    """
+
+    metric: str
+    run: str
+    mean_diff: float
+    low: float
+    high: float
+    n_questions: int
+
+
+@dataclass(frozen=True)
+class QuestionChange:
+    """A question whose change metric differs between the first run (`before`) and `run`
+    (`after`), with the first relevant-and-complete hit of each (None if there is none).
+    """
+
+    question_id: str
+    text: str
+    run: str
+    before: float
+    after: float
+    first_hit_before: dict[str, Any] | None
+    first_hit_after: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What `compare_runs` returns: per-run means at `k`, paired differences to the first run,
+    and changed questions, worst first within each run.
+    """
+
+    runs: list[str]
+    k: int
+    metrics: dict[str, dict[str, float]]
+    """run -> metric id -> mean (each run's own header values)."""
+    differences: list[Difference] = field(default_factory=list)
+    changes: list[QuestionChange] = field(default_factory=list)
+    shared_questions: int = 0
+
+
+def _first_answer(q: QuestionResult) -> JudgedHit | None:
+    return next((h for h in q.hits if h.verdict.grade == 2), None)
+
+
+def _hit_summary(h: JudgedHit | None) -> dict[str, Any] | None:
+    if h is None:
+        return None
+    return {"rank": h.hit.rank, "chunk_id": h.chunk.chunk_id, "text": h.chunk.text}
+
+
+def compare_runs(
+    runs: Sequence[RunLog],
+    *,
+    k: int | None = None,
+    change_metric: str = "mrr",
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> Comparison:
+    """Compare runs at a shared k (default: the largest k every run has).
+
+    Differences use only questions that every run answered without judge errors at k.
+    """
+    if len(runs) < 2:
+        raise HarnessError("compare needs at least two runs")
+    if change_metric not in METRIC_NAMES:
+        raise HarnessError(f"--metric: expected one of {list(METRIC_NAMES)}, got {change_metric!r}")
+    common_k = (
+        min(max(r.header.ks) for r in runs if r.header.ks) if all(r.header.ks for r in runs) else 0
+    )
+    k = k or common_k
+    if k < 1 or k > common_k:
+        raise HarnessError(f"--k: expected 1..{common_k} (the largest k every run has), got {k}")
+    names = [str(r.run_dir) for r in runs]
+    by_q = [{q.question.question_id: q for q in r.questions} for r in runs]
+    key = f"{change_metric}@{k}"
+    shared = [qid for qid in by_q[0] if all(qid in m and key in m[qid].metrics for m in by_q)]
+    if not shared:
+        raise HarnessError("the runs share no question with a value at this k")
+    metrics = {
+        name: {m: r.header.metrics[m] for m in r.header.metrics if m.endswith(f"@{k}")}
+        for name, r in zip(names, runs, strict=True)
+    }
+    diffs: list[Difference] = []
+    changes: list[QuestionChange] = []
+    base = by_q[0]
+    for name, other in zip(names[1:], by_q[1:], strict=True):
+        for metric in COMPARED:
+            mk = f"{metric}@{k}"
+            pairs = [
+                (base[q].metrics[mk], other[q].metrics[mk])
+                for q in shared
+                if mk in base[q].metrics and mk in other[q].metrics
+            ]
+            if not pairs:
+                continue
+            mean, low, high = paired_bootstrap(
+                [p[0] for p in pairs],
+                [p[1] for p in pairs],
+                n_resamples=n_resamples,
+                confidence=confidence,
+                seed=seed,
+            )
+            diffs.append(Difference(mk, name, mean, low, high, len(pairs)))
+        for qid in shared:
+            before, after = base[qid].metrics[key], other[qid].metrics[key]
+            if before != after:
+                changes.append(
+                    QuestionChange(
+                        question_id=qid,
+                        text=base[qid].question.text,
+                        run=name,
+                        before=before,
+                        after=after,
+                        first_hit_before=_hit_summary(_first_answer(base[qid])),
+                        first_hit_after=_hit_summary(_first_answer(other[qid])),
+                    )
+                )
+    changes.sort(key=lambda c: (c.run, c.after - c.before))
+    return Comparison(names, k, metrics, diffs, changes, len(shared))

@@ -1,0 +1,52 @@
+"""Labelling by hand: a person grades sampled (question, chunk) pairs of a run into a
+qrels file that `harness validate` reads. The asking is the caller's (the CLI prompts
+on a terminal); this module samples, resumes and writes."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.analysis.validate import read_qrels
+from harness.log import RunLog
+from harness.types import JudgedHit, QuestionResult
+
+Ask = Callable[[QuestionResult, JudgedHit], int | str | None]
+"""Shows a pair and returns its grade (0 irrelevant, 1 relevant, 2 relevant and
+complete), None to skip it, or "quit"."""
+
+
+def label_run(
+    run: RunLog, out: str | os.PathLike[str], ask: Ask, *, sample: int, seed: int = 0
+) -> int:
+    """Ask about up to `sample` pairs not yet in `out`, in a seeded random order, and
+    append each answer as `query_id chunk_id grade` the moment it is given. Returns how
+    many labels were written."""
+    path = Path(out)
+    done: set[tuple[str, str]] = set()
+    if path.is_file():
+        done = {(q, c) for q, labels in read_qrels(path).items() for c in labels}
+    pairs = [
+        (q, h)
+        for q in run.questions
+        for h in q.hits
+        if (q.question.question_id, h.chunk.chunk_id) not in done
+    ]
+    random.Random(seed).shuffle(pairs)
+    new_file = not path.is_file()
+    written = 0
+    with open(path, "a", encoding="utf-8") as f:
+        if new_file:
+            f.write("query_id\tdoc_id\trelevance\n")
+        for q, h in pairs[:sample]:
+            grade = ask(q, h)
+            if grade == "quit":
+                break
+            if grade is None:
+                continue
+            f.write(f"{q.question.question_id}\t{h.chunk.chunk_id}\t{grade}\n")
+            f.flush()
+            written += 1
+    return written

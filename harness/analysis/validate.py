@@ -1,0 +1,229 @@
+"""Can the judge be trusted? Its verdicts against human labels (qrels), on the user's data.
+
+- `read_qrels`: BEIR `qrels.tsv` (`query_id doc_id relevance`, header optional) or TREC
+  qrels (`qid 0 id relevance`). An id is a chunk id (labels written by `harness label`)
+  or a document id, which then labels every chunk of that document.
+- `validate_run`: per criterion, the confusion matrix, accuracy and Cohen's kappa (with
+  a bootstrap interval over questions) for the verdicts the run paid for; the metrics
+  recomputed from the human labels beside the judge's; and a label-corrected
+  (prediction-powered) estimate of hit rate and MRR.
+- `validate_sweep`: the Kendall tau between the judge's ranking of the trials and the
+  labels' ranking, with the top configurations of each side by side.
+
+"Complete" is checked against the highest grade in the qrels; with binary labels that
+is relevance itself, and the report says so.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness import metrics as m
+from harness.errors import ConfigError, HarnessError
+from harness.log import RunLog, read_run, read_sweep
+from harness.types import JudgedHit
+
+Qrels = dict[str, dict[str, int]]
+
+
+def read_qrels(path: str | os.PathLike[str]) -> Qrels:
+    """query id -> (chunk or document id) -> grade."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(str(p), "qrels", "qrels file not found")
+    out: Qrels = {}
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        parts = line.split()
+        if not parts or line.startswith("#"):
+            continue
+        if n == 1 and not parts[-1].lstrip("-").isdigit():
+            continue  # a header such as "query_id doc_id relevance"
+        if len(parts) == 4:  # TREC: qid iteration id relevance
+            qid, _, did, rel = parts
+        elif len(parts) == 3:
+            qid, did, rel = parts
+        else:
+            raise ConfigError(
+                f"{p}:{n}", "", "expected 'query_id doc_id relevance' (or TREC's 4 columns)"
+            )
+        try:
+            out.setdefault(qid, {})[did] = int(rel)
+        except ValueError:
+            raise ConfigError(
+                f"{p}:{n}", "relevance", f"expected an integer, got {rel!r}"
+            ) from None
+    if not out:
+        raise ConfigError(str(p), "qrels", "the file holds no labels")
+    return out
+
+
+def max_grade(qrels: Qrels) -> int:
+    """The highest label in the qrels, which counts as "relevant and complete"; at least 1,
+    so binary qrels (0/1) treat every relevant label as complete.
+    """
+    return max((g for q in qrels.values() for g in q.values()), default=1) or 1
+
+
+def human_grade(labels: dict[str, int], hit: JudgedHit, unjudged: str) -> int | None:
+    """The label of a retrieved chunk: its own (chunk-level) or its document's; an id the
+    qrels do not list is 0 (TREC's convention) or None with unjudged="skip"."""
+    for key in (hit.chunk.chunk_id, hit.chunk.doc_id):
+        if key in labels:
+            return labels[key]
+    return 0 if unjudged == "irrelevant" else None
+
+
+def _kappa_ci(
+    by_question: list[tuple[list[bool], list[bool]]], n_resamples: int = 1000, seed: int = 0
+) -> tuple[float, float] | None:
+    """Bootstrap over questions (verdicts of one question are not independent)."""
+
+    def kappa(idx: np.ndarray) -> float | None:
+        j = [v for i in idx for v in by_question[i][0]]
+        h = [v for i in idx for v in by_question[i][1]]
+        return m.cohen_kappa(j, h) if j else None
+
+    return m.bootstrap_ci(len(by_question), kappa, n_resamples=n_resamples, seed=seed)
+
+
+def _agreement(by_question: list[tuple[list[bool], list[bool]]]) -> dict[str, Any]:
+    judge = [v for j, _ in by_question for v in j]
+    human = [v for _, h in by_question for v in h]
+    if not judge:
+        return {"n": 0}
+    c = m.confusion(judge, human)
+    return {
+        "n": len(judge),
+        "confusion": c,
+        "accuracy": (c["tp"] + c["tn"]) / len(judge),
+        "judge_yes_rate": (c["tp"] + c["fp"]) / len(judge),
+        "human_yes_rate": (c["tp"] + c["fn"]) / len(judge),
+        "kappa": m.cohen_kappa(judge, human),
+        "kappa_ci95": _kappa_ci(by_question),
+    }
+
+
+def validate_run(
+    run: RunLog, qrels: Qrels, *, k: int | None = None, unjudged: str = "irrelevant"
+) -> dict[str, Any]:
+    """Agreement of a run's verdicts with human labels, and the metrics both ways."""
+    top = max_grade(qrels)
+    k = k or (max(run.header.ks) if run.header.ks else 1)
+    rel_pairs: list[tuple[list[bool], list[bool]]] = []
+    comp_pairs: list[tuple[list[bool], list[bool]]] = []
+    judge_q: dict[str, dict[str, float]] = {}
+    human_q: dict[str, dict[str, float]] = {}
+    labelled = skipped = 0
+    for q in run.questions:
+        labels = qrels.get(q.question.question_id)
+        if labels is None:
+            continue
+        labelled += 1
+        jr, hr, jc, hc = [], [], [], []
+        grades_h: list[int | None] = []
+        for h in q.hits:
+            g = human_grade(labels, h, unjudged)
+            grades_h.append(g)
+            if g is None or h.verdict.error:
+                skipped += 1
+                continue
+            jr.append(bool(h.verdict.relevant.value))
+            hr.append(g >= 1)
+            jc.append(h.verdict.grade == 2)
+            hc.append(g >= top)
+        rel_pairs.append((jr, hr))
+        comp_pairs.append((jc, hc))
+        lengths = [len(h.chunk.text) for h in q.hits]
+        human_scale = [
+            None if g is None else (2 if g >= top else 1 if g >= 1 else 0) for g in grades_h
+        ]
+        human_q[q.question.question_id] = m.question_metrics(human_scale, lengths, range(1, k + 1))
+        judge_q[q.question.question_id] = q.metrics
+    if not labelled:
+        raise HarnessError(
+            "no question of the run has labels in the qrels (do the question ids match?)"
+        )
+    ks = range(1, k + 1)
+    shared = sorted(judge_q)
+    out: dict[str, Any] = {
+        "run_dir": str(run.run_dir),
+        "k": k,
+        "questions_labelled": labelled,
+        "questions_in_run": len(run.questions),
+        "pairs_skipped": skipped,
+        "unjudged": unjudged,
+        "binary_labels": top == 1,
+        "agreement": {"relevant": _agreement(rel_pairs), "complete": _agreement(comp_pairs)},
+        "metrics": {
+            "judge": m.aggregate([judge_q[q] for q in shared], ks),
+            "human": m.aggregate([human_q[q] for q in shared], ks),
+        },
+    }
+    # Label-corrected estimates over the whole run: the judge's values on every question,
+    # corrected by the judge-vs-human difference on the labelled ones.
+    ppi: dict[str, Any] = {}
+    for name in ("hit_rate", "mrr"):
+        key = f"{name}@{k}"
+        all_j = [q.metrics[key] for q in run.questions if key in q.metrics]
+        lab = [qid for qid in shared if key in judge_q[qid] and key in human_q[qid]]
+        if len(lab) >= 2 and all_j:
+            est, low, high = m.ppi_mean(
+                all_j, [judge_q[q][key] for q in lab], [human_q[q][key] for q in lab]
+            )
+            ppi[key] = {
+                "judge_only": float(np.mean(all_j)),
+                "ppi": est,
+                "ci95": [low, high],
+                "n_labelled": len(lab),
+            }
+    out["ppi"] = ppi
+    return out
+
+
+def validate_sweep(
+    sweep_dir: str | os.PathLike[str],
+    qrels: Qrels,
+    *,
+    metric: str = "mrr",
+    unjudged: str = "irrelevant",
+) -> dict[str, Any]:
+    """Kendall tau between the judge's and the labels' ranking of a sweep's complete trials
+    (each at its own k), and the top configurations of each side."""
+    sweep = read_sweep(sweep_dir)
+    rows = []
+    for t in sweep.trials:
+        if t.state != "complete":
+            continue
+        run = read_run(t.run_dir)
+        k = int(t.params["k"])
+        v = validate_run(run, qrels, k=k, unjudged=unjudged)
+        key = f"{metric}@{k}"
+        j, h = v["metrics"]["judge"].get(key), v["metrics"]["human"].get(key)
+        if j is not None and h is not None:
+            rows.append(
+                {
+                    "number": t.number,
+                    "params": t.params,
+                    "judge": j,
+                    "human": h,
+                    "kappa_relevant": v["agreement"]["relevant"].get("kappa"),
+                }
+            )
+    if len(rows) < 2:
+        raise HarnessError("a sweep needs two or more complete trials with labelled questions")
+    tau = m.kendall_tau([r["judge"] for r in rows], [r["human"] for r in rows])
+    by_judge = sorted(rows, key=lambda r: -r["judge"])
+    by_human = sorted(rows, key=lambda r: -r["human"])
+    return {
+        "sweep_dir": str(sweep_dir),
+        "metric": metric,
+        "trials": len(rows),
+        "kendall_tau": tau,
+        "top_by_judge": by_judge[:5],
+        "top_by_human": by_human[:5],
+        "rows": rows,
+    }

@@ -1,0 +1,175 @@
+"""`harness validate`, `label`, `judge-check` and `export`: the judge against people."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.cli.options import cache_dir_option, emit, format_option, results_dir_option
+from harness.errors import HarnessError
+from harness.log import HEADER, RunHeader, find_sweep_dir, read_header, read_run, resolve_run_dir
+from harness.report import text
+from harness.types import JudgedHit, QuestionResult
+
+
+def _qrels_path(arg: str | None, header: RunHeader | None) -> str:
+    path = arg or (header.data.get("qrels_file") if header else None)
+    if not path:
+        raise HarnessError("give --qrels FILE (or set questions.qrels in the experiment)")
+    return str(path)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Measure a run's (or every trial's) verdicts against human qrels; the qrels default
+    to those named in the experiment.
+    """
+    from harness.analysis import read_qrels, validate_run, validate_sweep
+
+    sweep_dir = find_sweep_dir(args.target, args.results_dir)
+    if sweep_dir is not None:
+        headers = [
+            read_header(p)
+            for p in sorted((sweep_dir / "trials").glob("*"))
+            if (p / HEADER).is_file()
+        ]
+        qrels = read_qrels(_qrels_path(args.qrels, headers[0] if headers else None))
+        res = validate_sweep(sweep_dir, qrels, metric=args.metric, unjudged=args.unjudged)
+        return emit(args, res, text.format_validate_sweep(res, str(sweep_dir)))
+    run = read_run(resolve_run_dir(args.target, args.results_dir))
+    qrels = read_qrels(_qrels_path(args.qrels, run.header))
+    res = validate_run(run, qrels, k=args.k, unjudged=args.unjudged)
+    return emit(args, res, text.format_validate_run(res, run.run_dir))
+
+
+def _ask(prompt: str) -> str:
+    while True:
+        try:
+            answer = input(prompt).strip().lower()[:1]
+        except EOFError:
+            return "q"
+        if answer in ("y", "n", "s", "q"):
+            return answer
+        print("please answer y, n, s or q")
+
+
+def ask_on_terminal(q: QuestionResult, h: JudgedHit) -> int | str | None:
+    """Show one (question, chunk) and ask for its grade: 0, 1, 2, None (skip) or "quit"."""
+    print("\n" + "=" * 80)
+    print(f"question [{q.question.question_id}]: {q.question.text}")
+    print("-" * 80)
+    print(h.chunk.text)
+    print("-" * 80)
+    rel = _ask("relevant: is the passage about what the question asks? [y/n/s=skip/q=quit] ")
+    if rel in ("q", "s"):
+        return "quit" if rel == "q" else None
+    if rel == "n":
+        return 0
+    comp = _ask("complete: does it alone answer the question? [y/n/s/q] ")
+    if comp in ("q", "s"):
+        return "quit" if comp == "q" else None
+    return 2 if comp == "y" else 1
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    """Ask a person about sampled (question, chunk) pairs; append chunk-level qrels."""
+    from harness.analysis import label_run
+
+    run = read_run(resolve_run_dir(args.run, args.results_dir))
+    written = label_run(run, args.out, ask_on_terminal, sample=args.sample, seed=args.seed)
+    message = (
+        f"\n{written} labels written to {args.out}; `harness validate {run.run_dir} --qrels "
+        f"{args.out}` compares them with the judge"
+    )
+    return emit(args, {"written": written, "out": str(args.out)}, message)
+
+
+def cmd_judge_check(args: argparse.Namespace) -> int:
+    """Re-judge a sample of a run's pairs, reworded and shuffled, to see how stable the
+    judge is; every re-judged pair is a paid call (the verdict cache is bypassed).
+    """
+    from harness.analysis import judge_check, read_qrels
+    from harness.config import experiment_from_dict
+    from harness.judge import open_judge
+    from harness.pipeline import default_cache_dir
+
+    run = read_run(resolve_run_dir(args.run, args.results_dir))
+    config = experiment_from_dict(run.header.config)
+    qrels_path = args.qrels or run.header.data.get("qrels_file")
+    qrels = read_qrels(qrels_path) if qrels_path else None
+    cache = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
+    with open_judge(config.judge, cache_dir=cache) as judge:
+        res = judge_check(
+            run,
+            judge,
+            config.judge.criteria,
+            sample=args.sample,
+            seed=args.seed,
+            qrels=qrels,
+            concurrency=config.judge.concurrency,
+        )
+    return emit(args, res, text.format_judge_check(res))
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write a run's ranking and judge grades as TREC run and qrels files."""
+    from harness.analysis import export_trec
+
+    run = read_run(resolve_run_dir(args.run, args.results_dir))
+    run_path, qrels_path = export_trec(run, args.out)
+    return emit(
+        args,
+        {"run": str(run_path), "qrels": str(qrels_path)},
+        f"wrote {run_path} and {qrels_path} (grades 0/1/2 from the judge)",
+    )
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add validate, label, judge-check and export to the command line."""
+    p_val = sub.add_parser("validate", help="agreement of the judge with human labels (qrels)")
+    p_val.add_argument("target", metavar="RUN_OR_SWEEP")
+    p_val.add_argument(
+        "--qrels", help="qrels file (default: questions.qrels of the run's experiment)"
+    )
+    p_val.add_argument("--k", type=int, help="metrics at this k (default: the run's k)")
+    p_val.add_argument(
+        "--metric", default="mrr", help="for a sweep: the metric ranked (default: mrr)"
+    )
+    p_val.add_argument(
+        "--unjudged",
+        choices=("irrelevant", "skip"),
+        default="irrelevant",
+        help="chunks of documents the qrels do not list (default: irrelevant)",
+    )
+    format_option(p_val)
+    results_dir_option(p_val)
+    p_val.set_defaults(func=cmd_validate)
+
+    p_lab = sub.add_parser("label", help="label sampled chunks of a run by hand, into qrels")
+    p_lab.add_argument("run", metavar="RUN_OR_TRIAL")
+    p_lab.add_argument("--sample", type=int, default=50)
+    p_lab.add_argument(
+        "--out", default="labels.tsv", help="qrels file to append to (default: labels.tsv)"
+    )
+    p_lab.add_argument("--seed", type=int, default=0)
+    format_option(p_lab)
+    results_dir_option(p_lab)
+    p_lab.set_defaults(func=cmd_label)
+
+    p_chk = sub.add_parser(
+        "judge-check", help="flip rates under a reworded prompt and shuffled order"
+    )
+    p_chk.add_argument("run", metavar="RUN_OR_TRIAL")
+    p_chk.add_argument("--sample", type=int, default=30)
+    p_chk.add_argument("--seed", type=int, default=0)
+    p_chk.add_argument("--qrels", help="human labels, for the length-bias check")
+    cache_dir_option(p_chk)
+    format_option(p_chk)
+    results_dir_option(p_chk)
+    p_chk.set_defaults(func=cmd_judge_check)
+
+    p_exp = sub.add_parser("export", help="write a run as TREC run and qrels files")
+    p_exp.add_argument("run", metavar="RUN_OR_TRIAL")
+    p_exp.add_argument("--out", required=True, help="folder for run.trec and qrels.trec")
+    format_option(p_exp)
+    results_dir_option(p_exp)
+    p_exp.set_defaults(func=cmd_export)

@@ -1,0 +1,75 @@
+"""Options the commands share, so each is spelled and documented once."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def _format(value: str) -> str:
+    # "table" is what run and sweep called their text output before every command
+    # took text|json; it is still accepted.
+    value = "text" if value == "table" else value
+    if value not in ("text", "json"):
+        raise argparse.ArgumentTypeError("expected text or json")
+    return value
+
+
+def format_option(p: argparse.ArgumentParser) -> None:
+    """--format text|json: every command has it."""
+    p.add_argument(
+        "--format",
+        type=_format,
+        default="text",
+        metavar="{text,json}",
+        help="text for people (default), json for programs",
+    )
+
+
+def results_dir_option(p: argparse.ArgumentParser) -> None:
+    """--results-dir: where run and sweep folders are."""
+    p.add_argument(
+        "--results-dir", default="results", help="where run folders go (default: results)"
+    )
+
+
+def cache_dir_option(p: argparse.ArgumentParser) -> None:
+    """--cache-dir: the verdict, embedding and index caches."""
+    p.add_argument(
+        "--cache-dir",
+        default=None,
+        help="verdict/index cache (default: $HARNESS_CACHE_DIR or ~/.cache/harness)",
+    )
+
+
+def experiment_options(p: argparse.ArgumentParser, dry_run_help: str) -> None:
+    """What run and sweep share: overrides, a dry run, the output format, the cache."""
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a setting, e.g. chunking.chunk_size=500",
+    )
+    p.add_argument("--dry-run", action="store_true", help=dry_run_help)
+    format_option(p)
+    cache_dir_option(p)
+
+
+def emit(args: argparse.Namespace, data: Any, text: str | None) -> int:
+    """Print `data` as JSON with --format json, else `text`; exit status 0."""
+    if args.format == "json":
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+    elif text is not None:
+        print(text)
+    return 0
+
+
+def progress_sink() -> Any:
+    """A progress bar on a terminal, log lines otherwise (None: the pipeline's default)."""
+    if sys.stderr.isatty():
+        from harness.report.progress import BarProgress
+
+        return BarProgress()
+    return None

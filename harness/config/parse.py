@@ -1,0 +1,179 @@
+"""Reading experiment files: TOML into `ExperimentConfig`, with `--set` overrides.
+
+Paths inside an experiment file are relative to that file. Every error names the file,
+the field (dotted, e.g. `chunking.chunk_overlap`) and what was expected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from harness.config.schema import ExperimentConfig
+from harness.config.validate import validate
+from harness.errors import ConfigError
+
+_SECTIONS = ("corpus", "questions", "chunking", "retrieval", "embedder", "judge", "sweep")
+
+
+def _coerce(value: Any, tp: Any, where: str, name: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin is tuple:
+        item = typing.get_args(tp)[0]
+        if isinstance(value, tuple):  # a config dict built in process, not read from JSON
+            value = list(value)
+        if not isinstance(value, list):
+            value = [value]
+        return tuple(_coerce(v, item, where, name) for v in value)
+    if origin in (typing.Union, types.UnionType):
+        tp = next(a for a in typing.get_args(tp) if a is not type(None))
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(where, name, f"expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(where, name, f"expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(where, name, f"expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(where, name, f"expected a string, got {value!r}")
+        return value
+    raise TypeError(f"unsupported config type {tp}")
+
+
+def _unwrap_optional(tp: Any) -> Any:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return tp
+
+
+def _build(cls: type, data: Any, where: str, prefix: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ConfigError(where, prefix, f"expected a table, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls) if f.name != "path"}
+    unknown = sorted(set(data) - fields)
+    if unknown:
+        key = f"{prefix}.{unknown[0]}" if prefix else unknown[0]
+        raise ConfigError(where, key, f"unknown key; expected one of {sorted(fields)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        dotted = f"{prefix}.{name}" if prefix else name
+        tp = _unwrap_optional(hints[name])
+        if dataclasses.is_dataclass(tp):
+            kwargs[name] = tp(**_build(tp, value, where, dotted))
+        else:
+            kwargs[name] = _coerce(value, tp, where, dotted)
+    return kwargs
+
+
+def _leaf_keys() -> dict[str, list[str]]:
+    """Leaf name -> dotted keys, so `--set k=3` can stand for `retrieval.k=3`."""
+    out: dict[str, list[str]] = {}
+
+    def walk(cls: type, prefix: str) -> None:
+        for f in dataclasses.fields(cls):
+            tp = _unwrap_optional(typing.get_type_hints(cls)[f.name])
+            dotted = f"{prefix}.{f.name}" if prefix else f.name
+            if dataclasses.is_dataclass(tp):
+                walk(tp, dotted)
+            else:
+                out.setdefault(f.name, []).append(dotted)
+
+    for section in _SECTIONS:
+        if section != "sweep":  # sweep settings shadow leaf names; they take dotted keys
+            walk(typing.get_type_hints(ExperimentConfig)[section], section)
+    return out
+
+
+def _parse_override_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def apply_overrides(data: dict[str, Any], overrides: typing.Sequence[str]) -> dict[str, Any]:
+    """Return a copy of `data` with `key=value` overrides applied (dotted keys or unique leaf
+    names; values parsed as TOML, falling back to a plain string)."""
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
+    leaves = _leaf_keys()
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError("--set", item, "expected key=value, e.g. chunking.chunk_size=500")
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        if "." not in key and key not in ("name",):
+            matches = leaves.get(key, [])
+            if len(matches) != 1:
+                raise ConfigError(
+                    "--set", key, "unknown key; use a dotted key such as chunking.chunk_size"
+                )
+            key = matches[0]
+        parts = key.split(".")
+        node = out
+        for part in parts[:-1]:
+            child = node.get(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError("--set", key, f"{part} is not a table")
+            node[part] = child = dict(child)
+            node = child
+        node[parts[-1]] = _parse_override_value(raw)
+    return out
+
+
+def parse_experiment(
+    data: dict[str, Any], path: str = "", overrides: typing.Sequence[str] = ()
+) -> ExperimentConfig:
+    """Validate a parsed TOML mapping (plus overrides) into an ExperimentConfig."""
+    where = path or "<experiment>"
+    data = apply_overrides(data, overrides)
+    kwargs = _build(ExperimentConfig, data, where, "")
+    kwargs.setdefault("name", Path(path).stem if path else "experiment")
+    for section in ("corpus", "questions"):
+        if section not in kwargs:
+            raise ConfigError(where, section, f"missing [{section}] table")
+    config = ExperimentConfig(path=str(Path(path).resolve()) if path else "", **kwargs)
+    validate(config)
+    return config
+
+
+def experiment_from_dict(
+    d: dict[str, Any], overrides: typing.Sequence[str] = ()
+) -> ExperimentConfig:
+    """An ExperimentConfig back from `ExperimentConfig.to_dict()` (as a run header or
+    sweep.json holds it), with optional `key=value` overrides on top."""
+
+    def drop_none(x: Any) -> Any:  # an unset optional table is written as null
+        return (
+            {k: drop_none(v) for k, v in x.items() if v is not None} if isinstance(x, dict) else x
+        )
+
+    data = drop_none({k: v for k, v in d.items() if k != "path"})
+    return parse_experiment(data, d.get("path", ""), overrides)
+
+
+def load_experiment(
+    path: str | os.PathLike[str], overrides: typing.Sequence[str] = ()
+) -> ExperimentConfig:
+    """Read and validate an experiment file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(str(p), "", "experiment file not found")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(p), "", f"not valid TOML ({exc})") from None
+    return parse_experiment(data, str(p), overrides)

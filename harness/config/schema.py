@@ -1,0 +1,221 @@
+"""The experiment's schema: one frozen dataclass per TOML table.
+
+`*Config` records are user input as read from the experiment file (after `--set`
+overrides); every field's docstring says what it means. Parsing lives in `parse.py`,
+checks that span fields in `validate.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+DEFAULT_RELEVANT = (
+    "The passage is about what the question asks: it shares the question's subject and "
+    "topic, even if it does not contain the answer."
+)
+DEFAULT_COMPLETE = (
+    "The passage alone contains the specific information needed to answer the question "
+    "fully; a reader would need no other text."
+)
+
+
+@dataclass(frozen=True)
+class CorpusConfig:
+    """`[corpus]`: the documents to retrieve from."""
+
+    sources: tuple[str, ...] = ()
+    """Files, folders (.md, .txt, .html) or http(s) URLs."""
+    html_classes: tuple[str, ...] = ()
+    """Keep only elements with these CSS classes from HTML pages; empty keeps the body."""
+
+
+@dataclass(frozen=True)
+class QuestionsConfig:
+    """`[questions]`: the questions to ask, and optional human labels for them."""
+
+    file: str = ""
+    """JSONL with {"id", "text"} per line, or a .txt file with one question per line."""
+    qrels: str = ""
+    """Optional human labels (BEIR qrels.tsv or TREC qrels) that `harness validate` uses."""
+    limit: int = 0
+    """Use only the first N questions of the file (0: all), e.g. to try a large set cheaply."""
+
+    def take(self, items: Sequence[T]) -> list[T]:
+        """The questions a run uses: the first `limit` of the file's, or all of them.
+
+        The one place the `limit` rule is applied (runs, dry runs and sweeps alike)."""
+        return list(items[: self.limit] if self.limit else items)
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    """`[chunking]`: how documents are split; sizes in characters."""
+
+    chunk_size: int = 1000
+    chunk_overlap: int = 200
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """`[retrieval]`: how many chunks each question gets (`k`) and how they are reranked."""
+
+    k: int = 4
+    reranker: str = "none"
+    """none, bm25, hybrid, mmr, cross-encoder or llm (see harness/rerank.py)."""
+    fetch_k: int = 20
+    """Candidates the reranker chooses k from (ignored by `none`)."""
+    hybrid_weights: tuple[float, ...] = (0.5, 0.5)
+    """Weights of dense and BM25 in the reciprocal-rank fusion of `hybrid`."""
+    mmr_lambda: float = 0.5
+    """1 = pure similarity, 0 = pure diversity."""
+    cross_encoder: str = ""
+    """A sentence-transformers cross-encoder folder or model name (none ships with harness)."""
+    llm_base_url: str = ""
+    """Endpoint of the `llm` reranker; empty uses the judge's endpoint and model."""
+    llm_model: str = ""
+    llm_api_key_env: str = "OPENAI_API_KEY"
+
+
+@dataclass(frozen=True)
+class EmbedderConfig:
+    """`[embedder]`: the model that embeds chunks and questions for dense retrieval."""
+
+    name: str = "local-minilm"
+    """`local-minilm` (packaged all-MiniLM-L6-v2), `openai`, or `sentence-transformers`."""
+    model: str = ""
+    """For `openai`: text-embedding-3-small (default) or text-embedding-3-large; for
+    `sentence-transformers`: a model folder (or a name in the local Hugging Face cache)."""
+    base_url: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    batch_size: int = 32
+
+
+@dataclass(frozen=True)
+class CriteriaConfig:
+    """`[judge.criteria]`: the wording the judge is asked each criterion in."""
+
+    relevant: str = DEFAULT_RELEVANT
+    complete: str = DEFAULT_COMPLETE
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """`[judge]`: the LLM that grades chunks, its endpoint, limits and prices."""
+
+    base_url: str = ""
+    """OpenAI-compatible endpoint; empty (and no model) starts the local judge."""
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Name of the environment variable that holds the key (the key never goes in a file)."""
+    local_model: str = "qwen2.5-coder-1.5b"
+    """Packaged model for the local judge: qwen2.5-coder-1.5b or smollm2-135m, or a .gguf path."""
+    concurrency: int = 4
+    reasons: bool = False
+    """Ask for a one-sentence reason with each verdict (slower: ~40 more output tokens)."""
+    mode: str = "pointwise"
+    """pointwise (a call per criterion), both (a call per chunk for both criteria) or
+    listwise (a call per question for all its chunks): fewer calls, lower fidelity."""
+    temperature: float = 0.0
+    timeout_s: float = 120.0
+    max_retries: int = 5
+    """Retries of a call after a rate limit (429), timeout, dropped connection or 5xx."""
+    requests_per_minute: float = 0
+    """Budget for the endpoint (0: none). Shared by every concurrent request."""
+    tokens_per_minute: float = 0
+    price_prompt_per_mtok: float = 0
+    """USD per million prompt tokens; with the completion price, runs report their cost."""
+    price_completion_per_mtok: float = 0
+    criteria: CriteriaConfig = field(default_factory=CriteriaConfig)
+
+
+@dataclass(frozen=True)
+class OverlapRange:
+    """chunk_overlap is searched over low..high in steps, always below the chunk size."""
+
+    low: int = 0
+    high: int = 200
+    step: int = 50
+
+
+@dataclass(frozen=True)
+class SpaceConfig:
+    """The search space of a sweep. An empty list keeps the experiment's own value."""
+
+    chunk_size: tuple[int, ...] = ()
+    chunk_overlap: OverlapRange | None = None
+    k: tuple[int, ...] = ()
+    fetch_k: tuple[int, ...] = ()
+    reranker: tuple[str, ...] = ()
+    embedder: tuple[str, ...] = ()
+    """Embedder ids: local-minilm, openai, openai:<model>, sentence-transformers:<name or folder>."""
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """`[sweep]`: how `harness sweep` searches the space (Optuna)."""
+
+    trials: int = 20
+    seed: int = 0
+    sampler: str = "tpe"
+    """`tpe` (Optuna's TPE, seeded) or `grid` (every combination, for small spaces)."""
+    objective: tuple[str, ...] = ("mrr@k",)
+    """One or two metric ids; `@k` means at each trial's own k, `@3` at a fixed k. Two ids
+    (e.g. mrr@k and context_chars@k) give a Pareto front."""
+    pruner: str = "median"
+    """`median` (Optuna's MedianPruner on the running objective) or `none`."""
+    batches: tuple[float, ...] = (0.25, 0.5, 1.0)
+    """Growing shares of the questions after which a trial reports and may be pruned."""
+    baseline: bool = True
+    """Enqueue the experiment's own settings as trial 0."""
+    space: SpaceConfig = field(default_factory=SpaceConfig)
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """One experiment file, resolved: every table, defaults filled in."""
+
+    name: str
+    path: str
+    """The experiment file this came from ("" when built in code)."""
+    corpus: CorpusConfig
+    questions: QuestionsConfig
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+
+    @property
+    def base_dir(self) -> Path:
+        """The folder relative paths in the file are read from (the cwd when built in code)."""
+        return Path(self.path).parent if self.path else Path.cwd()
+
+    def resolve_path(self, p: str) -> str:
+        """A path from the file, made absolute against the file's folder; URLs unchanged."""
+        if p.startswith(("http://", "https://")):
+            return p
+        path = Path(os.path.expanduser(p))
+        return str(path if path.is_absolute() else (self.base_dir / path).resolve())
+
+    def to_dict(self) -> dict[str, Any]:
+        """This config as plain JSON values, as run headers and sweep.json hold it."""
+        return dataclasses.asdict(self)
+
+
+def parse_embedder_id(value: str) -> tuple[str, str]:
+    """("openai", "text-embedding-3-large") for "openai:text-embedding-3-large"."""
+    name, _, model = value.partition(":")
+    return name, model
+
+
+def embedder_id(config: EmbedderConfig) -> str:
+    """The id a sweep's `space.embedder` uses for this embedder (inverse of
+    `parse_embedder_id`)."""
+    return f"{config.name}:{config.model}" if config.model else config.name

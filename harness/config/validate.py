@@ -1,0 +1,132 @@
+"""Checks that span fields of an experiment; each failure names the file and the field."""
+
+from __future__ import annotations
+
+from harness.config.schema import ExperimentConfig, SweepConfig, parse_embedder_id
+from harness.errors import ConfigError
+from harness.metrics.ids import OBJECTIVE_NAMES, parse_metric_id
+from harness.retrieval.registry import EMBEDDERS, RERANKERS
+
+
+def validate(config: ExperimentConfig) -> None:
+    """Checks that span fields; raises ConfigError naming the field."""
+    where = config.path or "<experiment>"
+    if not config.corpus.sources:
+        raise ConfigError(where, "corpus.sources", "expected at least one file, folder or URL")
+    if not config.questions.file:
+        raise ConfigError(where, "questions.file", "expected the path of a questions file")
+    c = config.chunking
+    if c.chunk_size < 1:
+        raise ConfigError(where, "chunking.chunk_size", f"expected >= 1, got {c.chunk_size}")
+    if c.chunk_overlap < 0 or c.chunk_overlap >= c.chunk_size:
+        raise ConfigError(
+            where,
+            "chunking.chunk_overlap",
+            f"expected 0 <= chunk_overlap < chunk_size ({c.chunk_size}), got {c.chunk_overlap}",
+        )
+    if config.questions.limit < 0:
+        raise ConfigError(where, "questions.limit", "expected 0 (all) or a positive count")
+    if config.retrieval.k < 1:
+        raise ConfigError(where, "retrieval.k", f"expected k >= 1, got {config.retrieval.k}")
+    if config.embedder.name not in EMBEDDERS:
+        raise ConfigError(
+            where, "embedder.name", f"expected local-minilm or openai, got {config.embedder.name!r}"
+        )
+    if config.retrieval.reranker not in RERANKERS:
+        raise ConfigError(
+            where,
+            "retrieval.reranker",
+            f"expected one of {list(RERANKERS)}, got {config.retrieval.reranker!r}",
+        )
+    r = config.retrieval
+    if r.fetch_k < 1:
+        raise ConfigError(where, "retrieval.fetch_k", f"expected >= 1, got {r.fetch_k}")
+    if (
+        len(r.hybrid_weights) != 2
+        or any(w < 0 for w in r.hybrid_weights)
+        or not sum(r.hybrid_weights)
+    ):
+        raise ConfigError(
+            where,
+            "retrieval.hybrid_weights",
+            f"expected two weights >= 0, got {list(r.hybrid_weights)}",
+        )
+    if not 0 <= r.mmr_lambda <= 1:
+        raise ConfigError(where, "retrieval.mmr_lambda", f"expected 0..1, got {r.mmr_lambda}")
+    if config.embedder.name == "sentence-transformers" and not config.embedder.model:
+        raise ConfigError(
+            where, "embedder.model", "sentence-transformers needs a model folder or name"
+        )
+    _validate_sweep(config.sweep, where)
+    j = config.judge
+    if j.mode not in ("pointwise", "both", "listwise"):
+        raise ConfigError(
+            where, "judge.mode", f"expected pointwise, both or listwise, got {j.mode!r}"
+        )
+    if j.concurrency < 1:
+        raise ConfigError(where, "judge.concurrency", "expected an integer >= 1")
+    for name in ("timeout_s",):
+        if getattr(j, name) <= 0:
+            raise ConfigError(where, f"judge.{name}", "expected a number > 0")
+    for name in (
+        "max_retries",
+        "requests_per_minute",
+        "tokens_per_minute",
+        "price_prompt_per_mtok",
+        "price_completion_per_mtok",
+    ):
+        if getattr(j, name) < 0:
+            raise ConfigError(where, f"judge.{name}", "expected a number >= 0")
+    for name in ("relevant", "complete"):
+        if not getattr(config.judge.criteria, name).strip():
+            raise ConfigError(where, f"judge.criteria.{name}", "expected a non-empty text")
+
+
+def _validate_sweep(sweep: SweepConfig, where: str) -> None:
+    names = OBJECTIVE_NAMES
+    if sweep.trials < 1:
+        raise ConfigError(where, "sweep.trials", f"expected >= 1, got {sweep.trials}")
+    if sweep.sampler not in ("tpe", "grid"):
+        raise ConfigError(where, "sweep.sampler", f"expected tpe or grid, got {sweep.sampler!r}")
+    if sweep.pruner not in ("median", "none"):
+        raise ConfigError(where, "sweep.pruner", f"expected median or none, got {sweep.pruner!r}")
+    if not 1 <= len(sweep.objective) <= 2:
+        raise ConfigError(where, "sweep.objective", "expected one or two metric ids")
+    for metric_id in sweep.objective:
+        try:
+            name, _ = parse_metric_id(metric_id)
+        except ValueError:
+            name = ""
+        if name not in names:
+            raise ConfigError(
+                where,
+                "sweep.objective",
+                f"expected metric ids like mrr@k or context_chars@3 (metrics: {', '.join(names)}), "
+                f"got {metric_id!r}",
+            )
+    b = sweep.batches
+    if not b or any(not 0 < x <= 1 for x in b) or list(b) != sorted(set(b)):
+        raise ConfigError(
+            where, "sweep.batches", f"expected increasing shares in (0, 1], got {list(b)}"
+        )
+    sp = sweep.space
+    if any(v < 1 for v in sp.chunk_size):
+        raise ConfigError(where, "sweep.space.chunk_size", "expected sizes >= 1")
+    if any(v < 1 for v in sp.k):
+        raise ConfigError(where, "sweep.space.k", "expected values of k >= 1")
+    o = sp.chunk_overlap
+    if o is not None and (o.low < 0 or o.step < 1 or o.high < o.low):
+        raise ConfigError(
+            where, "sweep.space.chunk_overlap", "expected 0 <= low <= high and step >= 1"
+        )
+    if any(v < 1 for v in sp.fetch_k):
+        raise ConfigError(where, "sweep.space.fetch_k", "expected values >= 1")
+    for name, allowed in (("reranker", RERANKERS), ("embedder", EMBEDDERS)):
+        values = getattr(sp, name)
+        if name == "embedder":
+            values = [parse_embedder_id(v)[0] for v in values]
+        bad = [v for v in values if v not in allowed]
+        if bad:
+            raise ConfigError(
+                where, f"sweep.space.{name}", f"expected values in {list(allowed)}, got {bad}"
+            )

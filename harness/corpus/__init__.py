@@ -1,0 +1,18 @@
+"""The corpus: documents from files, folders, BEIR JSONL and URLs; questions; chunks.
+
+load_documents(sources, ...)   Document records, ids stable across runs and machines
+load_questions(path)           Question records (JSONL or one per line)
+chunk_documents(docs, ...)     Chunk records with ids `<doc_id>#<start_char>`
+"""
+
+from harness.corpus.chunk import chunk_documents, splitter_spec
+from harness.corpus.load import corpus_hash, load_beir_corpus, load_documents, load_questions
+
+__all__ = [
+    "chunk_documents",
+    "corpus_hash",
+    "load_beir_corpus",
+    "load_documents",
+    "load_questions",
+    "splitter_spec",
+]

@@ -1,0 +1,202 @@
+"""Load documents from files, folders and URLs into `Document` records.
+
+Local: .md, .txt and .html files, or folders searched recursively for them. URLs go
+through LangChain's WebBaseLoader. For HTML, `html_classes` keeps only the elements with
+those CSS classes (a blog's post-title / post-header / post-content, say).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from loguru import logger
+
+from harness.errors import ConfigError
+from harness.types import Document, Question
+
+SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm")
+"""Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
+USER_AGENT = "harness-retrieval-tuning/0.1 (+https://github.com/; offline-first)"
+
+
+def _html_text(html: str, html_classes: Sequence[str], where: str) -> tuple[str, str]:
+    """Visible text and title of an HTML page, restricted to `html_classes` if given."""
+    from bs4 import BeautifulSoup, SoupStrainer
+
+    title_soup = BeautifulSoup(html, "html.parser", parse_only=SoupStrainer("title"))
+    title = title_soup.get_text(strip=True)
+    strainer = SoupStrainer(class_=tuple(html_classes)) if html_classes else None
+    soup = BeautifulSoup(html, "html.parser", parse_only=strainer)
+    for tag in soup(["script", "style", "noscript"]):
+        tag.decompose()
+    text = soup.get_text("\n")
+    lines = [line.strip() for line in text.splitlines()]
+    text = "\n".join(line for line in lines if line)
+    if html_classes and not text:
+        raise ConfigError(
+            where, "corpus.html_classes", f"no element with classes {list(html_classes)} found"
+        )
+    return text, title
+
+
+def _load_file(path: Path, doc_id: str, html_classes: Sequence[str]) -> Document:
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(str(path), "", "expected a UTF-8 text file") from None
+    if path.suffix.lower() in (".html", ".htm"):
+        text, title = _html_text(raw, html_classes, str(path))
+    else:
+        text, title = raw, ""
+        for line in raw.splitlines():
+            if line.startswith("# "):
+                title = line[2:].strip()
+                break
+    return Document(doc_id=doc_id, text=text, source=str(path), title=title or path.stem)
+
+
+def _load_url(url: str, html_classes: Sequence[str]) -> Document:
+    import bs4
+    from langchain_community.document_loaders import WebBaseLoader
+
+    bs_kwargs = {"parse_only": bs4.SoupStrainer(class_=tuple(html_classes))} if html_classes else {}
+    loader = WebBaseLoader(
+        web_paths=(url,),
+        bs_kwargs=bs_kwargs,
+        default_parser="html.parser",
+        raise_for_status=True,
+        header_template={"User-Agent": os.environ.get("USER_AGENT", USER_AGENT)},
+    )
+    try:
+        docs = loader.load()
+    except Exception as exc:  # requests raises many types; the user needs the URL and cause
+        raise ConfigError(url, "corpus.sources", f"could not fetch the page ({exc})") from None
+    text = "\n".join(line.strip() for d in docs for line in d.page_content.splitlines())
+    text = "\n".join(line for line in text.splitlines() if line)
+    if not text:
+        raise ConfigError(url, "corpus.sources", "the page has no text (check html_classes)")
+    title = str(docs[0].metadata.get("title", "")) if docs else ""
+    return Document(doc_id=url, text=text, source=url, title=title or url)
+
+
+def load_documents(
+    sources: Sequence[str], *, html_classes: Sequence[str] = (), where: str = ""
+) -> list[Document]:
+    """Load every source; doc ids are paths relative to a given folder (or the file name),
+    or the URL, so they stay stable across runs and machines.
+
+    Raises ConfigError for a missing path, an empty folder or an empty corpus.
+    """
+    docs: list[Document] = []
+    for source in sources:
+        if source.startswith(("http://", "https://")):
+            docs.append(_load_url(source, html_classes))
+            continue
+        path = Path(source)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.suffix.lower() in SUFFIXES)
+            if not files:
+                raise ConfigError(
+                    where or str(path),
+                    "corpus.sources",
+                    f"folder {path} holds no {', '.join(SUFFIXES)} files",
+                )
+            docs.extend(_load_file(f, f.relative_to(path).as_posix(), html_classes) for f in files)
+        elif path.is_file() and path.suffix.lower() == ".jsonl":
+            docs.extend(load_beir_corpus(path))
+        elif path.is_file():
+            docs.append(_load_file(path, path.name, html_classes))
+        else:
+            raise ConfigError(where or str(path), "corpus.sources", f"{path} does not exist")
+    docs = [d for d in docs if d.text.strip()]
+    if not docs:
+        raise ConfigError(where, "corpus.sources", "the corpus is empty (no text in any source)")
+    ids = [d.doc_id for d in docs]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise ConfigError(where, "corpus.sources", f"two documents share the id {dup!r}")
+    logger.info("loaded {} documents ({} chars)", len(docs), sum(len(d.text) for d in docs))
+    return docs
+
+
+def load_beir_corpus(path: Path) -> list[Document]:
+    """A BEIR corpus.jsonl: {"_id" or "id", "title", "text"} per line. The title, when
+    there is one, opens the text (as BEIR's retrievers see it)."""
+    docs = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            raise ConfigError(f"{path}:{n}", "", "expected a JSON object per line") from None
+        did = obj.get("_id", obj.get("id")) if isinstance(obj, dict) else None
+        text = obj.get("text") if isinstance(obj, dict) else None
+        if did is None or str(did) == "":
+            raise ConfigError(f"{path}:{n}", "_id", "expected a document id")
+        if not isinstance(text, str):
+            raise ConfigError(f"{path}:{n}", "text", "expected the document text")
+        title = str(obj.get("title") or "")
+        docs.append(
+            Document(
+                doc_id=str(did),
+                text=f"{title}\n{text}" if title else text,
+                source=f"{path}:{n}",
+                title=title,
+            )
+        )
+    return docs
+
+
+def corpus_hash(docs: Sequence[Document]) -> str:
+    """Content hash of a corpus: ids and texts, order-independent."""
+    h = hashlib.sha256()
+    for d in sorted(docs, key=lambda d: d.doc_id):
+        h.update(d.doc_id.encode())
+        h.update(b"\0")
+        h.update(hashlib.sha256(d.text.encode()).digest())
+    return h.hexdigest()
+
+
+def load_questions(path: str | os.PathLike[str]) -> list[Question]:
+    """Questions from JSONL (`{"id": ..., "text": ...}` per line, the BEIR queries layout)
+    or from a .txt file with one question per line (ids q1, q2, ...).
+
+    Raises ConfigError naming the file and line for bad lines, duplicate ids or no
+    questions at all.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(str(p), "questions.file", "questions file not found")
+    questions: list[Question] = []
+    lines = p.read_text(encoding="utf-8").splitlines()
+    if p.suffix.lower() == ".txt":
+        texts = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+        questions = [Question(question_id=f"q{i}", text=t) for i, t in enumerate(texts, 1)]
+    else:
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                raise ConfigError(f"{p}:{n}", "", "expected a JSON object per line") from None
+            if not isinstance(obj, dict):
+                raise ConfigError(f"{p}:{n}", "", "expected a JSON object per line")
+            qid, text = obj.get("id", obj.get("_id")), obj.get("text")
+            if not isinstance(qid, (str, int)) or not str(qid):
+                raise ConfigError(f"{p}:{n}", "id", "expected a non-empty string id")
+            if not isinstance(text, str) or not text.strip():
+                raise ConfigError(f"{p}:{n}", "text", "expected a non-empty question text")
+            questions.append(Question(question_id=str(qid), text=text.strip()))
+    if not questions:
+        raise ConfigError(str(p), "questions.file", "the file holds no questions")
+    ids = [q.question_id for q in questions]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise ConfigError(str(p), "id", f"question id {dup!r} appears twice")
+    return questions

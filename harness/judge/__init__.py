@@ -1,0 +1,61 @@
+"""The LLM judge: the Judge protocol, prompts, parsing, grading many pairs, estimates.
+
+Judge, BaseJudge       the complete interface (judge/protocol.py)
+ChatJudge              any OpenAI-compatible endpoint (judge/chat.py)
+open_judge(config)     the configured judge, local llama.cpp server included
+judge_pairs(...)       verdicts for many pairs, cache first, as the mode says
+estimate_calls(...)    what judging would still cost
+"""
+
+from harness.judge.chat import ChatJudge, OpenAIJudge
+from harness.judge.estimate import CallEstimate, estimate_calls, judge_cost, judge_estimator
+from harness.judge.factory import judge_identity, judge_settings, open_judge
+from harness.judge.grading import (
+    JudgeStats,
+    cached_pair,
+    grade_cached,
+    judge_pair,
+    judge_pairs,
+)
+from harness.judge.parsing import (
+    MalformedOutput,
+    p_yes_from_logprobs,
+    parse_answer,
+    parse_both,
+    parse_list,
+)
+from harness.judge.prompts import CRITERIA, PROMPT_VERSION, build_messages
+from harness.judge.protocol import MODES, BaseJudge, Judge
+from harness.llm.ratelimit import RateLimiter
+from harness.stores import VerdictCache, verdict_key
+
+__all__ = [
+    "CRITERIA",
+    "MODES",
+    "PROMPT_VERSION",
+    "BaseJudge",
+    "CallEstimate",
+    "ChatJudge",
+    "Judge",
+    "JudgeStats",
+    "MalformedOutput",
+    "OpenAIJudge",
+    "RateLimiter",
+    "VerdictCache",
+    "build_messages",
+    "cached_pair",
+    "estimate_calls",
+    "grade_cached",
+    "judge_cost",
+    "judge_estimator",
+    "judge_identity",
+    "judge_pair",
+    "judge_pairs",
+    "judge_settings",
+    "open_judge",
+    "p_yes_from_logprobs",
+    "parse_answer",
+    "parse_both",
+    "parse_list",
+    "verdict_key",
+]

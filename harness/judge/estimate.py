@@ -1,0 +1,128 @@
+"""What judging would cost, before anything is paid: calls and tokens after the cache."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.config import CriteriaConfig, JudgeConfig
+from harness.judge.grading import cached_pair
+from harness.judge.prompts import build_messages, build_messages_both, build_messages_list
+from harness.llm.client import estimate_tokens, token_cost
+from harness.stores import VerdictCache
+from harness.stores.verdicts import FILE as VERDICTS_FILE
+
+
+@dataclass(frozen=True)
+class CallEstimate:
+    """What judging some (question, chunk) pairs would still cost, before anything is paid.
+
+    `calls_min` counts the calls that must happen (relevance in pointwise mode); "complete"
+    is asked only of chunks judged relevant, so pointwise `calls_max` adds one call per
+    open pair. Tokens are estimated from the real prompts at 4 characters a token.
+    """
+
+    distinct_pairs: int
+    open_pairs: int
+    """Distinct pairs with a verdict still to pay for."""
+    calls_min: int
+    calls_max: int
+    prompt_tokens_min: int
+    prompt_tokens_max: int
+    completion_tokens_max: int
+
+    def to_dict(self) -> dict[str, int]:
+        """This estimate as plain JSON values."""
+        return dict(self.__dict__)
+
+
+def estimate_calls(
+    pairs: Sequence[tuple[str, str]],
+    *,
+    identity: str,
+    criteria: CriteriaConfig,
+    mode: str,
+    reasons: bool,
+    cache: VerdictCache | None,
+) -> CallEstimate:
+    """The calls and tokens `judge_pairs` would pay for `pairs` with a judge of this
+    `identity` and `mode`, after the verdict cache.
+
+    pointwise: relevance for every open pair (calls_min), "complete" for those judged
+    relevant (up to one more call each). both: one call per open pair. listwise: one
+    call per question with open pairs, listing only those pairs' chunks.
+    """
+
+    out_tokens = 60 if reasons else 2
+    seen: set[tuple[str, str]] = set()
+    by_question: dict[str, list[str]] = {}
+    calls: list[tuple[bool, int, int]] = []  # (must happen, prompt tokens, max completion)
+    n_open = 0
+    for q, c in pairs:
+        if (q, c) in seen:  # judge_pairs pays a repeated pair once
+            continue
+        seen.add((q, c))
+        rel, comp = cached_pair(cache, identity, criteria, q, c) if cache else (None, None)
+        if rel is not None and (not rel.value or comp is not None):
+            continue  # nothing left to pay for this pair
+        n_open += 1
+        if mode == "listwise":
+            by_question.setdefault(q, []).append(c)
+        elif mode == "both":
+            calls.append((True, estimate_tokens(build_messages_both(q, c, criteria)), 12))
+        else:
+            if rel is None:
+                msgs = build_messages(q, c, criteria.relevant, reasons=reasons)
+                calls.append((True, estimate_tokens(msgs), out_tokens))
+            msgs = build_messages(q, c, criteria.complete, reasons=reasons)
+            calls.append((False, estimate_tokens(msgs), out_tokens))
+    for q, chunks in by_question.items():
+        msgs = build_messages_list(q, chunks, criteria)
+        calls.append((True, estimate_tokens(msgs), 14 * len(chunks) + 8))
+    must = [c for c in calls if c[0]]
+    return CallEstimate(
+        distinct_pairs=len(seen),
+        open_pairs=n_open,
+        calls_min=len(must),
+        calls_max=len(calls),
+        prompt_tokens_min=sum(c[1] for c in must),
+        prompt_tokens_max=sum(c[1] for c in calls),
+        completion_tokens_max=sum(c[2] for c in calls),
+    )
+
+
+Estimator = Callable[[Sequence[tuple[str, str]], bool], CallEstimate]
+"""(pairs, consult the verdict cache?) -> what judging them would cost."""
+
+
+@contextlib.contextmanager
+def judge_estimator(config: JudgeConfig, cache_dir: Path) -> Iterator[Estimator]:
+    """An Estimator for the configured judge, with the verdict cache open for as long as
+    the context lasts. Nothing is called and no server is started."""
+    from harness.judge.factory import judge_identity
+
+    identity = judge_identity(config, cache_dir)
+    vc = VerdictCache(cache_dir / VERDICTS_FILE)
+    try:
+        yield lambda pairs, use_cache: estimate_calls(
+            pairs,
+            identity=identity,
+            criteria=config.criteria,
+            mode=config.mode,
+            reasons=config.reasons,
+            cache=vc if use_cache else None,
+        )
+    finally:
+        vc.close()
+
+
+def judge_cost(config: JudgeConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """Dollars for these tokens at the judge's configured prices (None: no price set)."""
+    return token_cost(
+        config.price_prompt_per_mtok,
+        config.price_completion_per_mtok,
+        prompt_tokens,
+        completion_tokens,
+    )

@@ -1,0 +1,240 @@
+"""The result log's records: what `header.json`, `questions.jsonl`, `sweep.json` and
+`trials.jsonl` hold, field by field.
+
+They are frozen dataclasses, like the records between stages (a `questions.jsonl` line
+*is* a `harness.types.QuestionResult`), so the pipeline builds them at no cost and the
+CLI, the report and notebooks read the same typed values. Their schema is pydantic's
+reading of these classes (`harness.log.io.schema(RunHeader)`): every file is validated
+against it when read, so a hand-edited or torn file gives one line naming the file and
+the field, never a traceback or a silently wrong value.
+
+LOG_VERSION counts incompatible changes; a reader refuses a log newer than itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.types import LOG_VERSION, ComponentSpec, QuestionResult, plain
+
+STATUS_RUNNING = "running"
+STATUS_DONE = "done"
+STATUS_FAILED = "failed"
+STATUS_INTERRUPTED = "interrupted"
+STATUS_PRUNED = "pruned"
+
+TRIAL_STATES = ("complete", "pruned", "failed", "interrupted", "requeued")
+
+
+@dataclass(frozen=True)
+class RunHeader:
+    """`header.json`: one run's identity, settings, metrics and cost. Rewritten
+    atomically at the start, after retrieval, and at the end of the run."""
+
+    run_id: str
+    """The run folder's name."""
+    name: str
+    """The experiment's name."""
+    status: str
+    """running, done, pruned (a sweep stopped it early), interrupted or failed."""
+    started_at: str
+    """Local time the run started (ISO 8601 with offset)."""
+    config: dict[str, Any]
+    """The resolved experiment (`ExperimentConfig.to_dict()`), overrides included."""
+    components: dict[str, ComponentSpec]
+    """splitter, embedder, reranker and judge as {name, args}: enough to rebuild them."""
+    data: dict[str, Any]
+    """Hashes and counts of the inputs: corpus and questions sha256, files, n_documents,
+    n_chunks, n_questions, the index key."""
+    ks: tuple[int, ...]
+    """The cut-offs every metric is reported at (1..k)."""
+    metrics: dict[str, float] = field(default_factory=dict)
+    """Means over questions by metric id (`mrr@3`), plus the counts failures@k, errors@k."""
+    metrics_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """95% bootstrap interval over questions for each mean of metrics.CI_METRICS."""
+    stats: dict[str, Any] = field(default_factory=dict)
+    """Cost and timing: judge calls, cache hits, errors, retries, tokens, cost_usd,
+    index and judging seconds, texts embedded."""
+    finished_at: str | None = None
+    """Local time the run ended; None while it runs."""
+    error: str | None = None
+    """Why the run failed or stopped, in one line."""
+    log_version: int = LOG_VERSION
+    """The log format this header was written in."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object written to header.json (key order is part of the file's look)."""
+        return {
+            "log_version": self.log_version,
+            "run_id": self.run_id,
+            "name": self.name,
+            "status": self.status,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "error": self.error,
+            "config": self.config,
+            "components": {k: v.to_dict() for k, v in self.components.items()},
+            "data": self.data,
+            "ks": list(self.ks),
+            "metrics": self.metrics,
+            "metrics_ci": {k: list(v) for k, v in self.metrics_ci.items()},
+            "stats": self.stats,
+        }
+
+    @property
+    def k(self) -> int:
+        """The largest cut-off of the run (0 before it is known)."""
+        return max(self.ks) if self.ks else 0
+
+
+@dataclass(frozen=True)
+class RunLog:
+    """A run folder read back: its header and every finished question, in the order
+    they finished."""
+
+    run_dir: Path
+    header: RunHeader
+    questions: tuple[QuestionResult, ...]
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One line of `trials.jsonl`, appended as a trial ends. A trial number listed twice
+    (a requeued trial) is read as its last line."""
+
+    number: int
+    """Optuna's trial number."""
+    state: str
+    """complete, pruned, failed, interrupted or requeued (cut short; run again)."""
+    params: dict[str, Any]
+    """The trial's settings: chunk_size, chunk_overlap, k, reranker, fetch_k, embedder."""
+    values: list[float] | None
+    """The objective values of a complete trial, in the order of the sweep's objective."""
+    run_dir: str
+    """The trial's run folder."""
+    error: str | None = None
+    """Why it failed or was pruned."""
+    questions_done: int = 0
+    """Questions judged before it ended (fewer than all when pruned)."""
+    duration_s: float = 0.0
+    """Wall time of the trial."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of its line."""
+        return plain(self)
+
+
+@dataclass(frozen=True)
+class SamplerSpec:
+    """How Optuna proposes settings."""
+
+    name: str
+    """tpe or grid."""
+    seed: int
+    """The sampler's seed."""
+
+
+@dataclass(frozen=True)
+class TrialCounts:
+    """Finished trials by state."""
+
+    complete: int = 0
+    pruned: int = 0
+    failed: int = 0
+
+
+@dataclass(frozen=True)
+class BestTrial:
+    """The best trial (one objective) or one trial of the Pareto front (two)."""
+
+    number: int
+    params: dict[str, Any]
+    values: list[float] | None
+    run_dir: str
+    indistinguishable: list[int] | None = None
+    """For one objective: complete trials whose paired bootstrap interval of the
+    difference to the best contains 0 (None for a Pareto front)."""
+    confidence: float | None = None
+    """The confidence of those intervals."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON object; the tie fields only where they were computed."""
+        d = plain(self)
+        if self.indistinguishable is None:
+            d.pop("indistinguishable")
+            d.pop("confidence")
+        return d
+
+
+@dataclass(frozen=True)
+class SweepStats:
+    """What the sweep's judging cost, summed over its trials."""
+
+    judge_calls: int = 0
+    judge_cache_hits: int = 0
+    judge_errors: int = 0
+    judge_retries: int = 0
+    cost_usd: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    distinct_verdicts: int = 0
+    """Distinct (question, chunk text, criterion) any trial asked about: the floor for a
+    sweep that pays once per distinct verdict."""
+    naive_calls: int = 0
+    """What a tool without a cache would make: for every trial, questions x k x 2."""
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    """`sweep.json`: the sweep's settings, progress, best trial(s) and cost. Rewritten
+    atomically after every trial."""
+
+    sweep_id: str
+    """The sweep folder's name, also the Optuna study's name."""
+    status: str
+    """running, done, interrupted or failed."""
+    updated_at: str
+    """Local time of the last rewrite."""
+    config: dict[str, Any]
+    """The resolved experiment the sweep started with, overrides included."""
+    objective: list[str]
+    """One or two metric ids (`mrr@k`: at each trial's own k)."""
+    directions: list[str]
+    """maximize or minimize, per objective."""
+    sampler: SamplerSpec
+    pruner: str
+    """median or none."""
+    space: dict[str, Any]
+    """The search space (`SpaceConfig` as a mapping)."""
+    storage: str
+    """The Optuna storage URL, its password replaced by ***."""
+    study_name: str
+    n_trials_requested: int
+    """sweep.trials of the experiment."""
+    counts: TrialCounts
+    best: list[BestTrial]
+    stats: SweepStats
+    error: str | None = None
+    """Why the sweep stopped, in one line."""
+    experiment: str = ""
+    """The experiment file the sweep was started from."""
+    log_version: int = LOG_VERSION
+    """The log format sweep.json was written in."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object written to sweep.json."""
+        d = plain(self)
+        d["best"] = [b.to_dict() for b in self.best]
+        order = ("log_version", "sweep_id", "status", "updated_at", "error", "experiment")
+        return {**{k: d[k] for k in order}, **{k: v for k, v in d.items() if k not in order}}
+
+
+@dataclass(frozen=True)
+class SweepLog:
+    """A sweep folder read back: its summary and the last line of every trial."""
+
+    sweep_dir: Path
+    summary: SweepSummary
+    trials: tuple[TrialRecord, ...]

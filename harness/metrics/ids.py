@@ -1,0 +1,39 @@
+"""Metric ids: `name@k` (a fixed cut-off) or `name@k` with the letter k (each run's own k).
+
+The one parser of metric ids, used by sweep objectives, validation and the CLI.
+"""
+
+from __future__ import annotations
+
+import re
+
+from harness.metrics.ir import COUNTS, METRICS
+
+_METRIC_ID = re.compile(r"^([a-z_]+)@(k|[1-9][0-9]*)$")
+
+OBJECTIVE_NAMES = (*METRICS, "failures")
+"""Names a sweep may optimise: every registered metric, and the failures count."""
+
+
+def parse_metric_id(metric_id: str) -> tuple[str, int | None]:
+    """("mrr", None) for "mrr@k" (the trial's own k); ("mrr", 3) for "mrr@3".
+
+    Raises ValueError for anything else ("mrr", "mrr@0", "MRR@3")."""
+    m = _METRIC_ID.match(metric_id)
+    if not m:
+        raise ValueError(metric_id)
+    return m.group(1), None if m.group(2) == "k" else int(m.group(2))
+
+
+def metric_key(metric_id: str, k: int) -> str:
+    """The run-header key of a metric id for a run retrieving k chunks ("mrr@k", 4 ->
+    "mrr@4"; "mrr@3", 4 -> "mrr@3")."""
+    name, fixed = parse_metric_id(metric_id)
+    return f"{name}@{fixed if fixed is not None else k}"
+
+
+def direction(name: str) -> str:
+    """ "minimize" for sizes and counts (context_chars, failures), else "maximize"."""
+    if name in COUNTS:
+        return "minimize"
+    return METRICS[name].direction

@@ -1,0 +1,176 @@
+"""Retrieval metrics from judge verdicts: small pure functions, then aggregation.
+
+Every per-question function takes the grades of the ranked hits, best rank first, as
+0 (irrelevant), 1 (relevant) or 2 (relevant and complete), and a cut-off k >= 1. Ranks
+past the end of the list count as irrelevant, so k larger than the list is allowed.
+Because the grades of the top k_max hold those of every smaller k, one retrieval at
+k_max yields every `@k` without another judge call.
+
+Our `mrr@k` equals trec_eval's `recip_rank` with qrels graded 0/1/2 at a relevance
+threshold of 2; `relevancy_mrr@k` is the same at threshold 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+GRADE_RELEVANT = 1
+GRADE_COMPLETE = 2
+
+
+def _check_k(k: int) -> None:
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+
+
+def hit_rate(grades: Sequence[int], k: int) -> float:
+    """1.0 if some hit in the top k is relevant and complete (grade 2), else 0.0.
+
+    Edge cases: no hits -> 0.0; k past the end of the list looks at every hit.
+    """
+    _check_k(k)
+    return 1.0 if any(g >= GRADE_COMPLETE for g in grades[:k]) else 0.0
+
+
+def _reciprocal_rank(grades: Sequence[int], k: int, threshold: int) -> float:
+    _check_k(k)
+    for rank, g in enumerate(grades[:k], start=1):
+        if g >= threshold:
+            return 1.0 / rank
+    return 0.0
+
+
+def mrr(grades: Sequence[int], k: int) -> float:
+    """1 / rank of the first hit in the top k with grade 2 (relevant and complete).
+
+    Formula: max over r <= k with grade_r = 2 of 1/r; 0.0 if there is none, including
+    when nothing was retrieved. Averaged over all questions it is the mean reciprocal rank.
+    """
+    return _reciprocal_rank(grades, k, GRADE_COMPLETE)
+
+
+def relevancy_mrr(grades: Sequence[int], k: int) -> float:
+    """1 / rank of the first hit in the top k that is relevant (grade >= 1); 0.0 if none.
+
+    Averaged over ALL questions, those with no relevant hit contributing 0. (Averaging only
+    over questions that had a relevant hit inflates it toward 1; that is not this metric.)
+    """
+    return _reciprocal_rank(grades, k, GRADE_RELEVANT)
+
+
+def precision(grades: Sequence[int], k: int) -> float:
+    """Share of the top k judged relevant (grade >= 1): relevant_in_top_k / k.
+
+    The denominator is k even when fewer than k hits exist (as trec_eval's P_k): missing
+    ranks count as irrelevant. No hits -> 0.0.
+    """
+    _check_k(k)
+    return sum(1 for g in grades[:k] if g >= GRADE_RELEVANT) / k
+
+
+def ndcg(grades: Sequence[int], k: int) -> float:
+    """Normalised discounted cumulative gain at k with linear gain (the grade itself).
+
+    DCG@k = sum_{r=1..k} grade_r / log2(r + 1). The ideal DCG@k uses the same formula on
+    all judged grades of the question (the whole retrieved list, which may be longer than
+    k) sorted best first: without labels, the best we know is the best order of what was
+    retrieved. No hit with grade > 0 -> 0.0.
+    """
+    _check_k(k)
+    dcg = sum(g / math.log2(r + 1) for r, g in enumerate(grades[:k], start=1))
+    ideal = sorted(grades, reverse=True)[:k]
+    idcg = sum(g / math.log2(r + 1) for r, g in enumerate(ideal, start=1))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def context_chars(lengths: Sequence[int], k: int) -> float:
+    """Characters in the top k chunks: what a generator would be handed. No hits -> 0."""
+    _check_k(k)
+    return float(sum(lengths[:k]))
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One entry of the metric registry: a per-question function and how to read it."""
+
+    name: str
+    fn: Callable[[Sequence[int], int], float]
+    """`fn(values, k)`: grades (0/1/2) for quality metrics, chunk lengths for sizes."""
+    on: str = "grades"
+    """What `fn` takes: "grades" or "lengths"."""
+    direction: str = "maximize"
+    """How a sweep optimises it: "maximize" or "minimize"."""
+    interval: bool = True
+    """Whether runs report a bootstrap interval for its mean."""
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("hit_rate", hit_rate),
+        Metric("mrr", mrr),
+        Metric("relevancy_mrr", relevancy_mrr),
+        Metric("precision", precision),
+        Metric("ndcg", ndcg),
+        Metric("context_chars", context_chars, on="lengths", direction="minimize", interval=False),
+    )
+}
+"""The metric registry: every per-question metric, reported as `name@k`, in display order.
+Adding a metric is one pure function above and one line here."""
+
+METRIC_NAMES = tuple(METRICS)
+"""Per-question metrics, each reported as `name@k`. `failures@k` is derived from hit_rate."""
+
+COUNTS = ("failures", "errors")
+"""Counts over questions that `aggregate` adds at each k (not per-question means)."""
+
+
+def question_metrics(
+    grades: Sequence[int | None], lengths: Sequence[int], ks: Sequence[int]
+) -> dict[str, float]:
+    """Every metric at every k in `ks` for one question, keyed `name@k`.
+
+    A grade of None is a failed verdict. A metric at k is left out when a failed verdict
+    sits in the top k (its value is unknown, never a silent 0); ndcg is left out when any
+    grade of the list failed, because its ideal ordering needs them all.
+    """
+    if len(grades) != len(lengths):
+        raise ValueError("grades and lengths must have the same length")
+    out: dict[str, float] = {}
+    any_failed = any(g is None for g in grades)
+    for k in ks:
+        top = grades[:k]
+        known = None if any(g is None for g in top) else [int(g) for g in top]  # type: ignore[arg-type]
+        for m in METRICS.values():
+            if m.on == "lengths":
+                out[f"{m.name}@{k}"] = m.fn(lengths, k)
+            elif m.name == "ndcg":
+                # its ideal ordering needs every grade of the list, not just the top k
+                if not any_failed:
+                    out[f"{m.name}@{k}"] = m.fn([int(g) for g in grades], k)  # type: ignore[arg-type]
+            elif known is not None:
+                out[f"{m.name}@{k}"] = m.fn(known, k)
+    return out
+
+
+def aggregate(per_question: Sequence[Mapping[str, float]], ks: Sequence[int]) -> dict[str, float]:
+    """Mean of each `name@k` over the questions that have it, plus two counts per k.
+
+    - `failures@k`: questions with no relevant-and-complete hit in the top k (a count).
+    - `errors@k`: questions whose top k holds a failed verdict (a count, kept apart from
+      the means so a judge outage never reads as "not relevant").
+    With no question having a metric, that metric is absent rather than 0.
+    """
+    out: dict[str, float] = {}
+    for k in ks:
+        for name in METRIC_NAMES:
+            key = f"{name}@{k}"
+            values = [q[key] for q in per_question if key in q]
+            if values:
+                out[key] = sum(values) / len(values)
+        hits = [q[f"hit_rate@{k}"] for q in per_question if f"hit_rate@{k}" in q]
+        out[f"failures@{k}"] = float(sum(1 for v in hits if v == 0.0))
+        out[f"errors@{k}"] = float(len(per_question) - len(hits))
+    return out

@@ -1,0 +1,196 @@
+"""Statistics over questions: one bootstrap, agreement (confusion, kappa, tau) and PPI.
+
+Every interval here comes from `bootstrap_indices`: resample the n questions with
+replacement, n_resamples times, from one seeded generator, and read the percentile
+interval of the statistic. Questions are the unit of resampling everywhere because the
+verdicts of one question are not independent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from harness.metrics.ir import METRICS
+
+
+def bootstrap_indices(n: int, *, n_resamples: int = 2000, seed: int = 0) -> np.ndarray:
+    """An (n_resamples, n) array of indices drawn with replacement from range(n)."""
+    if n < 1:
+        raise ValueError("no values to resample")
+    return np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
+
+
+def percentile_interval(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """The (1-c)/2 and (1+c)/2 quantiles of a statistic's bootstrap samples."""
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(np.asarray(samples, dtype=float), [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
+def bootstrap_mean_ci(
+    values: Sequence[float], *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of a mean, resampling the values (questions) with
+    replacement. One value gives a zero-width interval; none raises ValueError."""
+    if not len(values):
+        raise ValueError("no values")
+    v = np.asarray(values, dtype=float)
+    idx = bootstrap_indices(len(v), n_resamples=n_resamples, seed=seed)
+    return percentile_interval(v[idx].mean(axis=1), confidence)
+
+
+def bootstrap_ci(
+    n: int,
+    statistic: Callable[[np.ndarray], float | None],
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """Percentile interval of any statistic of n items (questions): `statistic(indices)`
+    is computed on each resample; resamples where it is None are dropped (None if all)."""
+    samples = [
+        s
+        for row in bootstrap_indices(n, n_resamples=n_resamples, seed=seed)
+        if (s := statistic(row)) is not None
+    ]
+    return percentile_interval(samples, confidence) if samples else None
+
+
+def paired_bootstrap(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """(mean of b - a, low, high): a percentile bootstrap interval for the mean paired
+    difference, resampling questions with replacement (the same questions in a and b).
+
+    With diffs d_i = b_i - a_i, each resample draws n indices with replacement and takes
+    the mean of d over them; the interval is the (1-c)/2 and (1+c)/2 quantiles of those
+    means. Edge cases: n = 0 raises ValueError; identical diffs give a zero-width interval.
+    """
+    if len(a) != len(b):
+        raise ValueError("paired samples must have the same length")
+    if not a:
+        raise ValueError("no paired values")
+    d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    low, high = bootstrap_mean_ci(d, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return float(d.mean()), low, high
+
+
+def confusion(judge: Sequence[bool], human: Sequence[bool]) -> dict[str, int]:
+    """Counts of (judge, human) pairs: tp = both yes, fp = judge yes / human no,
+    fn = judge no / human yes, tn = both no."""
+    if len(judge) != len(human):
+        raise ValueError("judge and human labels must pair up")
+    out = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
+    for j, h in zip(judge, human, strict=True):
+        out[("t" if j == h else "f") + ("p" if j else "n")] += 1
+    return out
+
+
+def cohen_kappa(judge: Sequence[bool], human: Sequence[bool]) -> float:
+    """Cohen's kappa for two binary raters: (p_o - p_e) / (1 - p_e), where p_o is the
+    observed agreement and p_e = p_j(yes) p_h(yes) + p_j(no) p_h(no) the agreement expected
+    by chance from each rater's own rates.
+
+    Edge cases: no pairs raises ValueError; when p_e = 1 (both raters gave one and the same
+    label to everything) kappa is 1.0 if they agree everywhere, which they then do.
+    """
+    n = len(judge)
+    if n == 0 or n != len(human):
+        raise ValueError("kappa needs the same, non-zero number of labels from both raters")
+    c = confusion(judge, human)
+    p_o = (c["tp"] + c["tn"]) / n
+    pj, ph = (c["tp"] + c["fp"]) / n, (c["tp"] + c["fn"]) / n
+    p_e = pj * ph + (1 - pj) * (1 - ph)
+    return 1.0 if p_e == 1 else (p_o - p_e) / (1 - p_e)
+
+
+def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:
+    """Kendall's tau-b between two scorings of the same items (ties handled):
+    (concordant - discordant) / sqrt((n0 - ties_x) (n0 - ties_y)), n0 = n (n - 1) / 2.
+
+    Edge cases: fewer than two items raises ValueError; if either side is constant the
+    denominator is 0 and tau is reported as 0.0 (no ordering to agree with).
+    """
+    n = len(x)
+    if n < 2 or n != len(y):
+        raise ValueError("tau needs two or more items scored on both sides")
+    conc = disc = ties_x = ties_y = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx, dy = x[i] - x[j], y[i] - y[j]
+            if dx == 0 and dy == 0:
+                ties_x += 1
+                ties_y += 1
+            elif dx == 0:
+                ties_x += 1
+            elif dy == 0:
+                ties_y += 1
+            elif (dx > 0) == (dy > 0):
+                conc += 1
+            else:
+                disc += 1
+    n0 = n * (n - 1) / 2
+    denom = math.sqrt((n0 - ties_x) * (n0 - ties_y))
+    return (conc - disc) / denom if denom else 0.0
+
+
+def ppi_mean(
+    judge_all: Sequence[float],
+    judge_labelled: Sequence[float],
+    human_labelled: Sequence[float],
+    *,
+    confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """Prediction-powered estimate of a mean (Angelopoulos et al. 2023; as in ARES):
+    theta = mean(judge over all N) + mean(human - judge over the n labelled), with the
+    normal interval theta +- z * sqrt(var(judge_all) / N + var(human - judge) / n).
+
+    The judge's systematic bias is measured on the labelled sample and removed; the
+    interval widens with the judge's disagreement. n < 2 raises ValueError.
+    """
+    from statistics import NormalDist, fmean, variance
+
+    n = len(human_labelled)
+    if n < 2 or n != len(judge_labelled) or not judge_all:
+        raise ValueError("PPI needs at least two labelled items and some unlabelled ones")
+    rect = [h - j for h, j in zip(human_labelled, judge_labelled, strict=True)]
+    theta = fmean(judge_all) + fmean(rect)
+    var_all = variance(judge_all) if len(judge_all) > 1 else 0.0
+    se = math.sqrt(var_all / len(judge_all) + variance(rect) / n)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    return theta, theta - z * se, theta + z * se
+
+
+CI_METRICS = tuple(name for name, m in METRICS.items() if m.interval)
+"""Metrics whose means get a bootstrap interval in every run header."""
+
+
+def aggregate_ci(
+    per_question: Sequence[Mapping[str, float]],
+    ks: Sequence[int],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, tuple[float, float]]:
+    """A bootstrap interval (over questions) for each mean in CI_METRICS at each k, over
+    the questions that have the metric (as `aggregate` averages them)."""
+    out: dict[str, tuple[float, float]] = {}
+    for k in ks:
+        for name in CI_METRICS:
+            key = f"{name}@{k}"
+            values = [q[key] for q in per_question if key in q]
+            if values:
+                out[key] = bootstrap_mean_ci(
+                    values, n_resamples=n_resamples, confidence=confidence, seed=seed
+                )
+    return out

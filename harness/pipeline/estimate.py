@@ -1,0 +1,91 @@
+"""What a run would cost the judge, before anything is paid."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from harness import corpus
+from harness import judge as judge_stage
+from harness.config import ExperimentConfig
+from harness.errors import HarnessError
+from harness.pipeline.prepare import default_cache_dir, load_corpus, prepare
+from harness.retrieval import index as index_stage
+from harness.retrieval.embedders import embedder_spec
+
+
+def judged_pairs(
+    config: ExperimentConfig, cache_dir: Path
+) -> tuple[list[tuple[str, str]], int, bool]:
+    """The (question, chunk text) pairs a run of `config` would judge, the number of
+    questions, and whether the pairs are the real ones.
+
+    Retrieval runs when it costs nothing (the local embedder, or an index already
+    cached). With a paid embedder and no cached index nothing is embedded: each question
+    gets k stand-in chunks of the corpus's average chunk length (an upper bound).
+    """
+    r = config.retrieval
+    if r.reranker == "llm":
+        raise HarnessError("--dry-run does not estimate the llm reranker's own calls yet")
+
+    def retrieved() -> tuple[list[tuple[str, str]], int, bool]:
+        prepared = prepare(config, cache_dir=cache_dir)
+        pairs = [
+            (q.text, prepared.chunks[h.chunk_id].text)
+            for q, hits in zip(prepared.questions, prepared.hits, strict=True)
+            for h in hits
+        ]
+        return pairs, len(prepared.questions), True
+
+    if config.embedder.name != "openai":
+        return retrieved()
+    docs = load_corpus(config)
+    key = index_stage.index_key(
+        corpus.corpus_hash(docs),
+        corpus.splitter_spec(config.chunking.chunk_size, config.chunking.chunk_overlap),
+        embedder_spec(config.embedder),
+    )
+    if index_stage.is_cached(key, cache_dir):
+        return retrieved()
+    questions = config.questions.take(
+        corpus.load_questions(config.resolve_path(config.questions.file))
+    )
+    chunks = corpus.chunk_documents(
+        docs, chunk_size=config.chunking.chunk_size, chunk_overlap=config.chunking.chunk_overlap
+    )
+    avg = sum(len(c.text) for c in chunks) // max(1, len(chunks))
+    stand_ins = [f"(stand-in {i}) " + "x" * avg for i in range(r.k)]  # distinct: none dedupes
+    return [(q.text, c) for q in questions for c in stand_ins], len(questions), False
+
+
+def estimate_run(
+    config: ExperimentConfig, *, cache_dir: str | os.PathLike[str] | None = None
+) -> dict[str, Any]:
+    """What a run would cost the judge, before anything is paid.
+
+    The pairs are the real ones when retrieval is free (see `judged_pairs`), and then the
+    verdict cache is consulted: `judge_calls_min` is exact (in pointwise mode "complete"
+    is asked only of chunks judged relevant, so the calls lie between min and max).
+    Tokens are estimated at 4 characters a token from the real prompts.
+    """
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    pairs, n_questions, exact = judged_pairs(config, cache)
+    with judge_stage.judge_estimator(config.judge, cache) as estimate:
+        e = estimate(pairs, exact)
+    est: dict[str, Any] = {
+        "exact_pairs": exact,
+        "questions": n_questions,
+        "pairs": len(pairs),
+        "mode": config.judge.mode,
+        "open_pairs": e.open_pairs,
+        "judge_calls_min": e.calls_min,
+        "judge_calls_max": e.calls_max,
+        "prompt_tokens_min": e.prompt_tokens_min,
+        "prompt_tokens_max": e.prompt_tokens_max,
+        "completion_tokens_max": e.completion_tokens_max,
+    }
+    cost = judge_stage.judge_cost(config.judge, e.prompt_tokens_max, e.completion_tokens_max)
+    if cost is not None:
+        est["cost_usd_max"] = cost
+    return est

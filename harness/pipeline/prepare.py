@@ -1,0 +1,210 @@
+"""Everything before judging: load, chunk, embed and index (cached), retrieve, rerank."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from loguru import logger
+
+from harness import corpus
+from harness import judge as judge_stage
+from harness.config import ExperimentConfig
+from harness.llm.local import file_sha256
+from harness.retrieval import index as index_stage
+from harness.retrieval import rerankers as rerank_stage
+from harness.retrieval import retrieve as retrieve_stage
+from harness.retrieval.embedders import CachedEmbedder, embedder_spec, make_embeddings
+from harness.stores import EmbeddingCache, VerdictCache
+from harness.stores.embeddings import FILE as EMBEDDINGS_FILE
+from harness.types import (
+    Chunk,
+    ComponentSpec,
+    Document,
+    Hit,
+    Question,
+)
+
+
+def default_cache_dir() -> Path:
+    """$HARNESS_CACHE_DIR, else ~/.cache/harness: shared by every run and sweep of a user."""
+    env = os.environ.get("HARNESS_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "harness"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything before judging: documents, chunks, index and hits per question."""
+
+    questions: tuple[Question, ...]
+    chunks: dict[str, Chunk]
+    hits: tuple[tuple[Hit, ...], ...]
+    components: dict[str, ComponentSpec]
+    data: dict[str, Any]
+    stats: dict[str, Any]
+
+
+JudgeSource = Callable[[], judge_stage.Judge]
+"""Gives the run's judge, starting it on first use (a local server takes seconds)."""
+
+
+def _llm_grader(
+    config: ExperimentConfig,
+    judge: JudgeSource,
+    cache: VerdictCache,
+    stats: judge_stage.JudgeStats,
+) -> rerank_stage.LLMGrader:
+    """The llm reranker's grading: P(relevant) from the judge's endpoint and model (or
+    the experiment's own llm_* settings), through the judge's code path and cache."""
+
+    def grader() -> tuple[Callable[[str, str], tuple[float, bool]], ComponentSpec, bool]:
+        r = config.retrieval
+        if r.llm_model or r.llm_base_url:
+            ranker: judge_stage.Judge = judge_stage.ChatJudge(
+                base_url=r.llm_base_url or judge_stage.factory.DEFAULT_BASE_URL,
+                model=r.llm_model,
+                api_key=os.environ.get(r.llm_api_key_env, ""),
+                timeout_s=config.judge.timeout_s,
+                max_retries=config.judge.max_retries,
+            )
+        else:
+            ranker = judge()
+        same = ranker.identity() == judge().identity()
+        if same:
+            logger.warning(
+                "the llm reranker uses the judge's own model: the judge will grade its own "
+                "ranking, which flatters it"
+            )
+
+        def grade(question: str, text: str) -> tuple[float, bool]:
+            v = judge_stage.grade_cached(
+                ranker, cache, stats, question, text, "relevant", config.judge.criteria.relevant
+            )
+            if v.error:
+                return 0.0, False
+            p = v.p_yes if v.p_yes is not None else float(bool(v.value))
+            return p, bool(v.value)
+
+        return grade, ranker.spec, same
+
+    return grader
+
+
+def load_corpus(config: ExperimentConfig) -> list[Document]:
+    """The experiment's documents, errors naming the experiment file."""
+    return corpus.load_documents(
+        [config.resolve_path(s) for s in config.corpus.sources],
+        html_classes=config.corpus.html_classes,
+        where=config.path or "<experiment>",
+    )
+
+
+def count_questions(config: ExperimentConfig) -> int:
+    """How many questions a run of `config` judges (the questions.limit rule applied)."""
+    return len(
+        config.questions.take(corpus.load_questions(config.resolve_path(config.questions.file)))
+    )
+
+
+def prepare(
+    config: ExperimentConfig,
+    *,
+    cache_dir: Path,
+    judge: JudgeSource | None = None,
+    verdict_cache: VerdictCache | None = None,
+) -> Prepared:
+    """Load, chunk, index (cached), retrieve and rerank for one configuration.
+
+    `judge` and `verdict_cache` are needed only by the llm reranker.
+    """
+    t0 = time.perf_counter()
+    docs = load_corpus(config)
+    questions_path = config.resolve_path(config.questions.file)
+    questions = config.questions.take(corpus.load_questions(questions_path))
+    chunks = corpus.chunk_documents(
+        docs, chunk_size=config.chunking.chunk_size, chunk_overlap=config.chunking.chunk_overlap
+    )
+    splitter = corpus.splitter_spec(config.chunking.chunk_size, config.chunking.chunk_overlap)
+    emb_spec = embedder_spec(config.embedder)
+    embedder = CachedEmbedder(
+        lambda: make_embeddings(config.embedder),
+        emb_spec,
+        EmbeddingCache(cache_dir / EMBEDDINGS_FILE),
+    )
+    corpus_sha = corpus.corpus_hash(docs)
+    key = index_stage.index_key(corpus_sha, splitter, emb_spec)
+    t_index = time.perf_counter()
+    index = index_stage.load_or_build_index(chunks, embedder, key=key, cache_dir=cache_dir)
+    index_s = time.perf_counter() - t_index
+    qvecs = embedder.embed_queries([q.text for q in questions])
+    rerank_stats = judge_stage.JudgeStats()
+    depth = rerank_stage.first_stage_depth(config.retrieval)
+
+    def query_vector(question: str) -> np.ndarray:
+        return np.asarray(embedder.embed_query(question), dtype=np.float32)
+
+    reranker = rerank_stage.build_reranker(
+        rerank_stage.RerankContext(
+            config=config.retrieval,
+            depth=depth,
+            chunks=list(index.chunks.values()),
+            store=index.store,
+            vectors=index.vectors,
+            query_vector=query_vector,
+            llm_grader=(
+                _llm_grader(config, judge, verdict_cache, rerank_stats)
+                if judge is not None and verdict_cache is not None
+                else None
+            ),
+        )
+    )
+    hits: list[tuple[Hit, ...]] = []
+    latencies_ms: list[float] = []
+    for q, vec in zip(questions, qvecs, strict=True):
+        t_q = time.perf_counter()
+        dense = retrieve_stage.retrieve(index.store, [vec], depth)[0]
+        candidates = [
+            rerank_stage.Candidate(h.chunk_id, index.chunks[h.chunk_id].text, h.score)
+            for h in dense
+        ]
+        hits.append(
+            tuple(rerank_stage.rerank_hits(reranker, q.text, candidates, config.retrieval.k))
+        )
+        latencies_ms.append((time.perf_counter() - t_q) * 1000)
+    embedder.cache.close()  # type: ignore[union-attr]
+    r_stats = rerank_stats.to_dict()
+    return Prepared(
+        questions=tuple(questions),
+        chunks=index.chunks,
+        hits=tuple(hits),
+        components={"splitter": splitter, "embedder": emb_spec, "reranker": reranker.spec},
+        data={
+            "corpus_sha256": corpus_sha,
+            "questions_sha256": file_sha256(questions_path),
+            "questions_file": questions_path,
+            "qrels_file": config.resolve_path(config.questions.qrels)
+            if config.questions.qrels
+            else None,
+            "n_documents": len(docs),
+            "n_chunks": len(index.chunks),
+            "n_questions": len(questions),
+            "index_key": key,
+        },
+        stats={
+            "index_cache_hit": index.from_cache,
+            "index_s": round(index_s, 3),
+            "embedded_texts": embedder.embedded_texts,
+            "retrieve_ms_median": round(statistics.median(latencies_ms), 3)
+            if latencies_ms
+            else None,
+            "rerank_llm_calls": r_stats["judge_calls"],
+            "rerank_llm_cache_hits": r_stats["judge_cache_hits"],
+            "prepare_s": round(time.perf_counter() - t0, 3),
+        },
+    )

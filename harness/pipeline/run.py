@@ -1,0 +1,265 @@
+"""One configuration end to end: prepare, judge, metrics, result log.
+
+It writes the result log as work finishes: a question's line is appended the moment its
+last verdict is in, and the header is rewritten at the start and at the end, so a crash
+or Ctrl-C keeps every finished question, and the verdict cache keeps every paid verdict."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from harness import judge as judge_stage
+from harness import metrics as metrics_stage
+from harness.config import ExperimentConfig, JudgeConfig
+from harness.errors import HarnessError
+from harness.log import (
+    STATUS_DONE,
+    STATUS_FAILED,
+    STATUS_INTERRUPTED,
+    STATUS_PRUNED,
+    STATUS_RUNNING,
+    RunHeader,
+    RunLog,
+    RunWriter,
+    new_run_id,
+    now_iso,
+    read_run,
+)
+from harness.pipeline.prepare import Prepared, default_cache_dir, prepare
+from harness.pipeline.progress import LogProgress, ProgressSink
+from harness.stores import VerdictCache
+from harness.stores.verdicts import FILE as VERDICTS_FILE
+from harness.types import (
+    JudgedHit,
+    QuestionResult,
+    Verdict,
+)
+
+
+def run_experiment(
+    config: ExperimentConfig,
+    *,
+    results_dir: str | os.PathLike[str] = "results",
+    cache_dir: str | os.PathLike[str] | None = None,
+    judge: judge_stage.Judge | None = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    batches: Sequence[int] = (),
+    after_batch: AfterBatch | None = None,
+    progress: ProgressSink | None = None,
+) -> RunLog:
+    """Run one configuration and return its result log, read back from disk.
+
+    `judge` replaces the configured judge (a sweep shares one; tests pass a scripted one).
+    The verdict cache lives in `cache_dir` (default: `default_cache_dir()`), so a rerun
+    after a crash pays only for what was never judged. With `batches` (cumulative question
+    counts) and `after_batch`, questions are judged batch by batch and the callback may
+    stop the run after any batch: its status is then "pruned", with the questions it did
+    finish in the log and metrics over those.
+    """
+    t_start = time.perf_counter()
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    run_id = new_run_id(config.name)
+    folder = Path(run_dir) if run_dir else Path(results_dir) / run_id
+    run_id = folder.name
+    writer = RunWriter(folder)
+    ks = tuple(range(1, config.retrieval.k + 1))
+    header = RunHeader(
+        run_id=run_id,
+        name=config.name,
+        status=STATUS_RUNNING,
+        started_at=now_iso(),
+        config=config.to_dict(),
+        components={},
+        data={},
+        ks=ks,
+    )
+    writer.write_header(header)
+    stats = judge_stage.JudgeStats()
+    run_stats: dict[str, Any] = {}
+    try:
+        with contextlib.ExitStack() as stack:
+            verdict_cache = VerdictCache(cache / VERDICTS_FILE)
+            stack.callback(verdict_cache.close)
+            active: list[judge_stage.Judge] = [judge] if judge is not None else []
+
+            def get_judge() -> judge_stage.Judge:
+                if not active:
+                    active.append(
+                        stack.enter_context(
+                            judge_stage.open_judge(config.judge, cache_dir=cache, log_dir=folder)
+                        )
+                    )
+                return active[0]
+
+            prepared = prepare(
+                config, cache_dir=cache, judge=get_judge, verdict_cache=verdict_cache
+            )
+            run_stats.update(prepared.stats)
+            header = replace(header, components=dict(prepared.components), data=prepared.data)
+            writer.write_header(header)
+            t_judge = time.perf_counter()
+            the_judge = get_judge()
+            header = replace(header, components={**header.components, "judge": the_judge.spec})
+            writer.write_header(header)
+            sink = progress or LogProgress()
+            try:
+                per_question, stopped = _judge_all(
+                    config,
+                    prepared,
+                    the_judge,
+                    verdict_cache,
+                    stats,
+                    writer,
+                    batches,
+                    after_batch,
+                    sink,
+                )
+            finally:
+                sink.stop()
+        run_stats["judge_s"] = round(time.perf_counter() - t_judge, 3)
+        header = replace(
+            header,
+            status=STATUS_PRUNED if stopped else STATUS_DONE,
+            finished_at=now_iso(),
+            metrics=metrics_stage.aggregate(per_question, ks),
+            metrics_ci=metrics_stage.aggregate_ci(per_question, ks),
+            stats=_stats(run_stats, stats, t_start, config.judge),
+        )
+        writer.write_header(header)
+    except KeyboardInterrupt:
+        writer.write_header(
+            replace(
+                header,
+                status=STATUS_INTERRUPTED,
+                finished_at=now_iso(),
+                stats=_stats(run_stats, stats, t_start, config.judge),
+                error="interrupted",
+            )
+        )
+        raise
+    except Exception as exc:
+        message = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
+        writer.write_header(
+            replace(
+                header,
+                status=STATUS_FAILED,
+                finished_at=now_iso(),
+                stats=_stats(run_stats, stats, t_start, config.judge),
+                error=message,
+            )
+        )
+        raise
+    finally:
+        writer.close()
+    return read_run(folder)
+
+
+def _stats(
+    run_stats: dict[str, Any],
+    judge_stats: judge_stage.JudgeStats,
+    t_start: float,
+    config: JudgeConfig,
+) -> dict[str, Any]:
+    out = {
+        **run_stats,
+        **judge_stats.to_dict(),
+        "total_s": round(time.perf_counter() - t_start, 3),
+    }
+    cost = judge_stage.judge_cost(config, judge_stats.prompt_tokens, judge_stats.completion_tokens)
+    if cost is not None:
+        out["cost_usd"] = cost
+    return out
+
+
+AfterBatch = Callable[[int, list[dict[str, float]]], bool]
+"""Called after each batch with (questions done, their metrics); True stops the run."""
+
+
+def _judge_all(
+    config: ExperimentConfig,
+    prepared: Prepared,
+    judge: judge_stage.Judge,
+    cache: VerdictCache,
+    stats: judge_stage.JudgeStats,
+    writer: RunWriter,
+    batches: Sequence[int],
+    after_batch: AfterBatch | None,
+    progress: ProgressSink,
+) -> tuple[list[dict[str, float]], bool]:
+    """Judge every (question, hit) pair, batch after batch of questions; write each
+    question's line as soon as it is done. Returns (per-question metrics, stopped early).
+
+    `batches` are cumulative question counts (e.g. 10, 20, 40); the last batch always
+    ends with the last question.
+    """
+    n_q = len(prepared.questions)
+    ends = sorted({min(max(int(b), 1), n_q) for b in batches} | {n_q}) if n_q else []
+    per_question: list[dict[str, float] | None] = [None] * n_q
+    progress.start(n_q, "judged questions")
+    ks = range(1, config.retrieval.k + 1)
+
+    def finish(qi: int, verdicts: Sequence[Verdict]) -> None:
+        judged = tuple(
+            JudgedHit(hit=h, chunk=prepared.chunks[h.chunk_id], verdict=v)
+            for h, v in zip(prepared.hits[qi], verdicts, strict=True)
+        )
+        grades = [j.verdict.grade for j in judged]
+        lengths = [len(j.chunk.text) for j in judged]
+        m = metrics_stage.question_metrics(grades, lengths, ks)
+        errors = [f"rank {j.hit.rank}: {j.verdict.error}" for j in judged if j.verdict.error]
+        writer.append(
+            QuestionResult(
+                question=prepared.questions[qi],
+                hits=judged,
+                metrics=m,
+                error="; ".join(errors) if errors else None,
+            )
+        )
+        per_question[qi] = m
+        progress.advance(f"(paid calls {stats.calls}, cache hits {stats.cache_hits})")
+
+    owner: list[int] = []  # question index of each pair of the current batch
+    got: dict[int, dict[int, Verdict]] = {}  # question index -> pair index -> verdict
+
+    def on_done(i: int, verdict: Verdict) -> None:
+        qi = owner[i]
+        got[qi][i] = verdict
+        if len(got[qi]) == len(prepared.hits[qi]):
+            finish(qi, [got[qi][j] for j in sorted(got[qi])])
+
+    start = 0
+    for end in ends:
+        pairs: list[tuple[str, str]] = []
+        owner.clear()
+        got.clear()
+        for qi in range(start, end):
+            got[qi] = {}
+            for hit in prepared.hits[qi]:
+                pairs.append((prepared.questions[qi].text, prepared.chunks[hit.chunk_id].text))
+                owner.append(qi)
+            if not prepared.hits[qi]:
+                finish(qi, [])
+        logger.info("judging {} chunks for questions {}-{} of {}", len(pairs), start + 1, end, n_q)
+        judge_stage.judge_pairs(
+            pairs,
+            judge,
+            criteria=config.judge.criteria,
+            cache=cache,
+            stats=stats,
+            concurrency=config.judge.concurrency,
+            on_done=on_done,
+        )
+        start = end
+        done = [m for m in per_question if m is not None]
+        if after_batch is not None and end < n_q and after_batch(end, done):
+            return done, True
+    return [m for m in per_question if m is not None], False

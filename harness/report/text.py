@@ -1,0 +1,378 @@
+"""Renderers for the terminal: every table and summary the CLI prints, as strings.
+
+Each takes the typed log records (or the plain results of an analysis) and returns
+text; the CLI only chooses between these and `--format json`. The HTML report will sit
+beside this module and read the same records.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.analysis.compare import Comparison
+from harness.log import RunHeader, RunLog, SweepSummary, TrialRecord
+from harness.metrics import COUNTS, METRIC_NAMES
+from harness.types import QuestionResult
+
+
+def format_metrics_table(header: RunHeader) -> str:
+    """Metrics as a table: one row per metric, one column per k."""
+    ks = list(header.ks)
+    names = [*METRIC_NAMES, "failures", "errors"]
+    width = max(len(n) for n in names)
+    lines = [f"{'metric':<{width}}  " + "  ".join(f"{'@' + str(k):>8}" for k in ks)]
+    for name in names:
+        cells = []
+        for k in ks:
+            v = header.metrics.get(f"{name}@{k}")
+            if v is None:
+                cells.append(f"{'-':>8}")
+            elif name in ("context_chars", "failures", "errors"):
+                cells.append(f"{v:>8.0f}")
+            else:
+                cells.append(f"{v:>8.3f}")
+        lines.append(f"{name:<{width}}  " + "  ".join(cells))
+    return "\n".join(lines)
+
+
+def _ci_line(h: RunHeader) -> list[str]:
+    k = max(h.ks) if h.ks else 0
+    parts = [
+        f"{name} [{h.metrics_ci[f'{name}@{k}'][0]:.3f}, {h.metrics_ci[f'{name}@{k}'][1]:.3f}]"
+        for name in ("hit_rate", "mrr", "relevancy_mrr")
+        if f"{name}@{k}" in h.metrics_ci
+    ]
+    return (
+        [f"95% intervals at k={k} (bootstrap over questions): " + ", ".join(parts)] if parts else []
+    )
+
+
+def format_run_summary(run: RunLog) -> str:
+    """What `harness run` prints at the end: status, metrics table, intervals and cost, with
+    the reranker and a warning when the llm reranker shared the judge's model.
+    """
+    h = run.header
+    s = h.stats
+    parts = [
+        f"run {h.run_id}: {h.status}, {h.data.get('n_questions', len(run.questions))} questions, "
+        f"{h.data.get('n_chunks', '?')} chunks",
+        format_metrics_table(h),
+        *_ci_line(h),
+        (
+            f"judge calls {s.get('judge_calls', 0)}, cache hits {s.get('judge_cache_hits', 0)}, "
+            f"errors {s.get('judge_errors', 0)}, index {'cached' if s.get('index_cache_hit') else 'built'} "
+            f"in {s.get('index_s', 0):.1f} s, total {s.get('total_s', 0):.1f} s"
+        ),
+        f"result log: {run.run_dir}",
+    ]
+    if h.error:
+        parts.insert(1, f"error: {h.error}")
+    reranker = h.components.get("reranker")
+    if reranker is not None and reranker.args.get("same_model_as_judge"):
+        parts.insert(
+            1,
+            "warning: the llm reranker used the judge's own model; the judge graded its own "
+            "ranking, which flatters these metrics",
+        )
+    if reranker is not None and reranker.name != "none":
+        parts.insert(1, f"reranker: {reranker.name} {reranker.args}")
+    return "\n".join(parts)
+
+
+def mark(value: bool | None) -> str:
+    """A verdict value as yes, no, or ERR when judging failed (None)."""
+    return {True: "yes", False: "no", None: "ERR"}[value]
+
+
+def format_estimate(est: dict[str, Any]) -> str:
+    """The calls, tokens and cost lines of a run's or a sweep's dry run."""
+    why = {
+        "pointwise": "'complete' is asked only of chunks judged relevant",
+        "both": "one call per chunk for both criteria",
+        "listwise": "one call per question",
+    }[est["mode"]]
+    lines = [
+        f"judge calls: {est['judge_calls_min']} to {est['judge_calls_max']} "
+        f"(mode {est['mode']}: {why})",
+        f"prompt tokens: about {est['prompt_tokens_min']} to {est['prompt_tokens_max']}; "
+        f"completion tokens at most {est['completion_tokens_max']}",
+    ]
+    if "cost_usd_max" in est:
+        lines.append(f"cost: at most ${est['cost_usd_max']:.4f}")
+    return "\n".join(lines)
+
+
+def format_sweep_estimate(est: dict[str, Any], max_rows: int = 20) -> str:
+    """A sweep's dry run: the bound, then the costliest settings of the space."""
+    lines = [
+        f"dry run: {est['trials']} trials ({est['sampler']}) over {est['settings_in_space']} "
+        f"settings{'' if est['exact_pairs'] else ' (upper bounds: some indexes are not built)'}",
+        f"judge calls: at most {est['judge_calls_max']} (mode {est['mode']}; one trial at "
+        f"most {est['one_trial_calls_max']}; without the verdict cache up to "
+        f"{est['no_cache_calls_max']})",
+        f"prompt tokens: at most {est['prompt_tokens_max']}; "
+        f"completion tokens at most {est['completion_tokens_max']}",
+    ]
+    if "cost_usd_max" in est:
+        lines.append(f"cost: at most ${est['cost_usd_max']:.4f}")
+    rows = sorted(est["settings"], key=lambda d: d["calls_max"], reverse=True)
+    lines += ["", f"{'pairs':>6}  {'open':>6}  {'calls':>6}  setting (costliest first)"]
+    for d in rows[:max_rows]:
+        params = " ".join(f"{k}={v}" for k, v in d["params"].items())
+        lines.append(f"{d['pairs']:>6}  {d['open_pairs']:>6}  {d['calls_max']:>6}  {params}")
+    if len(rows) > max_rows:
+        lines.append(f"... {len(rows) - max_rows} more settings (--format json lists all)")
+    return "\n".join(lines)
+
+
+def format_question(q: QuestionResult, k: int, excerpt_chars: int = 300) -> str:
+    """One question as `show` prints it: its metrics at k, then each hit with its verdicts,
+    scores, an excerpt of at most `excerpt_chars` characters and any reasons or errors.
+    """
+    m = q.metrics
+    lines = [
+        f"[{q.question.question_id}] {q.question.text}",
+        f"    hit_rate@{k}={m.get(f'hit_rate@{k}', float('nan')):.0f}  "
+        f"mrr@{k}={m.get(f'mrr@{k}', float('nan')):.3f}  "
+        f"relevancy_mrr@{k}={m.get(f'relevancy_mrr@{k}', float('nan')):.3f}"
+        + (f"  ERROR: {q.error}" if q.error else ""),
+    ]
+    for jh in q.hits:
+        v = jh.verdict
+        conf = ""
+        if v.relevant.p_yes is not None:
+            conf = f"  p(relevant)={v.relevant.p_yes:.2f}"
+        if v.complete.p_yes is not None:
+            conf += f"  p(complete)={v.complete.p_yes:.2f}"
+        rerank = "" if jh.hit.rerank_score is None else f"  rerank {jh.hit.rerank_score:.3f}"
+        lines.append(
+            f"  #{jh.hit.rank}  score {jh.hit.score:.3f}{rerank}  relevant={mark(v.relevant.value)}  "
+            f"complete={mark(v.complete.value)}{conf}  {jh.chunk.chunk_id}"
+        )
+        text = " ".join(jh.chunk.text.split())
+        if len(text) > excerpt_chars:
+            text = text[: excerpt_chars - 1] + "…"
+        lines.extend(
+            textwrap.wrap(text, 100, initial_indent="      | ", subsequent_indent="      | ")
+        )
+        for crit in (v.relevant, v.complete):
+            note = crit.error or crit.reason
+            if note:
+                lines.append(f"      {crit.criterion}: {note}")
+    return "\n".join(lines)
+
+
+def fmt_values(values: list[float] | None) -> str:
+    """A trial's objective values to three decimals; "-" when it has none."""
+    return ", ".join(f"{v:.3f}" for v in values) if values else "-"
+
+
+def format_sweep(summary: SweepSummary, trials: Sequence[TrialRecord]) -> str:
+    """A sweep: its settings, one row per trial, the best trial(s) with ties, the cost."""
+    lines = [
+        f"sweep {summary.sweep_id}: {summary.status}, objective "
+        f"{' & '.join(summary.objective)} ({', '.join(summary.directions)}), "
+        f"sampler {summary.sampler.name} seed {summary.sampler.seed}",
+        f"{'trial':>5}  {'state':<8}  {'values':<16}  params",
+    ]
+    for t in trials:
+        params = " ".join(f"{k}={v}" for k, v in t.params.items())
+        note = f"  ({t.error})" if t.error else ""
+        if t.state == "pruned" and not t.error:
+            note = f"  (after {t.questions_done} questions)"
+        lines.append(f"{t.number:>5}  {t.state:<8}  {fmt_values(t.values):<16}  {params}{note}")
+    label = "best" if len(summary.objective) == 1 else "Pareto front"
+    for b in summary.best:
+        lines.append(f"{label}: trial {b.number} {fmt_values(b.values)} {b.params}  {b.run_dir}")
+        if b.indistinguishable is not None:
+            ties = ", ".join(str(n) for n in b.indistinguishable) or "none"
+            lines.append(
+                f"  cannot be told apart from it ({b.confidence:.0%} paired bootstrap): trials {ties}"
+            )
+    c, st = summary.counts, summary.stats
+    lines.append(
+        f"trials: {c.complete} complete, {c.pruned} pruned, {c.failed} failed; "
+        f"judge calls {st.judge_calls}, cache hits {st.judge_cache_hits}, distinct "
+        f"verdicts {st.distinct_verdicts}, without a cache {st.naive_calls} calls"
+    )
+    return "\n".join(lines)
+
+
+def format_run_estimate(est: dict[str, Any]) -> str:
+    """A run's dry run: the pairs, then calls, tokens and cost."""
+    first = (
+        f"dry run: {est['questions']} questions, {est['pairs']} (question, chunk) pairs"
+        f"{'' if est['exact_pairs'] else ' (upper bound: the index is not built)'}, "
+        f"{est['open_pairs']} not yet judged"
+    )
+    return first + "\n" + format_estimate(est)
+
+
+def format_questions(run: RunLog, questions: Sequence[QuestionResult]) -> str:
+    """`show RUN`: the summary, then each selected question with its graded chunks."""
+    k = run.header.k or 1
+    blocks = [format_run_summary(run), ""]
+    for q in questions:
+        blocks += [format_question(q, k), ""]
+    if not questions:
+        blocks.append("no questions match")
+    return "\n".join(blocks).rstrip("\n") + ("\n" if questions else "")
+
+
+def format_list(rows: Sequence[dict[str, Any]]) -> str:
+    """`list`: one line per run or sweep."""
+    if not rows:
+        return "no runs or sweeps here"
+    lines = []
+    for r in rows:
+        if r["kind"] == "run":
+            m = "  ".join(f"{k}={v:.3f}" for k, v in r["metrics"].items())
+            lines.append(
+                f"run    {r['id']:<48} {r['status']:<11} {r['n_questions'] or '?':>4} q  {m}"
+            )
+        else:
+            c = r["counts"]
+            best = (
+                f"best trial {r['best_trial']}: {fmt_values(r['best_values'])}"
+                if r["best_values"]
+                else ""
+            )
+            lines.append(
+                f"sweep  {r['id']:<48} {r['status']:<11} {c['complete']} complete, "
+                f"{c['pruned']} pruned, {c['failed']} failed  {' & '.join(r['objective'])}  {best}"
+            )
+    return "\n".join(lines)
+
+
+def _short_name(run_dir: str) -> str:
+    p = Path(run_dir)
+    if p.parent.name == "trials":
+        return f"{p.parent.parent.name}/{p.name}"
+    return p.name if p.name not in ("", ".") else run_dir
+
+
+def format_compare(comp: Comparison, change_metric: str) -> str:
+    """`compare`: metrics side by side, paired differences to the first run, and the
+    questions whose `change_metric` changed, with the chunks before and after."""
+    k = comp.k
+    short = [_short_name(r) for r in comp.runs]
+    lines = [
+        f"compare at k={k} over {comp.shared_questions} shared questions "
+        f"(intervals: 95% paired bootstrap of the difference to the first run)"
+    ]
+    lines += [f"  [{i}] {name}" for i, name in enumerate(short)]
+    lines.append(
+        f"{'metric':<18}" + "".join(f"{'[' + str(i) + ']':>10}" for i in range(len(short)))
+    )
+    for metric in (*METRIC_NAMES, *COUNTS):
+        mk = f"{metric}@{k}"
+        cells = []
+        for r in comp.runs:
+            v = comp.metrics[r].get(mk)
+            cells.append(f"{'-':>10}" if v is None else f"{v:>10.3f}" if v < 100 else f"{v:>10.0f}")
+        lines.append(f"{mk:<18}" + "".join(cells))
+    lines.append("")
+    for d in comp.differences:
+        i = comp.runs.index(d.run)
+        sig = "" if d.low <= 0 <= d.high else "  *"
+        lines.append(
+            f"[{i}]-[0] {d.metric:<18} {d.mean_diff:+.3f}  [{d.low:+.3f}, {d.high:+.3f}]{sig}"
+        )
+    if comp.changes:
+        lines.append(f"\nquestions whose {change_metric}@{k} changed:")
+    for c in comp.changes:
+        i = comp.runs.index(c.run)
+        word = "better" if c.after > c.before else "worse"
+        lines.append(
+            f"  [{i}] {word:<6} {c.before:.3f} -> {c.after:.3f}  [{c.question_id}] {c.text}"
+        )
+        for label, h in (("before", c.first_hit_before), ("after", c.first_hit_after)):
+            if h:
+                excerpt = " ".join(h["text"].split())[:140]
+                lines.append(f"        {label}: #{h['rank']} {h['chunk_id']}: {excerpt}")
+            else:
+                lines.append(f"        {label}: no relevant-and-complete chunk in the top {k}")
+    return "\n".join(lines)
+
+
+def format_validate_sweep(res: dict[str, Any], target: str) -> str:
+    """`validate SWEEP`: Kendall tau and the top trials by judge and by labels."""
+    lines = [
+        f"sweep {target}: Kendall tau between the judge's and the labels' ranking of "
+        f"{res['trials']} trials by {res['metric']}@k: {res['kendall_tau']:.3f}",
+        f"{'rank':>4}  {'by judge':<44} {'by labels':<44}",
+    ]
+    for i, (a, b) in enumerate(zip(res["top_by_judge"], res["top_by_human"], strict=True), 1):
+        ta = f"#{a['number']} j={a['judge']:.3f} h={a['human']:.3f}"
+        tb = f"#{b['number']} j={b['judge']:.3f} h={b['human']:.3f}"
+        lines.append(f"{i:>4}  {ta:<44} {tb:<44}")
+    return "\n".join(lines)
+
+
+def format_validate_run(res: dict[str, Any], run_dir: Path) -> str:
+    """`validate RUN`: agreement per criterion, metrics both ways, PPI estimates."""
+    lines = [
+        f"run {run_dir}: {res['questions_labelled']} of {res['questions_in_run']} "
+        f"questions labelled; k={res['k']}; unlabelled chunks count as {res['unjudged']}"
+    ]
+    if res["binary_labels"]:
+        lines.append("labels are binary: 'complete' is checked against relevance")
+    lines.append(
+        f"{'criterion':<10} {'n':>5} {'tp':>5} {'fp':>5} {'fn':>5} {'tn':>5} {'accuracy':>9} "
+        f"{'kappa':>7}  95% interval"
+    )
+    for crit, a in res["agreement"].items():
+        if not a["n"]:
+            lines.append(f"{crit:<10} {0:>5}")
+            continue
+        c, ci = a["confusion"], a["kappa_ci95"]
+        ci_s = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "-"
+        lines.append(
+            f"{crit:<10} {a['n']:>5} {c['tp']:>5} {c['fp']:>5} {c['fn']:>5} {c['tn']:>5} "
+            f"{a['accuracy']:>9.3f} {a['kappa']:>7.3f}  {ci_s}"
+        )
+    k = res["k"]
+    lines.append(f"\n{'metric':<18} {'judge':>8} {'labels':>8}")
+    nan = float("nan")
+    for name in ("hit_rate", "mrr", "relevancy_mrr", "precision", "ndcg"):
+        key = f"{name}@{k}"
+        j, h = res["metrics"]["judge"].get(key), res["metrics"]["human"].get(key)
+        lines.append(
+            f"{key:<18} {j if j is not None else nan:>8.3f} {h if h is not None else nan:>8.3f}"
+        )
+    for key, p in res["ppi"].items():
+        lines.append(
+            f"{key}: judge only {p['judge_only']:.3f}; label-corrected (PPI, {p['n_labelled']} "
+            f"labelled) {p['ppi']:.3f} [{p['ci95'][0]:.3f}, {p['ci95'][1]:.3f}]"
+        )
+    return "\n".join(lines)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1%}"
+
+
+def format_judge_check(res: dict[str, Any]) -> str:
+    """`judge-check`: flip rates under a reworded prompt and shuffled order, length bias."""
+    rw, so = res["reworded"], res["shuffled_order"]
+    lines = [
+        f"judge check of {res['run_dir']} on {res['sample']} sampled (question, chunk) pairs",
+        f"reworded prompt:  relevant flips {_pct(rw['relevant_flip_rate'])}, complete flips "
+        f"{_pct(rw['complete_flip_rate'])} (n={rw['n']})",
+        f"shuffled order (listwise, {so['questions']} questions): relevant flips "
+        f"{_pct(so['relevant_flip_rate'])}, complete flips {_pct(so['complete_flip_rate'])} "
+        f"(n={so['n']})",
+    ]
+    for group, lb in res.get("length_bias", {}).items():
+        if "difference" in lb and lb["difference"] is not None:
+            lines.append(
+                f"length bias, {group.replace('_', ' ')} (n={lb['n']}): judged relevant "
+                f"{_pct(lb['judge_yes_rate_long'])} of chunks over {lb['median_chars']:.0f} chars vs "
+                f"{_pct(lb['judge_yes_rate_short'])} of shorter ones"
+            )
+    if "length_bias" not in res:
+        lines.append("length bias: needs human labels (--qrels)")
+    return "\n".join(lines)

@@ -1,0 +1,46 @@
+"""`openai`: OpenAI's text-embedding-3 models, or any endpoint that speaks that API."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from harness.config import EmbedderConfig
+from harness.errors import ConfigError
+from harness.types import ComponentSpec
+
+DEFAULT_MODEL = "text-embedding-3-small"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def spec(config: EmbedderConfig) -> ComponentSpec:
+    """The embedder as logged and as part of the index key. Never holds the key."""
+    return ComponentSpec(
+        name="openai",
+        args={
+            "model": config.model or DEFAULT_MODEL,
+            "base_url": config.base_url or DEFAULT_BASE_URL,
+        },
+    )
+
+
+def make(config: EmbedderConfig) -> Embeddings:
+    """LangChain's OpenAIEmbeddings with the key from `config.api_key_env`."""
+    from langchain_openai import OpenAIEmbeddings
+
+    key = os.environ.get(config.api_key_env, "")
+    if not key:
+        raise ConfigError(
+            "",
+            "embedder.api_key_env",
+            f"the OpenAI embedder needs an API key in ${config.api_key_env}, which is empty",
+        )
+    kwargs: dict[str, Any] = {"model": config.model or DEFAULT_MODEL, "api_key": key}
+    if config.base_url:
+        # Another OpenAI-compatible server: texts go as text, not as OpenAI's tokens
+        # (counting those needs tiktoken's files, fetched from the network).
+        kwargs["base_url"] = config.base_url
+        kwargs["check_embedding_ctx_length"] = False
+    return OpenAIEmbeddings(**kwargs)

@@ -1,0 +1,162 @@
+"""A sweep's bookkeeping: the best trial(s), the trials that tie with it, and the cost.
+
+`SweepBook` takes each finished trial once, with its run already in memory, and keeps
+what the summary needs (per-question objective values, summed stats, the set of
+distinct verdicts), so rewriting sweep.json after a trial reads no earlier trial's log:
+the work per trial does not grow with the number of trials before it. A resumed sweep
+reads each earlier trial's log once, at start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.log import (
+    HEADER,
+    BestTrial,
+    RunLog,
+    SweepStats,
+    TrialCounts,
+    TrialRecord,
+    read_run,
+)
+from harness.metrics import direction, metric_key, paired_bootstrap, parse_metric_id
+
+_STAT_KEYS = (
+    "judge_calls",
+    "judge_cache_hits",
+    "judge_errors",
+    "judge_retries",
+    "prompt_tokens",
+    "completion_tokens",
+)
+
+
+def directions(objective: Sequence[str]) -> list[str]:
+    """Optuna directions: context size and failure counts are minimised, the rest maximised."""
+    return [direction(parse_metric_id(m)[0]) for m in objective]
+
+
+def best_trials(trials: Iterable[TrialRecord], objective: Sequence[str]) -> list[BestTrial]:
+    """The best complete trial (one objective) or the Pareto front (two), best first."""
+    done = [t for t in trials if t.state == "complete" and t.values]
+    if not done:
+        return []
+    sign = [1.0 if d == "maximize" else -1.0 for d in directions(objective)]
+
+    def key(t: TrialRecord) -> tuple[float, ...]:
+        return tuple(s * v for s, v in zip(sign, t.values or [], strict=True))
+
+    if len(objective) == 1:
+        front = [max(done, key=lambda t: (key(t), -t.number))]
+    else:
+        front = [
+            t
+            for t in done
+            if not any(
+                all(a >= b for a, b in zip(key(o), key(t), strict=True)) and key(o) != key(t)
+                for o in done
+            )
+        ]
+        front.sort(key=lambda t: key(t), reverse=True)
+    return [BestTrial(t.number, t.params, t.values, t.run_dir) for t in front]
+
+
+@dataclass
+class SweepBook:
+    """Running totals of a sweep, fed one finished trial at a time."""
+
+    objective: tuple[str, ...]
+    confidence: float = 0.95
+    trials: dict[int, TrialRecord] = field(default_factory=dict)
+    per_question: dict[int, dict[str, float]] = field(default_factory=dict)
+    """Complete trial -> question id -> its value of the (single) objective."""
+    stats: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Trial -> its run's judge stats, questions and k (for the naive-call count)."""
+    distinct: set[tuple[str, str, str]] = field(default_factory=set)
+    _ties: dict[tuple[int, int], bool] = field(default_factory=dict)
+    """(best, other) -> cannot be told apart; recomputed only for a new best."""
+
+    def add(self, record: TrialRecord, run: RunLog | None) -> None:
+        """Take a trial's (last) record and, when its run folder exists, its log."""
+        self.trials[record.number] = record
+        if run is None:
+            return
+        s = run.header.stats
+        self.stats[record.number] = {
+            **{k: int(s.get(k, 0)) for k in _STAT_KEYS},
+            "cost_usd": float(s.get("cost_usd", 0.0)),
+            "naive_calls": len(run.questions) * run.header.k * 2,
+        }
+        for q in run.questions:
+            for jh in q.hits:
+                for cv in (jh.verdict.relevant, jh.verdict.complete):
+                    if not cv.reason.startswith("not asked") and cv.error is None:
+                        self.distinct.add((q.question.text, jh.chunk.text, cv.criterion))
+        if record.state == "complete" and len(self.objective) == 1:
+            key = metric_key(self.objective[0], int(record.params["k"]))
+            self.per_question[record.number] = {
+                q.question.question_id: q.metrics[key] for q in run.questions if key in q.metrics
+            }
+
+    def add_from_disk(self, records: Iterable[TrialRecord]) -> None:
+        """Take the trials of a resumed sweep, reading each run folder once."""
+        for record in records:
+            folder = Path(record.run_dir) if record.run_dir else None
+            run = read_run(folder) if folder and (folder / HEADER).is_file() else None
+            self.add(record, run)
+
+    def counts(self) -> TrialCounts:
+        """Trials by final state."""
+        states = [t.state for t in self.trials.values()]
+        return TrialCounts(
+            complete=states.count("complete"),
+            pruned=states.count("pruned"),
+            failed=states.count("failed"),
+        )
+
+    def _tie(self, best: int, other: int) -> bool:
+        if (best, other) not in self._ties:
+            base, them = self.per_question.get(best, {}), self.per_question.get(other, {})
+            shared = [q for q in base if q in them]
+            tie = False
+            if len(shared) >= 2:
+                _, low, high = paired_bootstrap(
+                    [base[q] for q in shared],
+                    [them[q] for q in shared],
+                    confidence=self.confidence,
+                )
+                tie = low <= 0 <= high
+            self._ties[(best, other)] = tie
+        return self._ties[(best, other)]
+
+    def best(self) -> list[BestTrial]:
+        """The best trial or Pareto front; for one objective, with the complete trials
+        whose paired bootstrap interval (over shared questions) of the difference to the
+        best contains 0."""
+        front = best_trials(self.trials.values(), self.objective)
+        if len(self.objective) != 1 or not front:
+            return front
+        top = front[0]
+        ties = [
+            n
+            for n, t in sorted(self.trials.items())
+            if t.state == "complete" and n != top.number and self._tie(top.number, n)
+        ]
+        return [
+            BestTrial(top.number, top.params, top.values, top.run_dir, ties, self.confidence),
+            *front[1:],
+        ]
+
+    def sweep_stats(self) -> SweepStats:
+        """Cost of the sweep, summed over the trials' logs (see SweepStats)."""
+        total = {k: 0 for k in (*_STAT_KEYS, "naive_calls")}
+        cost = 0.0
+        for s in self.stats.values():
+            for k in total:
+                total[k] += s[k]
+            cost += s["cost_usd"]
+        return SweepStats(cost_usd=round(cost, 6), distinct_verdicts=len(self.distinct), **total)

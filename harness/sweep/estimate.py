@@ -1,0 +1,78 @@
+"""What a sweep could cost the judge, before anything is paid."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from harness.config import ExperimentConfig
+from harness.judge import judge_cost, judge_estimator
+from harness.pipeline import default_cache_dir, judged_pairs
+from harness.sweep.space import SearchSpace
+
+
+def estimate_sweep(
+    config: ExperimentConfig,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    trials: int | None = None,
+) -> dict[str, Any]:
+    """The most a sweep of `trials` trials could cost the judge, before anything is paid.
+
+    Every setting of the space is retrieved (free with the local embedder or a cached
+    index, see `judged_pairs`) and its open verdicts counted against the verdict cache.
+    Optuna picks which settings run, so the figure is a bound, the smaller of:
+    the `trials` most expensive settings each paying all their open pairs, and (pointwise
+    or both modes, real pairs) every open pair of the whole space paid once, since the
+    cache never pays a verdict twice. Pruning only lowers it. `no_cache_calls_max` is
+    the same trials' calls without a verdict cache.
+    """
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    n_trials = trials if trials is not None else config.sweep.trials
+    space = SearchSpace(config)
+    settings_list = space.enumerate()
+    keys = ("calls_max", "prompt_tokens_max", "completion_tokens_max")
+    settings: list[dict[str, Any]] = []
+    union: dict[tuple[str, str], None] = {}
+    exact = True
+    with judge_estimator(config.judge, cache) as estimate:
+        for params in settings_list:
+            pairs, _, real = judged_pairs(space.trial_config(params), cache)
+            e = estimate(pairs, real)
+            settings.append(
+                {
+                    "params": params,
+                    "pairs": len(pairs),
+                    "open_pairs": e.open_pairs,
+                    **{k: getattr(e, k) for k in keys},
+                    "no_cache_calls_max": estimate(pairs, False).calls_max,
+                }
+            )
+            exact = exact and real
+            union.update(dict.fromkeys(pairs))
+        # Each figure over its own costliest settings: the most calls and the most tokens
+        # need not come from the same settings.
+        bound = {k: sum(sorted((d[k] for d in settings), reverse=True)[:n_trials]) for k in keys}
+        if exact and config.judge.mode != "listwise":
+            whole = estimate(list(union), True)
+            bound = {k: min(bound[k], getattr(whole, k)) for k in keys}
+    est: dict[str, Any] = {
+        "trials": n_trials,
+        "sampler": config.sweep.sampler,
+        "mode": config.judge.mode,
+        "exact_pairs": exact,
+        "settings_in_space": len(settings_list),
+        "judge_calls_max": bound["calls_max"],
+        "prompt_tokens_max": bound["prompt_tokens_max"],
+        "completion_tokens_max": bound["completion_tokens_max"],
+        "one_trial_calls_max": max((d["calls_max"] for d in settings), default=0),
+        "no_cache_calls_max": sum(
+            sorted((d["no_cache_calls_max"] for d in settings), reverse=True)[:n_trials]
+        ),
+        "settings": settings,
+    }
+    cost = judge_cost(config.judge, bound["prompt_tokens_max"], bound["completion_tokens_max"])
+    if cost is not None:
+        est["cost_usd_max"] = cost
+    return est

@@ -1,0 +1,228 @@
+"""A misbehaving OpenAI-compatible chat server on 127.0.0.1, for tests and benchmarks.
+
+`behave(n, prompt)` decides, for the n-th request (1-based) and its prompt text, what the
+server does: answer, answer garbage, rate-limit (429 with Retry-After), fail (500), or
+hang past the client's timeout. The server counts requests, requests in flight (and
+the most ever in flight) and the token usage it reported, so tests can check the
+client's accounting against it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import http.server
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Act:
+    """What the server does with one request: `kind` picks the behaviour, `text` is the
+    answer, `retry_after_s` the 429's Retry-After (None: no header), `hang_s` the hang.
+    """
+
+    kind: str = "answer"  # answer | garbage | 429 | 500 | hang | badjson
+    text: str = "yes"
+    retry_after_s: float | None = None
+    hang_s: float = 0.0
+
+
+def answer_yes(n: int, prompt: str) -> Act:
+    """Answer "yes" to everything."""
+    return Act()
+
+
+def fake_embeddings(request: dict) -> dict:
+    """An /embeddings answer: a deterministic 16-dimensional vector per input text (from
+    its sha256), so equal texts get equal vectors and different texts different ones."""
+    texts = request.get("input", [])
+    texts = [texts] if isinstance(texts, str) else texts
+    data = []
+    for i, text in enumerate(texts):
+        digest = hashlib.sha256(str(text).encode()).digest()
+        data.append(
+            {"object": "embedding", "index": i, "embedding": [b / 255 - 0.5 for b in digest[:16]]}
+        )
+    n = sum(len(str(t).split()) for t in texts)
+    return {
+        "object": "list",
+        "data": data,
+        "model": request.get("model", "fake"),
+        "usage": {"prompt_tokens": n, "total_tokens": n},
+    }
+
+
+_LIST = re.compile(r"Answer one line per passage, (\d+) lines")
+
+
+def answer_any(n: int, prompt: str) -> Act:
+    """A valid answer to every judge prompt format: "yes" to one criterion, both
+    criteria as two lines, and one line per passage for a list (relevant, not complete)."""
+    if "Answer exactly two lines" in prompt:
+        return Act(text="relevant: yes\ncomplete: no")
+    m = _LIST.search(prompt)
+    if m:
+        lines = [f"{i}: relevant=yes complete=no" for i in range(1, int(m.group(1)) + 1)]
+        return Act(text="\n".join(lines))
+    return Act()
+
+
+class FakeOpenAI:
+    """The fake server on a free loopback port, serving /chat/completions and /embeddings
+    while used as a context manager; its counters are safe to read from the test.
+    """
+
+    def __init__(
+        self,
+        behave: Callable[[int, str], Act] = answer_yes,
+        latency_s: float = 0.0,
+        refuse_logprobs: int | None = None,
+    ) -> None:
+        """`refuse_logprobs`: answer requests that ask for logprobs with this HTTP status
+        (llama-cpp-python's server answers 500 when started without --logits_all)."""
+        self.behave = behave
+        self.latency_s = latency_s
+        self.refuse_logprobs = refuse_logprobs
+        self.refused_logprobs = 0
+        self.requests = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.reported_prompt_tokens = 0
+        self.reported_completion_tokens = 0
+        self.answered = 0
+        self.kinds: dict[str, int] = {}
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            # Headers and body go out in separate writes; without TCP_NODELAY, Nagle and
+            # the client's delayed ACK add ~40 ms to every response.
+            disable_nagle_algorithm = True
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(body)  # the client may have given up (a provoked timeout)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                request = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.rstrip("/").endswith("/embeddings"):
+                    self._send(200, json.dumps(fake_embeddings(request)).encode())
+                    return
+                prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
+                with fake._lock:
+                    fake.requests += 1
+                    n = fake.requests
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                try:
+                    if fake.refuse_logprobs and request.get("logprobs"):
+                        with fake._lock:
+                            fake.refused_logprobs += 1
+                        self._send(
+                            fake.refuse_logprobs,
+                            b'{"error": {"message": "logprobs is not supported for models '
+                            b'created with logits_all=False"}}',
+                        )
+                        return
+                    act = fake.behave(n, prompt)
+                    with fake._lock:
+                        fake.kinds[act.kind] = fake.kinds.get(act.kind, 0) + 1
+                    time.sleep(fake.latency_s)
+                    if act.kind == "429":
+                        headers = (
+                            {"Retry-After": str(act.retry_after_s)}
+                            if act.retry_after_s is not None
+                            else {}
+                        )
+                        self._send(
+                            429,
+                            b'{"error": {"message": "rate limited", "type": "rate_limit"}}',
+                            headers,
+                        )
+                    elif act.kind == "500":
+                        self._send(500, b'{"error": {"message": "internal error"}}')
+                    elif act.kind == "hang":
+                        time.sleep(act.hang_s)
+                        self._send(500, b'{"error": {"message": "too late"}}')
+                    elif act.kind == "badjson":
+                        self._send(200, b"{this is not json")
+                    else:
+                        text = act.text if act.kind == "answer" else "banana split"
+                        prompt_tokens = len(prompt.split())
+                        body = {
+                            "id": f"fake-{n}",
+                            "object": "chat.completion",
+                            "created": int(time.time()),
+                            "model": request.get("model", "fake"),
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": text},
+                                }
+                            ],
+                            "usage": {
+                                "prompt_tokens": prompt_tokens,
+                                "completion_tokens": 1,
+                                "total_tokens": prompt_tokens + 1,
+                            },
+                        }
+                        with fake._lock:
+                            fake.reported_prompt_tokens += prompt_tokens
+                            fake.reported_completion_tokens += 1
+                            fake.answered += 1
+                        self._send(200, json.dumps(body).encode())
+                finally:
+                    with fake._lock:
+                        fake.in_flight -= 1
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL to give a client (ends in /v1)."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def main() -> None:
+    """Serve from its own process (for benchmarks), with LATENCY_S and TEXT as arguments:
+    `python -c "from harness.testing.fake_openai import main; main()" 0.05 yes`.
+    Prints the base URL, then serves until killed."""
+    import sys
+
+    latency = float(sys.argv[1]) if len(sys.argv) > 1 else 0.05
+    text = sys.argv[2] if len(sys.argv) > 2 else "no"
+    server = FakeOpenAI(lambda n, p: Act(text=text), latency_s=latency)
+    server._server.request_queue_size = 256
+    print(server.base_url, flush=True)
+    server._server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

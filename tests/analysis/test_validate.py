@@ -1,0 +1,247 @@
+"""Judge validation against human labels: agreement statistics by hand, PPI on a simulated
+bias, validate/label/export end to end, and our MRR against trec_eval's own code."""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pytest
+
+from harness import metrics as m
+from harness.analysis import export_trec, read_qrels, validate_run, validate_sweep
+from harness.cli import main
+from harness.config import load_experiment
+from harness.pipeline import run_experiment
+from tests.conftest import DATA, ScriptedJudge
+
+QRELS = DATA / "qrels.tsv"
+
+
+def test_confusion_and_kappa_by_hand():
+    judge = [True, True, False, False, True, False, True, True]
+    human = [True, False, False, True, True, False, True, False]
+    assert m.confusion(judge, human) == {"tp": 3, "fp": 2, "fn": 1, "tn": 2}
+    # p_o = 5/8; p_judge(yes) = 5/8, p_human(yes) = 4/8; p_e = 5/8*4/8 + 3/8*4/8 = 0.5
+    assert m.cohen_kappa(judge, human) == pytest.approx((5 / 8 - 0.5) / 0.5)
+    assert m.cohen_kappa([True, False], [True, False]) == 1.0
+    assert m.cohen_kappa([True, True], [True, True]) == 1.0  # p_e = 1, full agreement
+    assert m.cohen_kappa([True, False], [False, True]) == pytest.approx(-1.0)
+    with pytest.raises(ValueError):
+        m.cohen_kappa([], [])
+
+
+def test_kendall_tau_matches_scipy_with_ties():
+    from scipy.stats import kendalltau
+
+    rng = random.Random(1)
+    for _ in range(20):
+        x = [rng.choice([0.1, 0.2, 0.3, 0.4]) for _ in range(9)]
+        y = [rng.choice([0.1, 0.5, 0.9]) for _ in range(9)]
+        expected = kendalltau(x, y).statistic  # tau-b
+        got = m.kendall_tau(x, y)
+        assert got == pytest.approx(0.0 if expected != expected else expected)
+    assert m.kendall_tau([1, 2, 3], [1, 2, 3]) == 1.0
+    assert m.kendall_tau([1, 2, 3], [3, 2, 1]) == -1.0
+
+
+def test_bootstrap_mean_ci_contains_the_mean_and_shrinks_with_n():
+    low, high = m.bootstrap_mean_ci([0, 1] * 10)
+    assert low < 0.5 < high
+    low2, high2 = m.bootstrap_mean_ci([0, 1] * 500)
+    assert high2 - low2 < high - low
+    assert m.bootstrap_mean_ci([0.7]) == (0.7, 0.7)
+
+
+def test_ppi_removes_a_known_judge_bias():
+    """The judge says yes to every true yes and to 40% of the noes: biased up by ~0.2.
+    Over many simulated studies the corrected interval covers the truth about 95% of the
+    time and the naive judge-only figure never does."""
+    covered = naive_covered = 0
+    errors = []
+    for seed in range(60):
+        rng = random.Random(seed)
+        human_all = [float(rng.random() < 0.5) for _ in range(2000)]
+        judge_all = [1.0 if h else float(rng.random() < 0.4) for h in human_all]
+        labelled = rng.sample(range(2000), 200)
+        est, low, high = m.ppi_mean(
+            judge_all, [judge_all[i] for i in labelled], [human_all[i] for i in labelled]
+        )
+        truth = sum(human_all) / len(human_all)
+        covered += low <= truth <= high
+        naive = sum(judge_all) / len(judge_all)
+        naive_covered += abs(naive - truth) < (high - low) / 2
+        errors.append(abs(est - truth))
+    assert covered >= 52  # >= ~87% of 60 (nominal 95%)
+    assert naive_covered == 0
+    assert sum(errors) / len(errors) < 0.03
+
+
+@pytest.fixture
+def run_with_planted_disagreements(tmp_path, cache_dir):
+    class Contrary(ScriptedJudge):
+        """Denies every chunk of compost.md: planted disagreements with the labels."""
+
+        def grade(self, question, chunk_text, criterion, criterion_text):
+            v = super().grade(question, chunk_text, criterion, criterion_text)
+            if "Compost must be turned" in chunk_text or "Green waste" in chunk_text:
+                return type(v)(**{**v.to_dict(), "value": False})
+            return v
+
+    config = load_experiment(
+        DATA / "experiment.toml", [f"questions.qrels={str(QRELS)!r}".replace("'", '"')]
+    )
+    return run_experiment(config, results_dir=tmp_path, cache_dir=cache_dir, judge=Contrary())
+
+
+def test_validate_counts_agreement_and_metrics_both_ways(run_with_planted_disagreements):
+    run = run_with_planted_disagreements
+    qrels = read_qrels(QRELS)
+    res = validate_run(run, qrels)
+    # The same counts, computed independently from the log.
+    tp = fp = fn = tn = 0
+    for q in run.questions:
+        labels = qrels[q.question.question_id]
+        for h in q.hits:
+            human = labels.get(h.chunk.doc_id, 0) >= 1
+            judge = bool(h.verdict.relevant.value)
+            tp += judge and human
+            fp += judge and not human
+            fn += human and not judge
+            tn += not judge and not human
+    rel = res["agreement"]["relevant"]
+    assert rel["confusion"] == {"tp": tp, "fp": fp, "fn": fn, "tn": tn}
+    assert fn >= 1  # the planted disagreements on compost.md
+    assert rel["kappa"] == pytest.approx(
+        m.cohen_kappa(
+            [bool(h.verdict.relevant.value) for q in run.questions for h in q.hits],
+            [
+                qrels[q.question.question_id].get(h.chunk.doc_id, 0) >= 1
+                for q in run.questions
+                for h in q.hits
+            ],
+        )
+    )
+    assert rel["kappa_ci95"][0] <= rel["kappa"] <= rel["kappa_ci95"][1]
+    # graded labels: "complete" is checked against grade 2
+    assert res["binary_labels"] is False
+    comp = res["agreement"]["complete"]
+    assert comp["n"] == rel["n"]
+    # By the labels, the compost question is answered; by the contrary judge it is not.
+    assert res["metrics"]["human"]["hit_rate@3"] > res["metrics"]["judge"]["hit_rate@3"]
+    assert "hit_rate@3" in res["ppi"] and "mrr@3" in res["ppi"]
+
+
+def test_validate_cli_reads_qrels_from_the_experiment(run_with_planted_disagreements, capsys):
+    assert main(["validate", str(run_with_planted_disagreements.run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "kappa" in out and "relevant" in out and "label-corrected (PPI" in out
+
+
+def test_header_has_bootstrap_intervals(run_with_planted_disagreements):
+    h = run_with_planted_disagreements.header
+    for key in ("hit_rate@3", "mrr@3", "relevancy_mrr@1"):
+        low, high = h.metrics_ci[key]
+        assert low <= h.metrics[key] <= high
+
+
+def test_label_through_its_prompts(run_with_planted_disagreements, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "labels.tsv"
+    args = ["label", str(run_with_planted_disagreements.run_dir), "--sample", "10"]
+    # pair 1: relevant, complete; pair 2: relevant, not complete; pair 3: not relevant;
+    # pair 4: skipped; then a typo, then quit.
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\ny\ny\nn\nn\ns\nmaybe\nq\n"))
+    assert main([*args, "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == "query_id\tdoc_id\trelevance"
+    assert [line.split("\t")[2] for line in lines[1:]] == ["2", "1", "0"]
+    assert "please answer y, n, s or q" in capsys.readouterr().out
+    labels = read_qrels(out)  # chunk-level labels, which validate reads back
+    assert sum(len(v) for v in labels.values()) == 3
+    res = validate_run(run_with_planted_disagreements, labels, unjudged="skip")
+    assert res["agreement"]["relevant"]["n"] == 3
+    # labelling again skips what is already labelled
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\nq\n"))
+    assert main([*args, "--out", str(out)]) == 0
+    assert len(read_qrels(out)[next(iter(read_qrels(out)))]) >= 1
+    assert len(out.read_text().splitlines()) == 5
+
+
+def test_our_mrr_is_trec_evals_recip_rank(run_with_planted_disagreements, tmp_path):
+    import pytrec_eval
+
+    run = run_with_planted_disagreements
+    run_path, qrels_path = export_trec(run, tmp_path / "trec")
+    with open(run_path) as r, open(qrels_path) as q:
+        trec_run = pytrec_eval.parse_run(r)
+        trec_qrels = pytrec_eval.parse_qrel(q)
+    at2 = pytrec_eval.RelevanceEvaluator(trec_qrels, {"recip_rank"}, relevance_level=2).evaluate(
+        trec_run
+    )
+    at1 = pytrec_eval.RelevanceEvaluator(
+        trec_qrels, {"recip_rank", "P_3"}, relevance_level=1
+    ).evaluate(trec_run)
+    for q in run.questions:
+        qid = q.question.question_id
+        if qid not in at2:  # trec_eval skips questions with no judged chunk
+            continue
+        assert q.metrics["mrr@3"] == pytest.approx(at2[qid]["recip_rank"])
+        assert q.metrics["relevancy_mrr@3"] == pytest.approx(at1[qid]["recip_rank"])
+        assert q.metrics["precision@3"] == pytest.approx(at1[qid]["P_3"])
+
+
+def test_validate_sweep_kendall_tau(tmp_path):
+    from harness.sweep import run_sweep
+
+    config = load_experiment(DATA / "sweep.toml", ["sweep.pruner=none", "sweep.trials=4"])
+    log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
+    res = validate_sweep(log.sweep_dir, read_qrels(QRELS))
+    assert res["trials"] == 4
+    from scipy.stats import kendalltau
+
+    expected = kendalltau(
+        [r["judge"] for r in res["rows"]], [r["human"] for r in res["rows"]]
+    ).statistic
+    assert res["kendall_tau"] == pytest.approx(0.0 if expected != expected else expected)
+    assert res["top_by_judge"][0]["judge"] == max(r["judge"] for r in res["rows"])
+
+
+def test_judge_check_measures_wording_and_position_sensitivity(tmp_path, capsys):
+    from harness.testing import Act, FakeOpenAI
+
+    def behave(n, prompt):
+        if "<passage n=" in prompt:  # listwise: only the first position is ever relevant
+            count = prompt.count("<passage n=")
+            return Act(
+                text="\n".join(
+                    f"{i}: relevant={'yes' if i == 1 else 'no'} complete=no"
+                    for i in range(1, count + 1)
+                )
+            )
+        if prompt.startswith(("You check search results",)) or "Search result:" in prompt:
+            return Act(text="yes")  # the reworded prompt: yes to everything
+        return Act(text="yes" if ("swap" in prompt.lower() or "hive" in prompt.lower()) else "no")
+
+    with FakeOpenAI(behave) as server:
+        overrides = [
+            f"judge.base_url={server.base_url}",
+            "judge.model=fake",
+            f'questions.qrels="{QRELS}"',
+        ]
+        config = load_experiment(DATA / "experiment.toml", overrides)
+        run = run_experiment(config, results_dir=tmp_path, cache_dir=tmp_path / "c")
+        assert main(["judge-check", str(run.run_dir), "--sample", "18", "--format", "json",
+                     "--cache-dir", str(tmp_path / "c")]) == 0  # fmt: skip
+    import json
+
+    res = json.loads(capsys.readouterr().out)
+    judged = [h for q in run.questions for h in q.hits]
+    originally_no = sum(1 for h in judged if not h.verdict.relevant.value)
+    assert res["reworded"]["n"] == 18
+    assert res["reworded"]["relevant_flip_rate"] == pytest.approx(originally_no / 18)
+    # listwise: whichever chunk lands first is "relevant", so shuffling moves the yes around
+    so = res["shuffled_order"]
+    assert so["questions"] == 6 and so["n"] == 18
+    assert 0 < so["relevant_flip_rate"] <= 2 / 3
+    lb = res["length_bias"]
+    assert lb["human_relevant"]["n"] + lb["human_not_relevant"]["n"] == 18

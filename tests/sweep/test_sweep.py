@@ -1,0 +1,344 @@
+"""Sweeps on tests/data with a scripted judge: seeded runs, resume, pruning, failures."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+
+from harness.cli import main
+from harness.config import load_experiment
+from harness.judge import VerdictCache, verdict_key
+from harness.log import read_sweep
+from harness.sweep import SearchSpace, run_sweep
+from tests.conftest import DATA, ScriptedJudge
+
+SWEEP = DATA / "sweep.toml"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def params_of(log):
+    return [(t.number, t.state, t.params) for t in log.trials]
+
+
+def test_seeded_sweep_writes_its_log_and_is_reproducible(tmp_path):
+    config = load_experiment(SWEEP)
+    judge = ScriptedJudge()
+    log = run_sweep(config, results_dir=tmp_path / "a", cache_dir=tmp_path / "cache", judge=judge)
+    s = log.summary.to_dict()
+    assert s["status"] == "done"
+    assert s["objective"] == ["mrr@k"] and s["directions"] == ["maximize"]
+    assert len(log.trials) == 5
+    assert all(t.state in ("complete", "pruned") for t in log.trials)
+    # trial 0 is the experiment's own settings
+    assert log.trials[0].params == {
+        "chunk_size": 200,
+        "chunk_overlap": 20,
+        "k": 3,
+        "reranker": "none",
+        "embedder": "local-minilm",
+    }
+    for t in log.trials:
+        assert t.params["chunk_overlap"] < t.params["chunk_size"]
+        run_dir = Path(t.run_dir)
+        assert (run_dir / "header.json").is_file() and run_dir.parent.name == "trials"
+        header = json.loads((run_dir / "header.json").read_text())
+        assert header["config"]["chunking"]["chunk_size"] == t.params["chunk_size"]
+        assert header["ks"][-1] == t.params["k"]
+        if t.state == "complete":
+            assert t.values == [header["metrics"][f"mrr@{t.params['k']}"]]
+    best = s["best"][0]
+    complete = [t for t in log.trials if t.state == "complete"]
+    assert best["values"][0] == max(t.values[0] for t in complete)
+    st = s["stats"]
+    assert st["judge_calls"] == len(judge.calls)
+    assert st["distinct_verdicts"] <= st["judge_calls"] + st["judge_cache_hits"]
+    assert st["judge_calls"] <= st["distinct_verdicts"]  # never paid twice for one verdict
+    assert st["naive_calls"] > st["judge_calls"]
+    assert (log.sweep_dir / "optuna.db").is_file()
+
+    # Same seed, fresh folder, warm cache: the same trials, and nothing paid.
+    judge2 = ScriptedJudge()
+    again = run_sweep(
+        config, results_dir=tmp_path / "b", cache_dir=tmp_path / "cache", judge=judge2
+    )
+    assert params_of(again) == params_of(log)
+    assert judge2.calls == []
+    assert again.summary.to_dict()["stats"]["judge_calls"] == 0
+
+
+def test_conditional_overlap_never_reaches_chunk_size():
+    config = load_experiment(
+        SWEEP,
+        [
+            "sweep.space.chunk_size=[40, 60, 100]",
+            "sweep.space.chunk_overlap={low=0, high=200, step=30}",
+        ],
+    )
+    for sampler in (optuna.samplers.TPESampler(seed=1), optuna.samplers.BruteForceSampler(seed=1)):
+        study = optuna.create_study(sampler=sampler)
+        seen: list[tuple[int, int]] = []
+
+        def objective(trial, seen=seen):
+            p = SearchSpace(config).suggest(trial)
+            seen.append((p["chunk_size"], p["chunk_overlap"]))
+            return 0.0
+
+        study.optimize(objective, n_trials=60)
+        assert seen and all(0 <= o < size and o % 30 == 0 for size, o in seen)
+        assert {size for size, _ in seen} == {40, 60, 100}
+    assert (100, 90) in seen  # the grid reaches the top of each size's range
+
+
+def test_failed_trials_are_recorded_and_the_sweep_goes_on(tmp_path):
+    class FailsOnBigChunks(ScriptedJudge):
+        def grade(self, question, chunk_text, criterion, criterion_text):
+            if len(chunk_text) > 200:
+                raise RuntimeError("judge fell over on a long chunk")
+            return super().grade(question, chunk_text, criterion, criterion_text)
+
+    config = load_experiment(SWEEP, ["sweep.trials=6", "sweep.space.chunk_size=[120, 300]"])
+    log = run_sweep(
+        config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=FailsOnBigChunks()
+    )
+    failed = [t for t in log.trials if t.state == "failed"]
+    ok = [t for t in log.trials if t.state in ("complete", "pruned")]
+    assert failed and ok
+    assert all(t.params["chunk_size"] == 300 for t in failed)
+    assert all("judge fell over" in t.error for t in failed)
+    assert log.summary.to_dict()["status"] == "done" and log.summary.to_dict()["counts"][
+        "failed"
+    ] == len(failed)
+
+
+def test_pruning_stops_a_hopeless_setting_early(tmp_path):
+    # chunk_size 25 cuts every answer apart: no chunk is ever complete, mrr is 0.
+    config = load_experiment(
+        SWEEP,
+        [
+            "sweep.trials=8",
+            "sweep.space.chunk_size=[25, 200]",
+            "sweep.space.k=[3]",
+            "sweep.space.chunk_overlap={low=0, high=0, step=1}",
+            "sweep.batches=[0.34, 0.67, 1.0]",
+        ],
+    )
+    log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
+    pruned = [t for t in log.trials if t.state == "pruned"]
+    assert pruned, params_of(log)
+    assert all(t.params["chunk_size"] == 25 for t in pruned)
+    assert all(t.questions_done < 6 for t in pruned)  # stopped before the last batch
+    header = json.loads((Path(pruned[0].run_dir) / "header.json").read_text())
+    assert header["status"] == "pruned"
+    lines = (Path(pruned[0].run_dir) / "questions.jsonl").read_text().splitlines()
+    assert len(lines) == pruned[0].questions_done  # the questions it did finish are kept
+
+
+def test_two_objectives_give_a_pareto_front(tmp_path):
+    config = load_experiment(
+        SWEEP, ["sweep.objective=['mrr@k', 'context_chars@k']", "sweep.trials=6"]
+    )
+    log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
+    s = log.summary.to_dict()
+    assert s["directions"] == ["maximize", "minimize"]
+    front = s["best"]
+    assert front
+    complete = [t for t in log.trials if t.state == "complete"]
+    for f in front:  # nothing complete dominates a front member
+        for t in complete:
+            better_or_equal = t.values[0] >= f["values"][0] and t.values[1] <= f["values"][1]
+            assert not (better_or_equal and t.values != f["values"])
+
+
+class InterruptAfter(ScriptedJudge):
+    """Raises KeyboardInterrupt (as Ctrl-C would) on the n-th grade call."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+        self.paid = []
+
+    def grade(self, question, chunk_text, criterion, criterion_text):
+        if len(self.paid) + 1 >= self.n:
+            raise KeyboardInterrupt
+        verdict = super().grade(question, chunk_text, criterion, criterion_text)
+        self.paid.append((question, chunk_text, criterion))
+        return verdict
+
+
+def test_resume_after_ctrl_c_loses_nothing_and_pays_nothing_twice(tmp_path):
+    config = load_experiment(SWEEP, ["judge.concurrency=1", "sweep.trials=4"])
+    first = InterruptAfter(40)  # trials 0 and 1 pay 27 calls, trial 2 pays 25 more
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=first)
+    (sweep_dir,) = tmp_path.glob("tiny-sweep-sweep-*")
+    before = read_sweep(sweep_dir)
+    assert before.summary.to_dict()["status"] == "interrupted"
+    finished = [t for t in before.trials if t.state in ("complete", "pruned")]
+    cut = [t for t in before.trials if t.state == "interrupted"]
+    assert finished and len(cut) == 1
+
+    second = ScriptedJudge()
+    after = run_sweep(config, cache_dir=tmp_path / "c", resume=sweep_dir, judge=second)
+    assert after.summary.to_dict()["status"] == "done"
+    # Finished trials are kept as they were.
+    by_number = {t.number: t for t in after.trials}
+    for t in finished:
+        assert by_number[t.number] == t
+    assert sum(1 for t in after.trials if t.state in ("complete", "pruned")) == 4
+    # The cut-short trial's settings ran again as a new trial.
+    assert any(
+        t.params == cut[0].params and t.number > cut[0].number
+        for t in after.trials
+        if t.state in ("complete", "pruned")
+    )
+    # No verdict paid twice.
+    assert not set(first.paid) & set(second.calls)
+
+
+KILL_SCRIPT = """
+import sys, time
+sys.path.insert(0, {root!r})
+from tests.conftest import ScriptedJudge
+from harness.config import load_experiment
+from harness.sweep import run_sweep
+
+class Slow(ScriptedJudge):
+    def grade(self, *a):
+        time.sleep(0.05)
+        return super().grade(*a)
+
+config = load_experiment({sweep!r}, ["judge.concurrency=1", "sweep.trials=4"])
+run_sweep(config, results_dir={results!r}, cache_dir={cache!r}, judge=Slow())
+"""
+
+
+def test_resume_after_kill_9(tmp_path):
+    results, cache = tmp_path / "r", tmp_path / "c"
+    script = KILL_SCRIPT.format(
+        root=str(ROOT), sweep=str(SWEEP), results=str(results), cache=str(cache)
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            lines = list(results.glob("*/trials.jsonl"))
+            if lines and len(lines[0].read_text().splitlines()) >= 1:
+                # a trial is finished; let the next one start, then kill -9 mid-trial
+                time.sleep(1.0)
+                break
+            assert proc.poll() is None, "the sweep ended before it could be killed"
+            time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    (sweep_dir,) = results.iterdir()
+    before = read_sweep(sweep_dir)
+    assert before.summary.to_dict()["status"] == "running"  # it never got to say otherwise
+    finished = [t for t in before.trials if t.state in ("complete", "pruned")]
+    assert finished
+    vc = VerdictCache(cache / "verdicts.sqlite")
+    paid_before = len(vc)
+    assert paid_before > 0
+
+    judge = ScriptedJudge()
+    after = run_sweep(
+        load_experiment(SWEEP, ["judge.concurrency=1", "sweep.trials=4"]),
+        cache_dir=cache,
+        resume=sweep_dir,
+        judge=judge,
+    )
+    assert after.summary.to_dict()["status"] == "done"
+    by_number = {t.number: t for t in after.trials}
+    for t in finished:
+        assert by_number[t.number] == t
+    assert sum(1 for t in after.trials if t.state in ("complete", "pruned")) == 4
+    # Every verdict the killed process paid for came from the cache, not the judge again.
+    for q, chunk, crit in judge.calls:
+        criteria = load_experiment(SWEEP).judge.criteria
+        assert vc.get(verdict_key(judge.identity(), getattr(criteria, crit), q, chunk)) is not None
+    assert len(vc) == paid_before + len(set(judge.calls))
+
+
+def test_list_compare_and_show_read_what_sweep_wrote(tmp_path, capsys):
+    config = load_experiment(SWEEP, ["sweep.trials=3", "sweep.pruner=none"])
+    log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
+    assert main(["list", str(tmp_path), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["kind"] == "sweep" and rows[0]["counts"]["complete"] == 3
+    assert rows[0]["best_trial"] == log.summary.to_dict()["best"][0]["number"]
+
+    a, b = (str(Path(t.run_dir)) for t in log.trials[:2])
+    assert main(["compare", a, f"{log.sweep_dir}:1", "--format", "json"]) == 0
+    comp = json.loads(capsys.readouterr().out)
+    assert comp["shared_questions"] == 6
+    assert {d["metric"] for d in comp["differences"]} >= {
+        f"mrr@{comp['k']}",
+        f"hit_rate@{comp['k']}",
+    }
+    assert main(["compare", a, b]) == 0
+    out = capsys.readouterr().out
+    assert "paired bootstrap" in out and "[1]-[0]" in out
+
+    assert main(["show", str(log.sweep_dir)]) == 0
+    assert "best: trial" in capsys.readouterr().out
+    assert main(["show", b, "--question", "hive"]) == 0
+    assert "[hive]" in capsys.readouterr().out
+    assert main(["list", str(tmp_path)]) == 0
+    assert "sweep" in capsys.readouterr().out
+
+
+def test_sweep_dry_run_bounds_what_the_sweep_pays(tmp_path, capsys):
+    """A grid over the whole space against an endpoint that says yes to everything pays
+    exactly the bound: every open pair once, "complete" included."""
+    from harness.sweep import SearchSpace, estimate_sweep
+    from harness.testing import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        overrides = [
+            f"judge.base_url={server.base_url}",
+            "judge.model=fake",
+            "judge.price_prompt_per_mtok=1",
+            "sweep.sampler=grid",
+            "sweep.pruner=none",
+            "sweep.baseline=false",
+        ]
+        config = load_experiment(SWEEP, overrides)
+        space = SearchSpace(config).enumerate()
+        assert len(space) == 3 * 4 * 2  # sizes x overlaps 0..60 (all below 120) x k
+        cache = tmp_path / "cache"
+        est = estimate_sweep(config, cache_dir=cache, trials=len(space))
+        assert server.requests == 0 and est["exact_pairs"]
+        assert est["settings_in_space"] == len(space)
+        assert est["judge_calls_max"] < est["no_cache_calls_max"]
+        assert est["one_trial_calls_max"] == 2 * 6 * 3  # 6 questions x k=3, both criteria
+        assert est["cost_usd_max"] > 0
+        log = run_sweep(config, results_dir=tmp_path, cache_dir=cache, trials=len(space))
+        visited = [t.params for t in log.trials]
+        assert sorted(map(str, visited)) == sorted(map(str, space))  # the grid is the space
+        assert (
+            log.summary.to_dict()["stats"]["judge_calls"]
+            == est["judge_calls_max"]
+            == server.requests
+        )
+        # Fewer trials: the costliest settings bound it; afterwards nothing is left to pay.
+        assert estimate_sweep(config, cache_dir=cache, trials=2)["judge_calls_max"] == 0
+        args = ["sweep", str(SWEEP), "--dry-run", "--cache-dir", str(cache)]
+        for o in overrides:
+            args += ["--set", o]
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        assert "judge calls: at most 0" in out and "chunk_size=120" in out
+    fresh = estimate_sweep(config, cache_dir=tmp_path / "other", trials=2)
+    assert fresh["judge_calls_max"] == 2 * 36  # the two costliest settings, nothing cached
