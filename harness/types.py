@@ -123,13 +123,22 @@ class CriterionVerdict:
     `value` is None exactly when `error` is set: a failed verdict is never "no".
     `p_yes` is the judge's probability of "yes" when the endpoint returns logprobs.
     `calls`, tokens and `latency_s` are what this verdict cost when it was paid for (a
-    re-ask after malformed output is a second call); `cached` marks a verdict read from
-    the cache in this run, which cost nothing here.
+    re-ask after malformed output is a second call; `calls` counts every HTTP request,
+    retried and failed ones included, `latency_s` only answered ones); `cached` marks a
+    verdict read from the cache in this run, which cost nothing here.
     """
 
     criterion: str
     value: bool | None
     p_yes: float | None = None
+    p_raw: float | None = None
+    """The judge's own P(yes) when a calibration replaced `p_yes` (and set `value` from
+    it); None when no calibration was applied. The verdict cache always holds the raw."""
+    distribution: tuple[float, ...] | None = None
+    """Graded judging: P(grade = 0, 1, 2, 3). `p_yes` is then P(grade >= the cut-off of
+    this criterion), so "complete"'s p_yes is already P(relevant and complete)."""
+    evidence: str | None = None
+    """Extractive judging: the passage's sentence the judge copied as the answer."""
     reason: str = ""
     raw: str = ""
     error: str | None = None
@@ -139,6 +148,9 @@ class CriterionVerdict:
     completion_tokens: int = 0
     latency_s: float = 0.0
     retries: int = 0
+    failed_attempts: int = 0
+    """Of `calls`, the HTTP requests that brought no usable answer (429, 5xx, timeouts,
+    dropped connections, malformed 200s), booked on error verdicts and successful alike."""
 
     def to_dict(self) -> dict[str, Any]:
         """This record as plain JSON values."""
@@ -147,7 +159,21 @@ class CriterionVerdict:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CriterionVerdict:
         """The record back from `to_dict()`."""
-        return cls(**d)
+        dist = d.get("distribution")
+        return cls(**{**d, "distribution": tuple(dist) if dist is not None else None})
+
+    @property
+    def asked(self) -> bool:
+        """False for the implied "no" of a "complete" never asked (pointwise judging asks
+        it only of relevant chunks)."""
+        return not self.reason.startswith("not asked")
+
+    @property
+    def probability(self) -> float | None:
+        """P(yes): the judge's probability, else its answer as 0 or 1; None if it failed."""
+        if self.error is not None or self.value is None:
+            return None
+        return self.p_yes if self.p_yes is not None else float(self.value)
 
 
 @dataclass(frozen=True)
@@ -156,6 +182,25 @@ class Verdict:
 
     relevant: CriterionVerdict
     complete: CriterionVerdict
+
+    def probabilities(self) -> tuple[float, float] | None:
+        """(P(relevant), P(relevant and complete)) for soft metrics; None if judging failed.
+
+        Graded judging gives the joint probability directly (P(grade >= 2)); the other
+        modes ask "complete" of a relevant chunk, so it is P(relevant) x P(complete), and
+        a "complete" never asked (judged not relevant) counts as 0.
+        """
+        p_rel = self.relevant.probability
+        if p_rel is None or self.complete.error is not None:
+            return None
+        if not self.complete.asked:
+            return p_rel, 0.0
+        p_comp = self.complete.probability
+        if p_comp is None:
+            return None
+        if self.complete.distribution is not None:
+            return p_rel, min(p_comp, p_rel)
+        return p_rel, p_rel * p_comp
 
     @property
     def error(self) -> str | None:
@@ -196,13 +241,17 @@ class JudgedHit:
     hit: Hit
     chunk: Chunk
     verdict: Verdict
+    flags: tuple[str, ...] = ()
+    """What a reader should know about the chunk, e.g. "addresses the grader: <the
+    sentence>" for text that tries to instruct the judge."""
 
     def to_dict(self) -> dict[str, Any]:
-        """This record as plain JSON values."""
+        """This record as plain JSON values (flags only where there are some)."""
         return {
             "hit": self.hit.to_dict(),
             "chunk": self.chunk.to_dict(),
             "verdict": self.verdict.to_dict(),
+            **({"flags": list(self.flags)} if self.flags else {}),
         }
 
     @classmethod
@@ -212,6 +261,7 @@ class JudgedHit:
             hit=Hit.from_dict(d["hit"]),
             chunk=Chunk.from_dict(d["chunk"]),
             verdict=Verdict.from_dict(d["verdict"]),
+            flags=tuple(d.get("flags", ())),
         )
 
 

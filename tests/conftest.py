@@ -13,6 +13,9 @@ from harness import testing
 DATA = Path(__file__).parent / "data"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Cache rows are signed with a per-user key: the suite (and the processes it starts) uses
+# this one rather than creating ~/.config/harness/cache.key in the real home.
+os.environ.setdefault("HARNESS_CACHE_KEY", "harness-test-suite-cache-key")
 
 
 class ScriptedJudge(testing.ScriptedJudge):

@@ -90,7 +90,8 @@ def compare_runs(
     common_k = (
         min(max(r.header.ks) for r in runs if r.header.ks) if all(r.header.ks for r in runs) else 0
     )
-    k = k or common_k
+    if k is None:  # 0 is not "the default": it is refused below
+        k = common_k
     if k < 1 or k > common_k:
         raise HarnessError(f"--k: expected 1..{common_k} (the largest k every run has), got {k}")
     names = [str(r.run_dir) for r in runs]

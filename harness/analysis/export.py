@@ -17,6 +17,10 @@ def export_trec(
     that sort by score keep our order) and qrels.trec (`qid 0 chunk_id grade`, the
     judge's 0/1/2 for every judged chunk; failed verdicts are left out)."""
     folder = Path(out_dir)
+    if folder.exists() and not folder.is_dir():
+        raise HarnessError(
+            f"{folder}: --out: expected a folder for run.trec and qrels.trec, not a file"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     run_path, qrels_path = folder / "run.trec", folder / "qrels.trec"
     with open(run_path, "w") as r, open(qrels_path, "w") as g:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.analysis.validate import read_qrels
+from harness.errors import HarnessError
 from harness.log import RunLog
 from harness.types import JudgedHit, QuestionResult
 
@@ -24,6 +25,8 @@ def label_run(
     """Ask about up to `sample` pairs not yet in `out`, in a seeded random order, and
     append each answer as `query_id chunk_id grade` the moment it is given. Returns how
     many labels were written."""
+    if sample < 1:
+        raise HarnessError(f"--sample: expected a positive number of pairs, got {sample}")
     path = Path(out)
     done: set[tuple[str, str]] = set()
     if path.is_file():

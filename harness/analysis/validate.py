@@ -16,6 +16,7 @@ is relevance itself, and the report says so.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from harness import metrics as m
+from harness.corpus import read_text_file
 from harness.errors import ConfigError, HarnessError
 from harness.log import RunLog, read_run, read_sweep
 from harness.types import JudgedHit
@@ -30,18 +32,35 @@ from harness.types import JudgedHit
 Qrels = dict[str, dict[str, int]]
 
 
+def _number(text: str) -> float | None:
+    """`text` as a finite number, or None."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
 def read_qrels(path: str | os.PathLike[str]) -> Qrels:
-    """query id -> (chunk or document id) -> grade."""
+    """query id -> (chunk or document id) -> grade.
+
+    The first row is a header only when its last column is not a number; a grade may be
+    written as an integer-valued float (`1.0`). Raises ConfigError naming the file and
+    line for anything else: a non-integer grade, a wrong row, a binary or non-UTF-8 file.
+    """
     p = Path(path)
     if not p.is_file():
         raise ConfigError(str(p), "qrels", "qrels file not found")
     out: Qrels = {}
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+    first = True
+    for n, line in enumerate(read_text_file(p, "qrels").splitlines(), 1):
         parts = line.split()
         if not parts or line.startswith("#"):
             continue
-        if n == 1 and not parts[-1].lstrip("-").isdigit():
+        if first and _number(parts[-1]) is None:
+            first = False
             continue  # a header such as "query_id doc_id relevance"
+        first = False
         if len(parts) == 4:  # TREC: qid iteration id relevance
             qid, _, did, rel = parts
         elif len(parts) == 3:
@@ -50,12 +69,10 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
             raise ConfigError(
                 f"{p}:{n}", "", "expected 'query_id doc_id relevance' (or TREC's 4 columns)"
             )
-        try:
-            out.setdefault(qid, {})[did] = int(rel)
-        except ValueError:
-            raise ConfigError(
-                f"{p}:{n}", "relevance", f"expected an integer, got {rel!r}"
-            ) from None
+        grade = _number(rel)
+        if grade is None or not grade.is_integer():
+            raise ConfigError(f"{p}:{n}", "relevance", f"expected an integer grade, got {rel!r}")
+        out.setdefault(qid, {})[did] = int(grade)
     if not out:
         raise ConfigError(str(p), "qrels", "the file holds no labels")
     return out
@@ -107,12 +124,42 @@ def _agreement(by_question: list[tuple[list[bool], list[bool]]]) -> dict[str, An
     }
 
 
+def default_cuts(qrels: Qrels) -> tuple[int, int]:
+    """(relevant, complete) grade cut-offs of the labels when none are given: relevant
+    from grade 1, complete from grade 2 (the TREC convention for graded labels; `harness
+    label` writes 0/1/2); with binary labels complete falls back to relevance."""
+    return 1, min(2, max_grade(qrels))
+
+
 def validate_run(
-    run: RunLog, qrels: Qrels, *, k: int | None = None, unjudged: str = "irrelevant"
+    run: RunLog,
+    qrels: Qrels,
+    *,
+    k: int | None = None,
+    unjudged: str = "irrelevant",
+    relevant_grade: int | None = None,
+    complete_grade: int | None = None,
 ) -> dict[str, Any]:
-    """Agreement of a run's verdicts with human labels, and the metrics both ways."""
-    top = max_grade(qrels)
-    k = k or (max(run.header.ks) if run.header.ks else 1)
+    """Agreement of a run's verdicts with human labels, and the metrics both ways.
+
+    A label counts as relevant from `relevant_grade` and as complete from
+    `complete_grade` (default: `default_cuts`). Besides the yes/no agreement, the AUC
+    of the judge's P(yes) against the labels says how well its probabilities rank the
+    chunks, whatever cut a calibration would choose."""
+    rel_cut, top = default_cuts(qrels)
+    rel_cut = relevant_grade if relevant_grade is not None else rel_cut
+    top = complete_grade if complete_grade is not None else top
+    if not 0 < rel_cut <= top:
+        raise HarnessError(
+            f"--relevant-grade and --complete-grade: expected 1 <= relevant <= complete, got "
+            f"{rel_cut} and {top}"
+        )
+    scored: dict[str, list[tuple[float, bool]]] = {"relevant": [], "complete": []}
+    run_k = max(run.header.ks) if run.header.ks else 1
+    if k is None:  # 0 is not "the default": it is refused below
+        k = run_k
+    if not 1 <= k <= run_k:
+        raise HarnessError(f"--k: expected 1..{run_k} (the run's k), got {k}")
     rel_pairs: list[tuple[list[bool], list[bool]]] = []
     comp_pairs: list[tuple[list[bool], list[bool]]] = []
     judge_q: dict[str, dict[str, float]] = {}
@@ -132,14 +179,18 @@ def validate_run(
                 skipped += 1
                 continue
             jr.append(bool(h.verdict.relevant.value))
-            hr.append(g >= 1)
+            hr.append(g >= rel_cut)
             jc.append(h.verdict.grade == 2)
             hc.append(g >= top)
+            p = h.verdict.probabilities()
+            if p is not None:
+                scored["relevant"].append((p[0], g >= rel_cut))
+                scored["complete"].append((p[1], g >= top))
         rel_pairs.append((jr, hr))
         comp_pairs.append((jc, hc))
         lengths = [len(h.chunk.text) for h in q.hits]
         human_scale = [
-            None if g is None else (2 if g >= top else 1 if g >= 1 else 0) for g in grades_h
+            None if g is None else (2 if g >= top else 1 if g >= rel_cut else 0) for g in grades_h
         ]
         human_q[q.question.question_id] = m.question_metrics(human_scale, lengths, range(1, k + 1))
         judge_q[q.question.question_id] = q.metrics
@@ -156,8 +207,16 @@ def validate_run(
         "questions_in_run": len(run.questions),
         "pairs_skipped": skipped,
         "unjudged": unjudged,
-        "binary_labels": top == 1,
-        "agreement": {"relevant": _agreement(rel_pairs), "complete": _agreement(comp_pairs)},
+        "binary_labels": max_grade(qrels) == 1,
+        "relevant_grade": rel_cut,
+        "complete_grade": top,
+        "agreement": {
+            name: {
+                **_agreement(pairs),
+                "auc": m.auc([p for p, _ in scored[name]], [y for _, y in scored[name]]),
+            }
+            for name, pairs in (("relevant", rel_pairs), ("complete", comp_pairs))
+        },
         "metrics": {
             "judge": m.aggregate([judge_q[q] for q in shared], ks),
             "human": m.aggregate([human_q[q] for q in shared], ks),
@@ -190,17 +249,28 @@ def validate_sweep(
     *,
     metric: str = "mrr",
     unjudged: str = "irrelevant",
+    relevant_grade: int | None = None,
+    complete_grade: int | None = None,
 ) -> dict[str, Any]:
     """Kendall tau between the judge's and the labels' ranking of a sweep's complete trials
-    (each at its own k), and the top configurations of each side."""
+    (each at its own k), and the top configurations of each side. The labels' cut-offs
+    are `validate_run`'s."""
     sweep = read_sweep(sweep_dir)
     rows = []
     for t in sweep.trials:
         if t.state != "complete":
             continue
         run = read_run(t.run_dir)
-        k = int(t.params["k"])
-        v = validate_run(run, qrels, k=k, unjudged=unjudged)
+        # a trial's k above its corpus's chunks was lowered to their number in the run
+        k = min(int(t.params["k"]), max(run.header.ks, default=1))
+        v = validate_run(
+            run,
+            qrels,
+            k=k,
+            unjudged=unjudged,
+            relevant_grade=relevant_grade,
+            complete_grade=complete_grade,
+        )
         key = f"{metric}@{k}"
         j, h = v["metrics"]["judge"].get(key), v["metrics"]["human"].get(key)
         if j is not None and h is not None:

@@ -7,11 +7,11 @@
     harness compare RUN_OR_TRIAL RUN_OR_TRIAL ... [--k K] [--metric NAME]
     harness validate RUN_OR_SWEEP [--qrels FILE] [--k K]
     harness label RUN_OR_TRIAL [--sample N] [--out FILE]
-    harness judge-check RUN_OR_TRIAL [--sample N] [--qrels FILE]
+    harness judge-check RUN_OR_TRIAL [--sample N] [--qrels FILE] [--experiment FILE] [--set k=v]
     harness export RUN_OR_TRIAL --out DIR
 
 Every command takes --format text|json. User errors print one line to stderr and exit 2;
-Ctrl-C exits 130 with every finished result kept.
+Ctrl-C exits 130 and SIGTERM 143, with every finished result kept.
 
 This entry point is the only place that sets process-wide state: logging, warnings
 filters and environment defaults. The library never does.
@@ -21,29 +21,50 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
+import traceback
 import warnings
 from collections.abc import Sequence
+from types import TracebackType
 from typing import Any
 
 from loguru import logger
 
 from harness.cli import inspect, labels, runs
-from harness.errors import HarnessError
+from harness.errors import HarnessError, os_error_message
+from harness.secrets import redact, remember_environment, remember_url
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+# 128 + SIGTERM, not 130: shells, `timeout` and service managers read 128+N as "ended by
+# signal N", and a SIGTERM from a supervisor should not be reported as the user's Ctrl-C.
+EXIT_TERMINATED = 143
 
 USER_AGENT = "harness-retrieval-tuning/0.1 (offline-first)"
 
 
+def _redacted_excepthook(
+    exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
+) -> None:
+    """A bug keeps its traceback, without the secrets its messages may hold."""
+    sys.stderr.write(redact("".join(traceback.format_exception(exc_type, exc, tb))))
+
+
 def _setup_process(verbosity: int) -> None:
-    """Logging to stderr, quiet third-party noise, offline model loading by default."""
+    """Logging to stderr, quiet third-party noise, offline model loading by default;
+    secrets in the environment remembered, so no text leaving the process shows them."""
+    # Values of variables named like a secret (KEY, TOKEN, SECRET, PASSWORD) and the
+    # credentials in a judge URL from the environment: `redact` masks them everywhere.
+    remember_environment(os.environ)
+    remember_url(os.environ.get("HARNESS_JUDGE_BASE_URL"))
+    sys.excepthook = _redacted_excepthook
     logger.remove()
     level = {-1: "WARNING", 0: "INFO"}.get(verbosity, "DEBUG")
     # Resolve sys.stderr at each write: whoever swapped it (a test, a notebook) may close it.
     logger.add(
-        lambda message: sys.stderr.write(message),
+        lambda message: sys.stderr.write(redact(message)),
         level=level,
         format="<green>{time:HH:mm:ss}</green> {message}",
         colorize=False,
@@ -80,19 +101,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated:
+    """A SIGTERM handler that stops the command the way Ctrl-C does.
+
+    It raises KeyboardInterrupt in the main thread, so the interrupted path runs: headers
+    say "interrupted" with their stats, finished results stay, a local judge server is
+    stopped. Later SIGTERMs are ignored while that cleanup runs; a second interrupt in the
+    middle of it could leave a header saying "running".
+    """
+
+    def __init__(self) -> None:
+        self.received = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if not self.received:
+            self.received = True
+            raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, run one command, and turn user errors into one line and exit status 2."""
     parser = build_parser()
     args = parser.parse_args(argv)
     _setup_process(args.verbosity)
+    terminated = _Terminated()
+    # Signal handlers can only be set from the main thread (main() may be called elsewhere).
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, terminated) if in_main else None
     try:
         return int(args.func(args))
     except HarnessError as exc:
-        print(f"harness: error: {exc}", file=sys.stderr)
+        print(f"harness: error: {redact(str(exc))}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except OSError as exc:
+        # The one place file-system trouble becomes one line: a read-only results, cache
+        # or home folder, a full disk, a path that is a file. The run's header already
+        # says "failed" if it could be written.
+        print(f"harness: error: {redact(os_error_message(exc))}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
-        print("harness: interrupted; finished results and paid verdicts are kept", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        word = "terminated" if terminated.received else "interrupted"
+        print(f"harness: {word}; finished results and paid verdicts are kept", file=sys.stderr)
+        return EXIT_TERMINATED if terminated.received else EXIT_INTERRUPTED
+    finally:
+        if in_main:  # None: a handler set outside Python, which cannot be put back
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _entry() -> Any:

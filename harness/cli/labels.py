@@ -5,9 +5,24 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.cli.options import cache_dir_option, emit, format_option, results_dir_option
+from harness.analysis.validate import default_cuts
+from harness.cli.options import (
+    cache_dir_option,
+    emit,
+    format_option,
+    positive_int,
+    results_dir_option,
+)
 from harness.errors import HarnessError
-from harness.log import HEADER, RunHeader, find_sweep_dir, read_header, read_run, resolve_run_dir
+from harness.log import (
+    HEADER,
+    RunHeader,
+    RunLog,
+    find_sweep_dir,
+    read_header,
+    read_run,
+    resolve_run_dir,
+)
 from harness.report import text
 from harness.types import JudgedHit, QuestionResult
 
@@ -17,6 +32,54 @@ def _qrels_path(arg: str | None, header: RunHeader | None) -> str:
     if not path:
         raise HarnessError("give --qrels FILE (or set questions.qrels in the experiment)")
     return str(path)
+
+
+def grade_options(p: argparse.ArgumentParser) -> None:
+    """--relevant-grade and --complete-grade: where graded labels start to count."""
+    p.add_argument(
+        "--relevant-grade",
+        type=int,
+        help="lowest label grade that counts as relevant (default: 1)",
+    )
+    p.add_argument(
+        "--complete-grade",
+        type=int,
+        help="lowest label grade that counts as complete (default: 2, or 1 for binary labels)",
+    )
+
+
+def _runs_of(target: str, results_dir: str) -> tuple[list[RunLog], RunHeader | None]:
+    """The run, or every trial's run of a sweep, and a header to find the qrels in."""
+    sweep_dir = find_sweep_dir(target, results_dir)
+    if sweep_dir is None:
+        run = read_run(resolve_run_dir(target, results_dir))
+        return [run], run.header
+    runs = [read_run(p) for p in sorted((sweep_dir / "trials").glob("*")) if (p / HEADER).is_file()]
+    return runs, runs[0].header if runs else None
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Fit a calibration of the judge on labelled pairs of a run or sweep and write it."""
+    from harness.analysis import calibrate, read_qrels
+    from harness.judge.calibration import write_calibration
+
+    runs, header = _runs_of(args.target, args.results_dir)
+    qrels_path = _qrels_path(args.qrels, header)
+    qrels = read_qrels(qrels_path)
+    rel_default, comp_default = default_cuts(qrels)
+    cal = calibrate(
+        runs,
+        qrels,
+        relevant_grade=args.relevant_grade or rel_default,
+        complete_grade=args.complete_grade or comp_default,
+        source={"target": str(args.target), "qrels": str(qrels_path), "runs": len(runs)},
+    )
+    if not cal.criteria:
+        raise HarnessError(
+            f"{args.target}: no labelled chunk has a probability (the judge gave no logprobs?)"
+        )
+    path = write_calibration(cal, args.out)
+    return emit(args, {"out": str(path), **cal.to_dict()}, text.format_calibration(cal, path))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -33,11 +96,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if (p / HEADER).is_file()
         ]
         qrels = read_qrels(_qrels_path(args.qrels, headers[0] if headers else None))
-        res = validate_sweep(sweep_dir, qrels, metric=args.metric, unjudged=args.unjudged)
+        res = validate_sweep(
+            sweep_dir,
+            qrels,
+            metric=args.metric,
+            unjudged=args.unjudged,
+            relevant_grade=args.relevant_grade,
+            complete_grade=args.complete_grade,
+        )
         return emit(args, res, text.format_validate_sweep(res, str(sweep_dir)))
     run = read_run(resolve_run_dir(args.target, args.results_dir))
     qrels = read_qrels(_qrels_path(args.qrels, run.header))
-    res = validate_run(run, qrels, k=args.k, unjudged=args.unjudged)
+    res = validate_run(
+        run,
+        qrels,
+        k=args.k,
+        unjudged=args.unjudged,
+        relevant_grade=args.relevant_grade,
+        complete_grade=args.complete_grade,
+    )
     return emit(args, res, text.format_validate_run(res, run.run_dir))
 
 
@@ -87,17 +164,38 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
     """Re-judge a sample of a run's pairs, reworded and shuffled, to see how stable the
     judge is; every re-judged pair is a paid call (the verdict cache is bypassed).
     """
-    from harness.analysis import judge_check, read_qrels
-    from harness.config import experiment_from_dict
+    from harness.analysis import injection_check, judge_check, read_qrels
+    from harness.config import load_experiment, rebase_on_user
     from harness.judge import open_judge
     from harness.pipeline import default_cache_dir
 
     run = read_run(resolve_run_dir(args.run, args.results_dir))
-    config = experiment_from_dict(run.header.config)
+    overrides = args.set or []
+    # The run folder says how it was judged, never where the key goes: the endpoint and
+    # the key's variable are the user's (--experiment, --set, environment, defaults).
+    config = rebase_on_user(
+        run.header.config,
+        load_experiment(args.experiment, overrides) if args.experiment else None,
+        overrides,
+        where=str(run.run_dir / HEADER),
+        hint="--experiment FILE",
+        sections=("judge",),
+    )
     qrels_path = args.qrels or run.header.data.get("qrels_file")
     qrels = read_qrels(qrels_path) if qrels_path else None
     cache = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
     with open_judge(config.judge, cache_dir=cache) as judge:
+        if args.injection:
+            res = injection_check(
+                run,
+                judge,
+                config.judge.criteria,
+                policy=config.judge.injection,
+                sample=args.sample,
+                seed=args.seed,
+                concurrency=config.judge.concurrency,
+            )
+            return emit(args, res, text.format_injection_check(res))
         res = judge_check(
             run,
             judge,
@@ -142,11 +240,30 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     format_option(p_val)
     results_dir_option(p_val)
+    grade_options(p_val)
     p_val.set_defaults(func=cmd_validate)
+
+    p_cal = sub.add_parser(
+        "calibrate", help="fit the judge's probabilities to labels (Platt, per criterion)"
+    )
+    p_cal.add_argument("target", metavar="RUN_OR_SWEEP")
+    p_cal.add_argument(
+        "--qrels", help="qrels file (default: questions.qrels of the run's experiment)"
+    )
+    p_cal.add_argument(
+        "--out",
+        default="judge-calibration.json",
+        help="calibration file to write (default: judge-calibration.json); use it with "
+        'judge.calibration = "judge-calibration.json"',
+    )
+    grade_options(p_cal)
+    format_option(p_cal)
+    results_dir_option(p_cal)
+    p_cal.set_defaults(func=cmd_calibrate)
 
     p_lab = sub.add_parser("label", help="label sampled chunks of a run by hand, into qrels")
     p_lab.add_argument("run", metavar="RUN_OR_TRIAL")
-    p_lab.add_argument("--sample", type=int, default=50)
+    p_lab.add_argument("--sample", type=positive_int, default=50)
     p_lab.add_argument(
         "--out", default="labels.tsv", help="qrels file to append to (default: labels.tsv)"
     )
@@ -159,9 +276,27 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "judge-check", help="flip rates under a reworded prompt and shuffled order"
     )
     p_chk.add_argument("run", metavar="RUN_OR_TRIAL")
-    p_chk.add_argument("--sample", type=int, default=30)
+    p_chk.add_argument("--sample", type=positive_int, default=30)
     p_chk.add_argument("--seed", type=int, default=0)
     p_chk.add_argument("--qrels", help="human labels, for the length-bias check")
+    p_chk.add_argument(
+        "--injection",
+        action="store_true",
+        help="instead: append an instruction to the grader to each sampled chunk and report "
+        "how many verdicts flip, as judged (judge.injection) and unmasked",
+    )
+    p_chk.add_argument(
+        "--experiment",
+        metavar="FILE",
+        help="experiment whose judge endpoint and key variable to use (a run folder's are "
+        "never used)",
+    )
+    p_chk.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a setting, e.g. judge.base_url=URL or judge.api_key_env=VAR",
+    )
     cache_dir_option(p_chk)
     format_option(p_chk)
     results_dir_option(p_chk)

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from harness.secrets import redact, redact_obj
+
 
 def _format(value: str) -> str:
     # "table" is what run and sweep called their text output before every command
@@ -15,6 +17,18 @@ def _format(value: str) -> str:
     if value not in ("text", "json"):
         raise argparse.ArgumentTypeError("expected text or json")
     return value
+
+
+def positive_int(value: str) -> int:
+    """An argparse type: an integer >= 1 (`--sample -1` is refused, not read as "all but
+    one")."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
+    return number
 
 
 def format_option(p: argparse.ArgumentParser) -> None:
@@ -58,11 +72,12 @@ def experiment_options(p: argparse.ArgumentParser, dry_run_help: str) -> None:
 
 
 def emit(args: argparse.Namespace, data: Any, text: str | None) -> int:
-    """Print `data` as JSON with --format json, else `text`; exit status 0."""
+    """Print `data` as JSON with --format json, else `text`; exit status 0. Both are
+    redacted: a shown result never holds a secret (`harness.secrets`)."""
     if args.format == "json":
-        print(json.dumps(data, indent=2, ensure_ascii=False))
+        print(json.dumps(redact_obj(data), indent=2, ensure_ascii=False))
     elif text is not None:
-        print(text)
+        print(redact(text))
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from harness.cli.options import (
@@ -37,19 +38,28 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run (or resume) a sweep, or with --dry-run estimate the most it could cost.
 
-    A resume without an experiment file reuses the config the sweep started with.
+    A resume without an experiment file reuses the config the sweep started with, except
+    its endpoints and key variables: a results folder never chooses where a key is sent.
     """
-    from harness.config import experiment_from_dict, load_experiment
-    from harness.log import read_sweep_summary
+    from harness.config import check_recorded_endpoints, load_experiment, rebase_on_user
+    from harness.log import SWEEP_FILE, read_sweep_summary
     from harness.sweep import estimate_sweep, run_sweep
 
-    if args.resume and not args.experiment:
-        # The resolved config the sweep started with, --set overrides included.
-        config = experiment_from_dict(read_sweep_summary(args.resume).config, args.set or [])
-    elif args.experiment:
-        config = load_experiment(args.experiment, overrides=args.set or [])
-    else:
+    overrides = args.set or []
+    if not (args.experiment or args.resume):
         raise HarnessError("sweep: give an experiment file, or --resume SWEEP_DIR")
+    if args.experiment:
+        config = load_experiment(args.experiment, overrides=overrides)
+    if args.resume:
+        recorded = read_sweep_summary(args.resume).config
+        where = str(Path(args.resume) / SWEEP_FILE)
+        hint = "the experiment file (harness sweep FILE --resume SWEEP_DIR)"
+        if args.experiment:
+            check_recorded_endpoints(recorded, config, where=where, hint=hint)
+        else:
+            # The resolved config the sweep started with, --set overrides included; its
+            # endpoints and key variables are the user's (--set, environment, defaults).
+            config = rebase_on_user(recorded, None, overrides, where=where, hint=hint)
     if args.dry_run:
         est = estimate_sweep(config, cache_dir=args.cache_dir, trials=args.trials)
         return emit(args, est, text.format_sweep_estimate(est))

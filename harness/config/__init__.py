@@ -3,6 +3,7 @@
 load_experiment(path, overrides)    a validated ExperimentConfig from a file
 parse_experiment(data, path, ...)   the same from a parsed mapping
 experiment_from_dict(d, overrides)  back from `ExperimentConfig.to_dict()` (a log)
+rebase_on_user(recorded, user, ...) a results folder's config, its endpoints the user's
 """
 
 from harness.config.parse import (
@@ -11,9 +12,15 @@ from harness.config.parse import (
     load_experiment,
     parse_experiment,
 )
+from harness.config.recorded import (
+    ENDPOINT_FIELDS,
+    check_recorded_endpoints,
+    rebase_on_user,
+)
 from harness.config.schema import (
     DEFAULT_COMPLETE,
     DEFAULT_RELEVANT,
+    JUDGE_MODES,
     ChunkingConfig,
     CorpusConfig,
     CriteriaConfig,
@@ -33,6 +40,8 @@ from harness.config.validate import validate
 __all__ = [
     "DEFAULT_COMPLETE",
     "DEFAULT_RELEVANT",
+    "ENDPOINT_FIELDS",
+    "JUDGE_MODES",
     "ChunkingConfig",
     "CorpusConfig",
     "CriteriaConfig",
@@ -45,10 +54,12 @@ __all__ = [
     "SpaceConfig",
     "SweepConfig",
     "apply_overrides",
+    "check_recorded_endpoints",
     "embedder_id",
     "experiment_from_dict",
     "load_experiment",
     "parse_embedder_id",
     "parse_experiment",
+    "rebase_on_user",
     "validate",
 ]

@@ -176,4 +176,8 @@ def load_experiment(
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(p), "", f"not valid TOML ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            str(p), "", f"expected a UTF-8 text file (byte {exc.start} is not UTF-8)"
+        ) from None
     return parse_experiment(data, str(p), overrides)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from harness.config.schema import ExperimentConfig, SweepConfig, parse_embedder_id
+import dataclasses
+import math
+from typing import Any
+
+from harness.config.schema import JUDGE_MODES, ExperimentConfig, SweepConfig, parse_embedder_id
 from harness.errors import ConfigError
 from harness.metrics.ids import OBJECTIVE_NAMES, parse_metric_id
 from harness.retrieval.registry import EMBEDDERS, RERANKERS
@@ -11,8 +15,11 @@ from harness.retrieval.registry import EMBEDDERS, RERANKERS
 def validate(config: ExperimentConfig) -> None:
     """Checks that span fields; raises ConfigError naming the field."""
     where = config.path or "<experiment>"
+    _check_finite(config, where, "")
     if not config.corpus.sources:
         raise ConfigError(where, "corpus.sources", "expected at least one file, folder or URL")
+    if config.corpus.timeout_s <= 0:
+        raise ConfigError(where, "corpus.timeout_s", "expected a number of seconds > 0")
     if not config.questions.file:
         raise ConfigError(where, "questions.file", "expected the path of a questions file")
     c = config.chunking
@@ -58,10 +65,22 @@ def validate(config: ExperimentConfig) -> None:
             where, "embedder.model", "sentence-transformers needs a model folder or name"
         )
     _validate_sweep(config.sweep, where)
+    _check_objective_k(config, where)
     j = config.judge
-    if j.mode not in ("pointwise", "both", "listwise"):
+    if j.mode not in JUDGE_MODES:
         raise ConfigError(
-            where, "judge.mode", f"expected pointwise, both or listwise, got {j.mode!r}"
+            where, "judge.mode", f"expected one of {', '.join(JUDGE_MODES)}, got {j.mode!r}"
+        )
+    if j.injection not in ("mask", "flag", "off"):
+        raise ConfigError(
+            where, "judge.injection", f"expected mask, flag or off, got {j.injection!r}"
+        )
+    if not 0 <= j.relevant_grade <= j.complete_grade <= 3:
+        raise ConfigError(
+            where,
+            "judge.complete_grade",
+            "expected 0 <= judge.relevant_grade <= judge.complete_grade <= 3, got "
+            f"{j.relevant_grade} and {j.complete_grade}",
         )
     if j.concurrency < 1:
         raise ConfigError(where, "judge.concurrency", "expected an integer >= 1")
@@ -70,6 +89,7 @@ def validate(config: ExperimentConfig) -> None:
             raise ConfigError(where, f"judge.{name}", "expected a number > 0")
     for name in (
         "max_retries",
+        "max_retry_after_s",
         "requests_per_minute",
         "tokens_per_minute",
         "price_prompt_per_mtok",
@@ -129,4 +149,38 @@ def _validate_sweep(sweep: SweepConfig, where: str) -> None:
         if bad:
             raise ConfigError(
                 where, f"sweep.space.{name}", f"expected values in {list(allowed)}, got {bad}"
+            )
+
+
+def _check_finite(node: Any, where: str, prefix: str) -> None:
+    """Refuse nan and infinity in every number of the config: a comparison with nan is
+    always false, so `timeout_s = nan` would pass every range check below."""
+    for f in dataclasses.fields(node):
+        if f.name == "path":
+            continue
+        value = getattr(node, f.name)
+        dotted = f"{prefix}.{f.name}" if prefix else f.name
+        if dataclasses.is_dataclass(value):
+            _check_finite(value, where, dotted)
+            continue
+        values = value if isinstance(value, tuple) else (value,)
+        for v in values:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ConfigError(where, dotted, f"expected a finite number, got {v}")
+
+
+def _check_objective_k(config: ExperimentConfig, where: str) -> None:
+    """An objective at a fixed k (`mrr@9`) needs every trial to retrieve at least that
+    many chunks; otherwise every trial has no value and the sweep finds nothing."""
+    space_k = config.sweep.space.k
+    smallest = min(space_k) if space_k else config.retrieval.k
+    source = "sweep.space.k" if space_k else "retrieval.k"
+    for metric_id in config.sweep.objective:
+        _, fixed = parse_metric_id(metric_id)
+        if fixed is not None and fixed > smallest:
+            raise ConfigError(
+                where,
+                "sweep.objective",
+                f"{metric_id!r} needs k >= {fixed}, but a run may retrieve only {smallest} "
+                f"chunks ({source}); use {metric_id.split('@')[0]}@k or a fixed k <= {smallest}",
             )

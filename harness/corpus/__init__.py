@@ -2,11 +2,18 @@
 
 load_documents(sources, ...)   Document records, ids stable across runs and machines
 load_questions(path)           Question records (JSONL or one per line)
+read_text_file(path, field)    a UTF-8 text file, binary or undecodable ones refused
 chunk_documents(docs, ...)     Chunk records with ids `<doc_id>#<start_char>`
 """
 
 from harness.corpus.chunk import chunk_documents, splitter_spec
-from harness.corpus.load import corpus_hash, load_beir_corpus, load_documents, load_questions
+from harness.corpus.load import (
+    corpus_hash,
+    load_beir_corpus,
+    load_documents,
+    load_questions,
+    read_text_file,
+)
 
 __all__ = [
     "chunk_documents",
@@ -14,5 +21,6 @@ __all__ = [
     "load_beir_corpus",
     "load_documents",
     "load_questions",
+    "read_text_file",
     "splitter_spec",
 ]

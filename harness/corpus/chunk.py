@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langchain_text_splitters import RecursiveCharacterTextSplitter
-
 from harness.types import Chunk, ComponentSpec, Document
 
 
@@ -25,6 +23,10 @@ def chunk_documents(
     Sizes are in characters. A chunk id is `<doc_id>#<start_char>`: stable across runs for
     the same corpus and settings, unique within a run, and readable in `show`.
     """
+    # Imported here: LangChain takes a third of a second, which commands that only read
+    # text files from this package (validate reading qrels) should not pay.
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
     splitter = RecursiveCharacterTextSplitter(
         chunk_size=chunk_size, chunk_overlap=chunk_overlap, add_start_index=True
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,6 +22,34 @@ from harness.types import Document, Question
 SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm")
 """Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
 USER_AGENT = "harness-retrieval-tuning/0.1 (+https://github.com/; offline-first)"
+CONTROL_SHARE = 0.25
+"""A text with more than this share of control characters (other than tab, newline,
+carriage return, form feed) is refused as binary."""
+_CONTROLS = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
+
+
+def read_text_file(path: Path, field: str) -> str:
+    """A UTF-8 text file's content, newlines made `\\n` (as `Path.read_text` reads them).
+
+    Raises ConfigError naming the file and `field` for bytes that are not UTF-8, a NUL
+    byte, or mostly control characters: a binary file given where text was expected.
+    """
+    raw = path.read_bytes()
+    if b"\0" in raw:
+        raise ConfigError(str(path), field, "expected a text file, found NUL bytes (binary?)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            str(path), field, f"expected a UTF-8 text file (byte {exc.start} is not UTF-8)"
+        ) from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    controls = len(_CONTROLS.findall(text))
+    if controls > CONTROL_SHARE * len(text):
+        raise ConfigError(
+            str(path), field, f"expected a text file, found {controls} control characters"
+        )
+    return text
 
 
 def _html_text(html: str, html_classes: Sequence[str], where: str) -> tuple[str, str]:
@@ -44,10 +73,7 @@ def _html_text(html: str, html_classes: Sequence[str], where: str) -> tuple[str,
 
 
 def _load_file(path: Path, doc_id: str, html_classes: Sequence[str]) -> Document:
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(str(path), "", "expected a UTF-8 text file") from None
+    raw = read_text_file(path, "corpus.sources")
     if path.suffix.lower() in (".html", ".htm"):
         text, title = _html_text(raw, html_classes, str(path))
     else:
@@ -59,8 +85,9 @@ def _load_file(path: Path, doc_id: str, html_classes: Sequence[str]) -> Document
     return Document(doc_id=doc_id, text=text, source=str(path), title=title or path.stem)
 
 
-def _load_url(url: str, html_classes: Sequence[str]) -> Document:
+def _load_url(url: str, html_classes: Sequence[str], timeout_s: float) -> Document:
     import bs4
+    import requests
     from langchain_community.document_loaders import WebBaseLoader
 
     bs_kwargs = {"parse_only": bs4.SoupStrainer(class_=tuple(html_classes))} if html_classes else {}
@@ -70,9 +97,16 @@ def _load_url(url: str, html_classes: Sequence[str]) -> Document:
         default_parser="html.parser",
         raise_for_status=True,
         header_template={"User-Agent": os.environ.get("USER_AGENT", USER_AGENT)},
+        # Bounds the connect and each wait for more bytes: a server that accepts and never
+        # answers would otherwise hold the run forever.
+        requests_kwargs={"timeout": timeout_s},
     )
     try:
         docs = loader.load()
+    except requests.Timeout:
+        raise ConfigError(
+            url, "corpus.timeout_s", f"no answer within {timeout_s:g} s (raise corpus.timeout_s?)"
+        ) from None
     except Exception as exc:  # requests raises many types; the user needs the URL and cause
         raise ConfigError(url, "corpus.sources", f"could not fetch the page ({exc})") from None
     text = "\n".join(line.strip() for d in docs for line in d.page_content.splitlines())
@@ -84,17 +118,22 @@ def _load_url(url: str, html_classes: Sequence[str]) -> Document:
 
 
 def load_documents(
-    sources: Sequence[str], *, html_classes: Sequence[str] = (), where: str = ""
+    sources: Sequence[str],
+    *,
+    html_classes: Sequence[str] = (),
+    where: str = "",
+    timeout_s: float = 30.0,
 ) -> list[Document]:
     """Load every source; doc ids are paths relative to a given folder (or the file name),
     or the URL, so they stay stable across runs and machines.
 
-    Raises ConfigError for a missing path, an empty folder or an empty corpus.
+    Raises ConfigError for a missing path, an empty folder, an empty corpus, a binary
+    file, or a URL that gives no answer within `timeout_s` seconds.
     """
     docs: list[Document] = []
     for source in sources:
         if source.startswith(("http://", "https://")):
-            docs.append(_load_url(source, html_classes))
+            docs.append(_load_url(source, html_classes, timeout_s))
             continue
         path = Path(source)
         if path.is_dir():
@@ -127,7 +166,7 @@ def load_beir_corpus(path: Path) -> list[Document]:
     """A BEIR corpus.jsonl: {"_id" or "id", "title", "text"} per line. The title, when
     there is one, opens the text (as BEIR's retrievers see it)."""
     docs = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_text_file(path, "corpus.sources").splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -173,7 +212,7 @@ def load_questions(path: str | os.PathLike[str]) -> list[Question]:
     if not p.is_file():
         raise ConfigError(str(p), "questions.file", "questions file not found")
     questions: list[Question] = []
-    lines = p.read_text(encoding="utf-8").splitlines()
+    lines = read_text_file(p, "questions.file").splitlines()
     if p.suffix.lower() == ".txt":
         texts = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
         questions = [Question(question_id=f"q{i}", text=t) for i, t in enumerate(texts, 1)]

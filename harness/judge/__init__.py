@@ -9,7 +9,7 @@ estimate_calls(...)    what judging would still cost
 
 from harness.judge.chat import ChatJudge, OpenAIJudge
 from harness.judge.estimate import CallEstimate, estimate_calls, judge_cost, judge_estimator
-from harness.judge.factory import judge_identity, judge_settings, open_judge
+from harness.judge.factory import check_endpoint, judge_identity, judge_settings, open_judge
 from harness.judge.grading import (
     JudgeStats,
     cached_pair,
@@ -44,6 +44,7 @@ __all__ = [
     "VerdictCache",
     "build_messages",
     "cached_pair",
+    "check_endpoint",
     "estimate_calls",
     "grade_cached",
     "judge_cost",

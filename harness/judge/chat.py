@@ -12,32 +12,44 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.config import CriteriaConfig
 from harness.errors import JudgeUnavailable
 from harness.judge.parsing import (
     MalformedOutput,
+    first_token_alternatives,
+    grade_distribution,
+    p_none,
     p_yes_per_answer,
     parse_answer,
     parse_both,
+    parse_extract,
+    parse_grade,
     parse_list,
+    split_sentences,
 )
 from harness.judge.prompts import (
     GRAMMAR_BOTH,
+    GRAMMAR_GRADE,
     GRAMMAR_REASON,
     GRAMMAR_SHORT,
+    NONE_ANSWER,
     PROMPT_VERSION,
     STRICT_REMINDER,
     build_messages,
     build_messages_both,
+    build_messages_extract,
+    build_messages_graded,
     build_messages_list,
+    grammar_extract,
     grammar_list,
 )
 from harness.judge.protocol import BaseJudge
-from harness.llm.client import ChatClient, safe_error
+from harness.llm.client import ChatClient, ChatFailed
 from harness.llm.ratelimit import RateLimiter
+from harness.secrets import redact_url
 from harness.types import ComponentSpec, CriterionVerdict
 
 
@@ -50,6 +62,8 @@ class _Asked:
     raws: list[str]
     cost: dict[str, Any]
     error: str | None
+    tokens: list[tuple[str, list[tuple[str, float]]]] = field(default_factory=list)
+    """The answer's tokens with their alternatives (graded and extractive modes read them)."""
 
     @property
     def raw(self) -> str:
@@ -81,11 +95,14 @@ class ChatJudge(BaseJudge):
         mode: str = "pointwise",
         variant: str = "main",
         concurrency: int = 1,
+        relevant_grade: int = 1,
+        complete_grade: int = 2,
         spec_extra: dict[str, Any] | None = None,
         max_consecutive_failures: int = 8,
         limiter: RateLimiter | None = None,
         retry_base_s: float = 0.5,
         retry_cap_s: float = 30.0,
+        max_retry_after_s: float = 300.0,
     ) -> None:
         self.client = ChatClient(
             base_url=base_url,
@@ -98,6 +115,7 @@ class ChatJudge(BaseJudge):
             limiter=limiter,
             retry_base_s=retry_base_s,
             retry_cap_s=retry_cap_s,
+            max_retry_after_s=max_retry_after_s,
         )
         self.base_url = base_url
         self.model = model
@@ -111,13 +129,14 @@ class ChatJudge(BaseJudge):
         self.mode = mode
         self.variant = variant
         self.concurrency = concurrency
+        self.grade_cuts = (relevant_grade, complete_grade)
         self._failures = 0
         self._max_failures = max_consecutive_failures
         self._fail_lock = threading.Lock()
         self.spec = ComponentSpec(
             name="openai-chat",
             args={
-                "base_url": base_url,
+                "base_url": redact_url(base_url),  # the spec is logged: no password in it
                 "model": model,
                 "prompt_version": PROMPT_VERSION,
                 "reasons": reasons,
@@ -126,6 +145,7 @@ class ChatJudge(BaseJudge):
                 "grammar": self.grammar,
                 "mode": mode,
                 "prompt_variant": variant,
+                **({"grade_cuts": list(self.grade_cuts)} if mode == "graded" else {}),
                 **(spec_extra or {}),
             },
         )
@@ -145,6 +165,8 @@ class ChatJudge(BaseJudge):
                 "max_tokens": self.max_tokens,
                 "grammar": self.grammar,
                 "mode": self.mode,
+                # the cut-offs decide a graded verdict's value and p_yes, which are cached
+                **({"grade_cuts": list(self.grade_cuts)} if self.mode == "graded" else {}),
                 # "main" is left out so verdicts paid before variants existed stay valid
                 **({"variant": self.variant} if self.variant != "main" else {}),
             },
@@ -165,12 +187,13 @@ class ChatJudge(BaseJudge):
         *,
         grammar: str | None,
         max_tokens: int,
+        reminder: str = STRICT_REMINDER,
+        top_logprobs: int = 5,
     ) -> _Asked:
         """One answer, parsed; a malformed answer is re-asked once with a stricter
-        instruction. Endpoint failures come back as an error (and count toward the
-        consecutive-failure limit, past which the judge is declared down)."""
-        import openai
-
+        instruction (`reminder`). Endpoint failures come back as an error (and count toward the
+        consecutive-failure limit, past which the judge is declared down). Every HTTP
+        request is booked in the cost, failed ones included."""
         raws: list[str] = []
         cost: dict[str, Any] = {
             "calls": 0,
@@ -178,13 +201,24 @@ class ChatJudge(BaseJudge):
             "completion_tokens": 0,
             "latency_s": 0.0,
             "retries": 0,
+            "failed_attempts": 0,
         }
         for attempt in range(2):
             try:
-                reply = self.client.chat(messages, grammar=grammar, max_tokens=max_tokens)
-            except openai.APIError as exc:
-                # the client already retried what is worth retrying.
-                error = f"{type(exc).__name__}: {safe_error(str(exc))}"
+                reply = self.client.chat(
+                    messages, grammar=grammar, max_tokens=max_tokens, top_logprobs=top_logprobs
+                )
+            except ChatFailed as exc:
+                # the client already retried what is worth retrying (a malformed 200 too).
+                error = exc.error
+                for name in (
+                    "calls",
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "retries",
+                    "failed_attempts",
+                ):
+                    cost[name] += getattr(exc.cost, name)
                 with self._fail_lock:
                     self._failures += 1
                     failures = self._failures
@@ -196,9 +230,15 @@ class ChatJudge(BaseJudge):
                 return _Asked(None, [], raws, cost, error)
             with self._fail_lock:
                 self._failures = 0  # the endpoint answered; what it said is another matter
-            for name in ("prompt_tokens", "completion_tokens", "latency_s", "retries"):
+            for name in (
+                "calls",
+                "prompt_tokens",
+                "completion_tokens",
+                "latency_s",
+                "retries",
+                "failed_attempts",
+            ):
                 cost[name] += getattr(reply, name)
-            cost["calls"] += 1
             raws.append(reply.text)
             try:
                 parsed = parse(reply.text)
@@ -207,20 +247,36 @@ class ChatJudge(BaseJudge):
                     messages = [
                         *messages,
                         {"role": "assistant", "content": reply.text},
-                        {"role": "user", "content": STRICT_REMINDER},
+                        {"role": "user", "content": reminder},
                     ]
                     continue
                 return _Asked(None, [], raws, cost, str(exc))
-            return _Asked(parsed, p_yes_per_answer(reply.tokens), raws, cost, None)
+            return _Asked(parsed, p_yes_per_answer(reply.tokens), raws, cost, None, reply.tokens)
         raise AssertionError("unreachable")
 
     def grade(
         self, question: str, chunk_text: str, criterion: str, criterion_text: str
     ) -> CriterionVerdict:
-        """One call for the criterion, re-asked once if the answer is malformed."""
+        """One criterion: one yes/no call (re-asked once if malformed); in extractive mode
+        "complete" asks for the answering sentence; in ensemble mode the main and the
+        reworded prompt are both asked and their P(yes) averaged."""
+        if self.mode == "extractive" and criterion == "complete":
+            return self._grade_extractive(question, chunk_text)
+        if self.mode == "ensemble":
+            return self._ensemble(
+                [
+                    self._grade_yes_no(question, chunk_text, criterion, criterion_text, v)
+                    for v in ("main", "reworded")
+                ]
+            )
+        return self._grade_yes_no(question, chunk_text, criterion, criterion_text, self.variant)
+
+    def _grade_yes_no(
+        self, question: str, chunk_text: str, criterion: str, criterion_text: str, variant: str
+    ) -> CriterionVerdict:
         a = self._ask(
             build_messages(
-                question, chunk_text, criterion_text, reasons=self.reasons, variant=self.variant
+                question, chunk_text, criterion_text, reasons=self.reasons, variant=variant
             ),
             parse_answer,
             grammar=self.grammar,
@@ -235,10 +291,71 @@ class ChatJudge(BaseJudge):
             criterion=criterion, value=value, p_yes=a.p(0), reason=reason, raw=a.raw, **a.cost
         )
 
+    @staticmethod
+    def _ensemble(parts: Sequence[CriterionVerdict]) -> CriterionVerdict:
+        """One verdict from several wordings: P(yes) is the mean of their P(yes), the
+        verdict P >= 0.5 (without probabilities, the first wording's answer); a wording
+        that failed is left out, and the verdict fails only if all did. Costs add up."""
+        ok = [v for v in parts if v.error is None]
+        cost = {
+            name: sum(getattr(v, name) for v in parts)
+            for name in ("calls", "prompt_tokens", "completion_tokens", "latency_s", "retries")
+        }
+        raw = " | ".join(f"{w}: {v.raw}" for w, v in zip(("main", "reworded"), parts, strict=False))
+        first = parts[0]
+        if not ok:
+            return CriterionVerdict(first.criterion, None, raw=raw, error=first.error, **cost)
+        ps = [v.p_yes for v in ok if v.p_yes is not None]
+        p = sum(ps) / len(ps) if len(ps) == len(ok) else None
+        value = p >= 0.5 if p is not None else bool(ok[0].value)
+        reason = "; ".join(v.reason for v in ok if v.reason)
+        return CriterionVerdict(first.criterion, value, p_yes=p, reason=reason, raw=raw, **cost)
+
+    def _grade_extractive(self, question: str, chunk_text: str) -> CriterionVerdict:
+        """The "complete" criterion as evidence: the judge copies the sentence that answers, or says
+        NONE; a copy not found in the passage counts as NONE. With a grammar (llama.cpp)
+        the answer can only be NONE or one of the passage's sentences, and P(complete) is
+        1 - P(NONE) from the first token's logprobs."""
+        sentences = split_sentences(chunk_text)
+        use_grammar = self.use_grammar and sentences
+        longest = max((len(s) for s in sentences), default=0)
+        a = self._ask(
+            build_messages_extract(question, chunk_text),
+            lambda raw: parse_extract(raw, chunk_text),
+            grammar=grammar_extract(sentences) if use_grammar else None,
+            # a sentence copied whole: about 4 characters a token, with room to spare
+            max_tokens=min(512, longest // 3 + 16),
+            reminder=f"Answer with one sentence copied from the passage, or {NONE_ANSWER}.",
+            top_logprobs=10,
+        )
+        if a.error:
+            return CriterionVerdict("complete", None, raw=a.raw, error=a.error, **a.cost)
+        answered, copy = a.parsed
+        p_no = p_none(first_token_alternatives(a.tokens), sentences)
+        reason = (
+            "the judge copied a sentence that answers"
+            if answered
+            else "the judge's copy is not in the passage"
+            if copy
+            else "the judge found no sentence that answers"
+        )
+        return CriterionVerdict(
+            "complete",
+            answered,
+            p_yes=None if p_no is None else 1.0 - p_no,
+            evidence=copy if answered else None,
+            reason=reason,
+            raw=a.raw,
+            **a.cost,
+        )
+
     def grade_both(
         self, question: str, chunk_text: str, criteria: CriteriaConfig
     ) -> tuple[CriterionVerdict, CriterionVerdict]:
-        """Both criteria in one call. The call's cost is booked on the relevant verdict."""
+        """Both criteria in one call ("both": two yes/no lines; "graded": a 0-3 grade).
+        The call's cost is booked on the relevant verdict."""
+        if self.mode == "graded":
+            return self._grade_graded(question, chunk_text, criteria)
         a = self._ask(
             build_messages_both(question, chunk_text, criteria),
             parse_both,
@@ -255,6 +372,42 @@ class ChatJudge(BaseJudge):
             CriterionVerdict("relevant", rel, p_yes=a.p(0), raw=a.raw, **a.cost),
             CriterionVerdict("complete", comp, p_yes=a.p(1), raw=a.raw),
         )
+
+    def _grade_graded(
+        self, question: str, chunk_text: str, criteria: CriteriaConfig
+    ) -> tuple[CriterionVerdict, CriterionVerdict]:
+        """A 0-3 grade; with logprobs, P(grade >= cut-off) per criterion from the grade
+        distribution (the verdict is that P >= 0.5), else the answered grade decides."""
+        a = self._ask(
+            build_messages_graded(question, chunk_text, criteria),
+            parse_grade,
+            grammar=GRAMMAR_GRADE if self.use_grammar else None,
+            max_tokens=1 if self.use_grammar else 4,
+            reminder="Answer with the grade alone: one digit, 0, 1, 2 or 3.",
+            top_logprobs=10,  # all four digits, even where other tokens rank above some
+        )
+        if a.error:
+            return (
+                CriterionVerdict("relevant", None, raw=a.raw, error=a.error, **a.cost),
+                CriterionVerdict("complete", None, raw=a.raw, error=a.error),
+            )
+        grade: int = a.parsed
+        dist = grade_distribution(first_token_alternatives(a.tokens))
+        out = []
+        for name, cut in zip(("relevant", "complete"), self.grade_cuts, strict=True):
+            p = sum(dist[cut:]) if dist is not None else None
+            out.append(
+                CriterionVerdict(
+                    name,
+                    p >= 0.5 if p is not None else grade >= cut,
+                    p_yes=p,
+                    distribution=tuple(dist) if dist is not None else None,
+                    reason=f"grade {grade}",
+                    raw=a.raw,
+                    **(a.cost if name == "relevant" else {}),
+                )
+            )
+        return out[0], out[1]
 
     def grade_list(
         self, question: str, chunk_texts: Sequence[str], criteria: CriteriaConfig

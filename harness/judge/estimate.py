@@ -9,7 +9,13 @@ from pathlib import Path
 
 from harness.config import CriteriaConfig, JudgeConfig
 from harness.judge.grading import cached_pair
-from harness.judge.prompts import build_messages, build_messages_both, build_messages_list
+from harness.judge.prompts import (
+    build_messages,
+    build_messages_both,
+    build_messages_extract,
+    build_messages_graded,
+    build_messages_list,
+)
 from harness.llm.client import estimate_tokens, token_cost
 from harness.stores import VerdictCache
 from harness.stores.verdicts import FILE as VERDICTS_FILE
@@ -72,12 +78,20 @@ def estimate_calls(
             by_question.setdefault(q, []).append(c)
         elif mode == "both":
             calls.append((True, estimate_tokens(build_messages_both(q, c, criteria)), 12))
-        else:
-            if rel is None:
-                msgs = build_messages(q, c, criteria.relevant, reasons=reasons)
+        elif mode == "graded":
+            calls.append((True, estimate_tokens(build_messages_graded(q, c, criteria)), 4))
+        else:  # pointwise, extractive, ensemble: relevance, then "complete" if relevant
+            wordings = ("main", "reworded") if mode == "ensemble" else ("main",)
+            for variant in wordings if rel is None else ():
+                msgs = build_messages(q, c, criteria.relevant, reasons=reasons, variant=variant)
                 calls.append((True, estimate_tokens(msgs), out_tokens))
-            msgs = build_messages(q, c, criteria.complete, reasons=reasons)
-            calls.append((False, estimate_tokens(msgs), out_tokens))
+            if mode == "extractive":
+                msgs = build_messages_extract(q, c)
+                calls.append((False, estimate_tokens(msgs), min(512, len(c) // 3 + 16)))
+                continue
+            for variant in wordings:
+                msgs = build_messages(q, c, criteria.complete, reasons=reasons, variant=variant)
+                calls.append((False, estimate_tokens(msgs), out_tokens))
     for q, chunks in by_question.items():
         msgs = build_messages_list(q, chunks, criteria)
         calls.append((True, estimate_tokens(msgs), 14 * len(chunks) + 8))

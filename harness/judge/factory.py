@@ -18,8 +18,20 @@ from harness.errors import ConfigError
 from harness.judge.chat import ChatJudge
 from harness.llm.local import LlamaServer, resolve_model
 from harness.llm.ratelimit import RateLimiter
+from harness.secrets import read_key
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def check_endpoint(config: JudgeConfig, where: str) -> None:
+    """Refuse an endpoint without a model before anything is loaded, indexed or paid;
+    the error names `where` (the experiment file) and `judge.model`."""
+    base_url = config.base_url or os.environ.get("HARNESS_JUDGE_BASE_URL", "")
+    model = config.model or os.environ.get("HARNESS_JUDGE_MODEL", "")
+    if base_url and not model:
+        raise ConfigError(
+            where, "judge.model", "a judge endpoint needs a model name (or HARNESS_JUDGE_MODEL)"
+        )
 
 
 def judge_settings(config: JudgeConfig, cache_dir: Path) -> tuple[dict[str, Any], Path | None]:
@@ -33,7 +45,10 @@ def judge_settings(config: JudgeConfig, cache_dir: Path) -> tuple[dict[str, Any]
         mode=config.mode,
         timeout_s=config.timeout_s,
         max_retries=config.max_retries,
+        max_retry_after_s=config.max_retry_after_s,
         concurrency=config.concurrency,
+        relevant_grade=config.relevant_grade,
+        complete_grade=config.complete_grade,
     )
     if base_url or model:
         if not model:
@@ -43,7 +58,7 @@ def judge_settings(config: JudgeConfig, cache_dir: Path) -> tuple[dict[str, Any]
         endpoint = {
             "base_url": base_url or DEFAULT_BASE_URL,
             "model": model,
-            "api_key": os.environ.get(config.api_key_env, ""),
+            "api_key": read_key(config.api_key_env),
         }
         return {**common, **endpoint}, None
     path, sha = resolve_model(config.local_model, cache_dir)

@@ -16,14 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.config import CriteriaConfig
-from harness.judge.protocol import Judge
+from harness.judge.protocol import PAIRWISE_MODES, Judge
 from harness.stores import VerdictCache, verdict_key
 from harness.types import CriterionVerdict, Verdict
 
 
 @dataclass
 class JudgeStats:
-    """What judging cost in one run, summed from the verdicts. Thread-safe."""
+    """What judging cost in one run, summed from the verdicts. Thread-safe.
+
+    `calls` counts every HTTP request (retries and failed ones included), `retries` the
+    requests made again, `failed_attempts` those that brought no usable answer; the
+    median latency is over answered requests."""
 
     calls: int = 0
     paid_verdicts: int = 0
@@ -32,6 +36,7 @@ class JudgeStats:
     errors: int = 0
     cache_hits: int = 0
     retries: int = 0
+    failed_attempts: int = 0
     call_latencies_s: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -46,8 +51,10 @@ class JudgeStats:
             self.prompt_tokens += verdict.prompt_tokens
             self.completion_tokens += verdict.completion_tokens
             self.retries += verdict.retries
-            if verdict.calls:
-                self.call_latencies_s.append(verdict.latency_s / verdict.calls)
+            self.failed_attempts += verdict.failed_attempts
+            answered = verdict.calls - verdict.failed_attempts
+            if answered > 0:
+                self.call_latencies_s.append(verdict.latency_s / answered)
             if verdict.error:
                 self.errors += 1
 
@@ -61,6 +68,7 @@ class JudgeStats:
                 "judge_cache_hits": self.cache_hits,
                 "judge_errors": self.errors,
                 "judge_retries": self.retries,
+                "judge_failed_attempts": self.failed_attempts,
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
                 "judge_call_median_s": round(statistics.median(lat), 4) if lat else None,
@@ -190,8 +198,9 @@ def judge_pairs(
 ) -> list[Verdict]:
     """Verdicts for (question text, chunk text) pairs, in the order given.
 
-    The judge's `mode` decides the calls: "pointwise" (one call per criterion), "both"
-    (one call per pair) or "listwise" (one call per question for its uncached chunks).
+    The judge's `mode` decides the calls: "pointwise", "extractive" and "ensemble" ask
+    relevance, then "complete" of relevant chunks; "both" and "graded" make one call per
+    pair; "listwise" one call per question for its uncached chunks.
     Pairs that share a chunk (pointwise, both) or a question (listwise) are judged by one
     worker one after another, so a server's prompt cache holds what they share;
     `concurrency` such groups (default: the judge's own) are in flight. `on_done(i, verdict)`
@@ -208,7 +217,7 @@ def judge_pairs(
 
     def one(i: int) -> Verdict:
         q, c = pairs[i]
-        if mode == "pointwise":
+        if mode not in PAIRWISE_MODES:  # pointwise, extractive, ensemble
             return judge_pair(judge, cache, stats, q, c, criteria)
         cached = _from_cache(judge, cache, stats, q, c, criteria)
         if cached is not None:

@@ -97,3 +97,89 @@ def p_yes_per_answer(tokens: Sequence[tuple[str, TopLogprobs]]) -> list[float | 
     return [
         p_yes_from_logprobs(top) for token, top in tokens if token.strip().lower() in ("yes", "no")
     ]
+
+
+# ---------------------------------------------------------------- graded answers
+
+_DIGIT = re.compile(r"[0-3]")
+GRADES = (0, 1, 2, 3)
+
+
+def parse_grade(raw: str) -> int:
+    """The 0-3 grade at the start of a judge's answer ("2", " 3.", "Grade: 1");
+    MalformedOutput when there is none."""
+    m = _DIGIT.search(raw.strip()[:20])
+    if not m:
+        raise MalformedOutput(f"expected a grade 0-3, got {raw[:200]!r}")
+    return int(m.group(0))
+
+
+def grade_distribution(top_logprobs: Sequence[tuple[str, float]] | None) -> list[float] | None:
+    """P(grade = 0..3) from the grade token's alternatives, renormalised over the four
+    digits (a grammar may have removed every other token); None without digit mass."""
+    if not top_logprobs:
+        return None
+    mass = [0.0] * len(GRADES)
+    for token, logprob in top_logprobs:
+        word = token.strip()
+        if len(word) == 1 and word in "0123":
+            mass[int(word)] += math.exp(logprob)
+    total = sum(mass)
+    return [m / total for m in mass] if total > 0 else None
+
+
+def first_token_alternatives(tokens: Sequence[tuple[str, TopLogprobs]]) -> TopLogprobs | None:
+    """The alternatives of the first generated token (the grade, or NONE vs a sentence)."""
+    return tokens[0][1] if tokens else None
+
+
+# ---------------------------------------------------------------- extractive answers
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_SPACE = re.compile(r"\s+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """The passage's sentences: split after . ! ? followed by space, and at line breaks."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().strip("\"'`").rstrip(".").strip().lower()
+
+
+def parse_extract(raw: str, passage: str) -> tuple[bool, str]:
+    """(answered, evidence) from an extractive answer: NONE (any casing, alone) is
+    (False, ""); a copy found verbatim in the passage (spacing, case, quotes and a final
+    full stop aside) is (True, the copy); a copy that is not in the passage is
+    (False, the copy): an invented sentence counts as no answer. An empty answer is
+    MalformedOutput."""
+    text = raw.strip()
+    if not text:
+        raise MalformedOutput("expected a sentence of the passage or NONE, got nothing")
+    if _norm(text) in ("none", "none."):
+        return False, ""
+    found = _norm(text)
+    return (bool(found) and found in _norm(passage)), text
+
+
+def p_none(top_logprobs: TopLogprobs | None, sentences: Sequence[str]) -> float | None:
+    """P(NONE) from the first token's alternatives: the mass of tokens that begin NONE
+    and begin no sentence, over that mass plus the mass of tokens that begin a sentence
+    (tokens that could begin either are left out); None without such mass."""
+    if not top_logprobs:
+        return None
+    none = answer = 0.0
+    starts = [s.lstrip() for s in sentences]
+    for token, logprob in top_logprobs:
+        t = token.lstrip()
+        if not t:
+            continue
+        begins_sentence = any(s.startswith(t) for s in starts)
+        begins_none = "NONE".startswith(t) or "none".startswith(t)
+        if begins_none and not begins_sentence:
+            none += math.exp(logprob)
+        elif begins_sentence and not begins_none:
+            answer += math.exp(logprob)
+    total = none + answer
+    return none / total if total > 0 else None

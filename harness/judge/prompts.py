@@ -13,6 +13,9 @@ from collections.abc import Sequence
 from harness.config import CriteriaConfig
 
 PROMPT_VERSION = "v2"
+"""Bumped when a prompt changes what the judge answers (it is part of the cache key).
+The graded and extractive prompts are new texts under their own modes, which the
+cache key also holds, so they did not need a bump."""
 CRITERIA = ("relevant", "complete")
 
 SYSTEM_PROMPT = (
@@ -112,3 +115,66 @@ def grammar_list(n: int) -> str:
     """A GBNF grammar (llama.cpp) that admits only the listwise answer for `n` passages."""
     lines = " ".join(f'"{i}: relevant=" yn " complete=" yn "\\n"' for i in range(1, n + 1))
     return f"root ::= {lines}\nyn ::= {_YES_NO}"
+
+
+# ---------------------------------------------------------------- graded (mode "graded")
+
+GRADE_SCALE = (
+    "0 = the passage has nothing to do with the question.\n"
+    "1 = the passage is on the topic of the question but does not answer it.\n"
+    "2 = the passage answers the question partly, or the answer is unclear or buried in "
+    "other information.\n"
+    "3 = the passage contains the exact answer to the question."
+)
+GRAMMAR_GRADE = "root ::= [0-3]"
+
+
+def build_messages_graded(
+    question: str, chunk_text: str, criteria: CriteriaConfig
+) -> list[dict[str, str]]:
+    """One 0-3 grade for a (question, passage), after the UMBRELA prompt (Upadhyay et al.
+    2024), with the scale written through our two criteria: grade >= 1 is relevant,
+    grade >= 2 answers the question (complete). One call gives both criteria, and the
+    logprobs of the digit give the whole grade distribution."""
+    user = (
+        f"<passage>\n{fence(chunk_text)}\n</passage>\n\n"
+        f"Question:\n{question}\n\n"
+        f"Relevant means: {criteria.relevant}\n"
+        f"Complete means: {criteria.complete}\n"
+        "Grade the passage for this question on this scale:\n"
+        f"{GRADE_SCALE}\n"
+        "Think about what the question asks and whether the passage gives it, then answer "
+        "with the grade alone: one digit, 0, 1, 2 or 3."
+    )
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+# ---------------------------------------------------------------- extractive (mode "extractive")
+
+NONE_ANSWER = "NONE"
+
+
+def build_messages_extract(question: str, chunk_text: str) -> list[dict[str, str]]:
+    """Ask for the passage's sentence that answers the question, copied word for word, or
+    NONE: "complete" becomes a claim the judge must back with evidence that can be
+    checked, which a small model cannot satisfy by saying "yes" to everything."""
+    user = (
+        f"<passage>\n{fence(chunk_text)}\n</passage>\n\n"
+        f"Question:\n{question}\n\n"
+        "Copy, word for word, the one sentence of the passage that answers the question. "
+        f"If no sentence of the passage answers it, answer {NONE_ANSWER}. Answer with the "
+        f"copied sentence or {NONE_ANSWER} and nothing else."
+    )
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def _gbnf_literal(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def grammar_extract(sentences: Sequence[str]) -> str:
+    """A GBNF grammar whose only answers are NONE or one of the passage's own sentences,
+    so the copy is verbatim by construction and P(NONE) is the first token's logprob."""
+    options = [_gbnf_literal(NONE_ANSWER), *(_gbnf_literal(s) for s in sentences if s)]
+    return "root ::= " + " | ".join(options)

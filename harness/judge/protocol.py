@@ -14,12 +14,17 @@ import copy
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from harness.config import CriteriaConfig
+from harness.config import JUDGE_MODES, CriteriaConfig
 from harness.types import ComponentSpec, CriterionVerdict
 
-MODES = ("pointwise", "both", "listwise")
-"""pointwise: a call per criterion; both: a call per (question, chunk) for both
-criteria; listwise: a call per question for all its open chunks."""
+MODES = JUDGE_MODES
+"""pointwise: a call per criterion; graded: one call per (question, chunk) for a 0-3
+grade; extractive: relevance, then the answering sentence or NONE; ensemble: pointwise
+over two wordings; both: a call per (question, chunk) for both criteria; listwise: a
+call per question for all its open chunks."""
+
+PAIRWISE_MODES = ("both", "graded")
+"""Modes that judge both criteria of a (question, chunk) in one call (`grade_both`)."""
 
 VARIANTS = ("main", "reworded")
 """Prompt wordings: the main one, and the same criteria in other words (judge-check)."""

@@ -7,7 +7,26 @@
 Used alike by the judge, the llm reranker and the question generator.
 """
 
-from harness.llm.client import ChatClient, Reply, estimate_tokens, safe_error, token_cost
+from harness.llm.client import (
+    Attempts,
+    ChatClient,
+    ChatFailed,
+    MalformedReply,
+    Reply,
+    estimate_tokens,
+    safe_error,
+    token_cost,
+)
 from harness.llm.ratelimit import RateLimiter
 
-__all__ = ["ChatClient", "RateLimiter", "Reply", "estimate_tokens", "safe_error", "token_cost"]
+__all__ = [
+    "Attempts",
+    "ChatClient",
+    "ChatFailed",
+    "MalformedReply",
+    "RateLimiter",
+    "Reply",
+    "estimate_tokens",
+    "safe_error",
+    "token_cost",
+]

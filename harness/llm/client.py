@@ -3,11 +3,13 @@
 The judge, the llm reranker and the question generator all call `ChatClient.chat`, so
 retries, backoff, rate limits, logprobs and token accounting have one policy:
 
-- 429 (honouring Retry-After), timeouts, dropped connections and 5xx are retried up to
-  `max_retries` times with full-jitter backoff; what still fails raises the SDK's
-  `openai.APIError` for the caller to record;
-- a refused key (401/403), an unknown model (404) or an endpoint that stays unreachable
-  raise `JudgeUnavailable`: grinding on would only record errors;
+- 429 (honouring Retry-After, in seconds or as an HTTP date, up to `max_retry_after_s`),
+  timeouts, dropped connections, 5xx and a 200 that is no chat completion
+  (`MalformedReply`) are retried up to `max_retries` times with full-jitter backoff; what
+  still fails raises `ChatFailed` for the caller to record, with what every attempt cost;
+- a refused key (401/403), an unknown model (404), an endpoint that was never reachable
+  or that asks to wait longer than `max_retry_after_s` raise `JudgeUnavailable`:
+  grinding on would only record errors;
 - an endpoint that refuses logprobs (400, or llama-cpp-python's 500) is asked again
   without them, and from then on never with them.
 
@@ -17,17 +19,22 @@ identity, a log line or an error message.
 
 from __future__ import annotations
 
+import contextlib
+import email.utils
+import json
+import math
 import random
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from loguru import logger
 
 from harness.errors import JudgeUnavailable
 from harness.llm.ratelimit import RateLimiter
+from harness.secrets import redact, redact_url, remember, remember_url
 
 TopLogprobs = list[tuple[str, float]]
 """A token's alternatives at one position: (token text, natural-log probability)."""
@@ -46,6 +53,49 @@ class Reply:
     """Seconds of the successful request (retries and waits not included)."""
     retries: int
     """Requests retried before this answer came."""
+    calls: int = 1
+    """HTTP requests made for this answer: the answered one, retries and failed ones."""
+    failed_attempts: int = 0
+    """Of those, the requests that brought no usable answer. `prompt_tokens` and
+    `completion_tokens` include theirs where the endpoint reported them."""
+
+
+@dataclass
+class Attempts:
+    """What the HTTP requests of one `ChatClient.chat` call cost, failed ones included."""
+
+    calls: int = 0
+    """Requests made, retries and failed ones included."""
+    retries: int = 0
+    """Requests made again after a failed one."""
+    failed_attempts: int = 0
+    """Requests that brought no usable answer."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class MalformedReply(Exception):
+    """A 200 answer that is no chat completion: not JSON, no `choices`, an empty list, or
+    a choice without a message. Retried like a 5xx."""
+
+    def __init__(self, message: str, prompt_tokens: int = 0, completion_tokens: int = 0):
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+        """The tokens the broken answer still reported (0 when unknown)."""
+
+
+class ChatFailed(Exception):
+    """A request that still failed after the client's retries, or that no retry can fix
+    (a 400, a 422): a per-call error for the caller to record, not a reason to stop.
+
+    `error` is one line without the key ("InternalServerError: ..."); `cost` is what the
+    attempts cost, to be booked like a successful answer's."""
+
+    def __init__(self, error: str, cost: Attempts) -> None:
+        super().__init__(error)
+        self.error = error
+        self.cost = cost
 
 
 def estimate_tokens(messages: Sequence[dict[str, str]]) -> int:
@@ -54,8 +104,10 @@ def estimate_tokens(messages: Sequence[dict[str, str]]) -> int:
 
 
 def safe_error(message: str) -> str:
-    """An error text without anything that looks like a bearer key, at most 300 chars."""
-    return re.sub(r"(sk-|Bearer\s+)[A-Za-z0-9_\-]{6,}", r"\1***", message)[:300]
+    """An error text with every secret redacted (`harness.secrets.redact`: the keys this
+    process holds, bearer tokens, `sk-` keys, JWTs, credentials in URLs), at most 300
+    chars. Cut after redacting, so a cut never leaves a key's prefix unrecognised."""
+    return redact(message)[:300]
 
 
 class ChatClient:
@@ -74,9 +126,14 @@ class ChatClient:
         limiter: RateLimiter | None = None,
         retry_base_s: float = 0.5,
         retry_cap_s: float = 30.0,
+        max_retry_after_s: float = 300.0,
     ) -> None:
+        """`retry_cap_s` caps our own backoff; a server's Retry-After is honoured up to
+        `max_retry_after_s`, and a longer one stops the run (`JudgeUnavailable`)."""
         import openai
 
+        remember(api_key)  # an endpoint may echo it in an error body
+        remember_url(base_url)
         self.base_url = base_url
         self.model = model
         self.temperature = temperature
@@ -84,7 +141,11 @@ class ChatClient:
         self.max_retries = max_retries
         self.retry_base_s = retry_base_s
         self.retry_cap_s = retry_cap_s
+        self.max_retry_after_s = max_retry_after_s
         self.limiter = limiter
+        self.answered = False
+        """True once the endpoint gave one usable answer: from then on a connection that
+        keeps failing is that call's error, not an unreachable endpoint."""
         # Retries are ours (counted, logged, one policy for every endpoint), not the SDK's.
         self._client = openai.OpenAI(
             base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0
@@ -92,7 +153,7 @@ class ChatClient:
 
     def describe(self) -> str:
         """The endpoint and model, for messages (never the key)."""
-        return f"judge endpoint {self.base_url} (model {self.model!r})"
+        return f"judge endpoint {redact_url(self.base_url)} (model {self.model!r})"
 
     def _drop_logprobs(self, exc: Exception, kwargs: dict[str, Any]) -> bool:
         """True (and logprobs off from now on) when the endpoint refused logprobs: the
@@ -107,19 +168,21 @@ class ChatClient:
 
     def backoff_s(self, attempt: int, exc: Exception) -> float:
         """Seconds to wait before retry `attempt` (0-based): the server's Retry-After when
-        it gives one (capped), else full jitter: uniform(0, min(cap, base * 2**attempt))."""
-        response = getattr(exc, "response", None)
-        headers = getattr(response, "headers", None) or {}
-        for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-            value = headers.get(name) if hasattr(headers, "get") else None
-            if value is not None:
-                try:
-                    wait = float(value) * scale
-                except ValueError:
-                    continue
-                if 0 <= wait <= self.retry_cap_s:
-                    return wait
-        return random.uniform(0, min(self.retry_cap_s, self.retry_base_s * 2**attempt))
+        it gives one (retry-after-ms, or Retry-After in seconds or as an HTTP date), else
+        full jitter: uniform(0, min(cap, base * 2**attempt)).
+
+        A Retry-After beyond `max_retry_after_s` raises `JudgeUnavailable` naming the wait:
+        sleeping for hours or retrying at once against the server's word both do harm."""
+        wait = retry_after_s(exc)
+        if wait is None:
+            return random.uniform(0, min(self.retry_cap_s, self.retry_base_s * 2**attempt))
+        if wait > self.max_retry_after_s:
+            raise JudgeUnavailable(
+                f"{self.describe()} asked to wait {wait:.0f} s before retrying (Retry-After), "
+                f"more than judge.max_retry_after_s = {self.max_retry_after_s:g} s; try "
+                "again later or raise judge.max_retry_after_s"
+            )
+        return wait
 
     def chat(
         self,
@@ -130,7 +193,9 @@ class ChatClient:
         top_logprobs: int = 5,
     ) -> Reply:
         """One answer from the endpoint, retrying rate limits (429, honouring Retry-After),
-        timeouts, connection drops and 5xx up to `max_retries` times with backoff.
+        timeouts, connection drops, 5xx and malformed 200 answers up to `max_retries`
+        times with backoff. What still fails raises `ChatFailed` with what its attempts
+        cost; a connection that never worked raises `JudgeUnavailable`.
 
         `grammar` (a GBNF grammar) is sent to llama.cpp servers, which constrain the
         answer to it; other endpoints may reject the unknown field."""
@@ -146,18 +211,25 @@ class ChatClient:
             kwargs.update(logprobs=True, top_logprobs=top_logprobs)
         if grammar:
             kwargs["extra_body"] = {"grammar": grammar}
-        retries = 0
+        cost = Attempts()
         while True:
             if self.limiter is not None:
                 self.limiter.acquire(estimate_tokens(messages) + max_tokens)
             start = time.perf_counter()
+            cost.calls += 1
             try:
-                resp = self._client.chat.completions.create(**kwargs)
+                try:
+                    resp = self._client.chat.completions.create(**kwargs)
+                except json.JSONDecodeError as exc:
+                    raise MalformedReply(f"a 200 answer that is not JSON ({exc})") from None
+                latency = time.perf_counter() - start
+                text, tokens, prompt_tokens, completion_tokens = _read_completion(resp)
                 break
             except openai.BadRequestError as exc:
+                cost.failed_attempts += 1
                 if self._drop_logprobs(exc, kwargs):
                     continue
-                raise
+                raise _failed(exc, cost) from exc
             except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
                 raise JudgeUnavailable(
                     f"{self.describe()} refused the API key (HTTP {exc.status_code}); check "
@@ -171,36 +243,111 @@ class ChatClient:
                 openai.RateLimitError,
                 openai.InternalServerError,
                 openai.APIConnectionError,
+                MalformedReply,
             ) as exc:
                 # APITimeoutError is an APIConnectionError; 5xx are InternalServerError.
+                cost.failed_attempts += 1
+                if isinstance(exc, MalformedReply):
+                    cost.prompt_tokens += exc.prompt_tokens
+                    cost.completion_tokens += exc.completion_tokens
                 if isinstance(exc, openai.InternalServerError) and self._drop_logprobs(exc, kwargs):
                     continue  # llama-cpp-python answers 500 without --logits_all
-                if retries >= self.max_retries:
-                    if isinstance(exc, openai.APIConnectionError) and not isinstance(
-                        exc, openai.APITimeoutError
+                wait = self.backoff_s(cost.retries, exc)  # raises on a Retry-After too long
+                if cost.retries >= self.max_retries:
+                    if (
+                        isinstance(exc, openai.APIConnectionError)
+                        and not isinstance(exc, openai.APITimeoutError)
+                        and not self.answered
                     ):
                         raise JudgeUnavailable(
                             f"{self.describe()} is unreachable ({type(exc).__name__})"
                         ) from None
-                    raise
-                time.sleep(self.backoff_s(retries, exc))
-                retries += 1
-        latency = time.perf_counter() - start
-        usage = resp.usage
-        choice = resp.choices[0]
-        lp = getattr(choice, "logprobs", None)
+                    # once the endpoint has answered, what keeps failing is this call's
+                    # error; the caller's consecutive-failure limit stops a dead endpoint
+                    raise _failed(exc, cost) from exc
+                time.sleep(wait)
+                cost.retries += 1
+            except openai.APIError as exc:  # 409, 422, ...: asking again will not help
+                cost.failed_attempts += 1
+                raise _failed(exc, cost) from exc
+        self.answered = True
+        return Reply(
+            text=text,
+            tokens=tokens,
+            prompt_tokens=cost.prompt_tokens + prompt_tokens,
+            completion_tokens=cost.completion_tokens + completion_tokens,
+            latency_s=latency,
+            retries=cost.retries,
+            calls=cost.calls,
+            failed_attempts=cost.failed_attempts,
+        )
+
+
+def _failed(exc: Exception, cost: Attempts) -> ChatFailed:
+    """The error a call ends with, as one line without the key, and what it cost."""
+    return ChatFailed(f"{type(exc).__name__}: {safe_error(str(exc))}", cost)
+
+
+def _count(usage: Any, name: str) -> int:
+    value = getattr(usage, name, None) if usage is not None else None
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _read_completion(resp: Any) -> tuple[str, list[tuple[str, TopLogprobs]], int, int]:
+    """(text, tokens with their alternatives, prompt tokens, completion tokens) of a chat
+    completion; `MalformedReply` when the 200 answer is none. Logprobs that cannot be read
+    are dropped rather than losing the answer."""
+    usage = getattr(resp, "usage", None)
+    used = (_count(usage, "prompt_tokens"), _count(usage, "completion_tokens"))
+    choices = getattr(resp, "choices", None)
+    if not isinstance(choices, list):
+        kind = "no `choices`" if choices is None else "`choices` that is not a list"
+        if not hasattr(resp, "choices"):
+            kind = f"a {type(resp).__name__} instead of a chat completion"
+        raise MalformedReply(f"a 200 answer with {kind}", *used)
+    if not choices:
+        raise MalformedReply("a 200 answer with `choices: []`", *used)
+    message = getattr(choices[0], "message", None)
+    content = getattr(message, "content", None)
+    if not hasattr(message, "content") or not (content is None or isinstance(content, str)):
+        raise MalformedReply("a 200 answer whose choice has no message", *used)
+    lp = getattr(choices[0], "logprobs", None)
+    try:
         tokens = [
             (tok.token, [(t.token, t.logprob) for t in tok.top_logprobs or []])
             for tok in ((lp.content or []) if lp is not None else [])
         ]
-        return Reply(
-            text=choice.message.content or "",
-            tokens=tokens,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-            latency_s=latency,
-            retries=retries,
-        )
+    except (AttributeError, TypeError):
+        tokens = []
+    return content or "", tokens, *used
+
+
+def retry_after_s(exc: Exception) -> float | None:
+    """The wait an error response asks for, in seconds (never negative): its
+    retry-after-ms, else its Retry-After in seconds or as an HTTP date; None without one."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not hasattr(headers, "get"):
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        with contextlib.suppress(ValueError):
+            if math.isfinite(float(ms)):
+                return max(0.0, float(ms) / 1000)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    with contextlib.suppress(ValueError):
+        if math.isfinite(float(value)):
+            return max(0.0, float(value))
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # an HTTP date is GMT
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def token_cost(

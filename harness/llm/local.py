@@ -9,16 +9,22 @@ are of unknown provenance.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import hashlib
 import importlib.util
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,6 +152,60 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def port_taken(port: int) -> bool:
+    """True when some process listens on 127.0.0.1:`port` (we cannot bind it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+        return False
+
+
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+@functools.cache
+def _libc_prctl() -> Callable[..., int] | None:
+    """libc's prctl on Linux, typed; None elsewhere or when it cannot be found."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl  # type: ignore[no-any-return]
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A `preexec_fn` that makes a child get SIGKILL when this process dies: a server must
+    not outlive a harness killed with -9, holding gigabytes. Linux only (prctl
+    PR_SET_PDEATHSIG); None elsewhere, when libc's prctl cannot be found, or off the main
+    thread (the signal comes when the *thread* that started the child ends, and a worker
+    thread may end while the server is still in use): the child then starts without.
+
+    libc is looked up here, in the parent: between fork and exec the child should only
+    make the call, not load libraries (another thread may have held a lock at the fork)."""
+    prctl = _libc_prctl()
+    if prctl is None or threading.current_thread() is not threading.main_thread():
+        return None
+    parent = os.getpid()
+    sigkill = int(signal.SIGKILL)
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, sigkill, 0, 0, 0)
+        # The parent may have died between fork and prctl: then nobody would send it.
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
+_START_ATTEMPTS = 3
+
+
 class LlamaServer:
     """A llama-server process on 127.0.0.1; a context manager that stops what it starts.
 
@@ -183,9 +243,24 @@ class LlamaServer:
     def start(self) -> LlamaServer:
         """Start the server on a free port and wait until /health answers 200.
 
-        Raises HarnessError (after stopping it) if it exits or is not ready in time.
+        Raises HarnessError (after stopping it) if it exits or is not ready in time. The server
+        dies with this process (Linux). A port taken between choosing it and the server
+        binding it (by any other process, a leftover server included) costs a retry on
+        another port, not the run.
         """
         binary = llama_server_binary()
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            if self._start_once(binary, last=attempt == _START_ATTEMPTS):
+                return self
+            logger.warning(
+                "port {} was taken before the local judge could bind it; trying another",
+                self.port,
+            )
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _start_once(self, binary: Path, *, last: bool) -> bool:
+        """One start on a fresh free port: True once ready; False when the server exited
+        because someone else holds the port (unless `last`); HarnessError otherwise."""
         self.port = free_port()
         cmd = [
             str(binary),
@@ -210,19 +285,30 @@ class LlamaServer:
             self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         out = self._log_file or subprocess.DEVNULL
         logger.info("starting local judge {} on 127.0.0.1:{}", self.alias, self.port)
-        self._proc = subprocess.Popen(cmd, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
+        self._proc = subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=out,
+            stdin=subprocess.DEVNULL,
+            # Safe despite threads: the function makes one prctl call through a pointer
+            # looked up before the fork.
+            preexec_fn=die_with_parent(),
+        )
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 self.stop()
+                if not last and port_taken(self.port):
+                    return False
                 raise HarnessError(
                     f"the local judge server exited at start (code {self._proc.returncode}); "
                     f"see {self.log_path or 'its output'}"
                 )
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return self
+                    # Still running: the 200 is ours, not from whoever took the port.
+                    if r.status == 200 and self._proc.poll() is None:
+                        return True
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             time.sleep(0.25)

@@ -2,6 +2,7 @@
 
 models.py   RunHeader, RunLog, TrialRecord, SweepSummary, SweepLog (a docstring per field)
 io.py       atomic headers, appended JSONL, checked reading, listing and lookup
+status.py   a "running" record whose process is gone reads as interrupted
 """
 
 from harness.log.io import (
@@ -43,6 +44,7 @@ from harness.log.models import (
     TrialCounts,
     TrialRecord,
 )
+from harness.log.status import effective_status, this_host
 
 __all__ = [
     "HEADER",
@@ -65,6 +67,7 @@ __all__ = [
     "TrialCounts",
     "TrialRecord",
     "append_trial",
+    "effective_status",
     "find_sweep_dir",
     "iter_jsonl",
     "list_results",
@@ -78,6 +81,7 @@ __all__ = [
     "read_trials",
     "resolve_run_dir",
     "schema",
+    "this_host",
     "write_json_atomic",
     "write_sweep_summary",
 ]

@@ -12,6 +12,10 @@ results/<sweep_id>/
 
 A torn last line (a crash mid-write) is skipped on read; a bad line elsewhere, a file of
 the wrong shape or a log newer than this harness is one HarnessError naming the file.
+
+Everything written is redacted first (`harness.secrets.redact_obj`: every string, so the
+JSON stays valid): a key an endpoint echoed into an error, a password in a URL, never
+reach a file people share.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ import functools
 import json
 import os
 import secrets
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +37,8 @@ from harness.log.models import (
     SweepSummary,
     TrialRecord,
 )
+from harness.log.status import effective_status
+from harness.secrets import redact_obj
 from harness.types import LOG_VERSION, QuestionResult
 
 HEADER = "header.json"
@@ -74,10 +79,16 @@ def parse_record(cls: type[T], obj: Any, where: str) -> T:
         return _adapter(cls).validate_python(obj)  # type: ignore[no-any-return]
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "(the whole object)"
+        field = _printable(".".join(str(p) for p in err["loc"]) or "(the whole object)")
         raise HarnessError(
-            f"{where}: {field}: {err['msg'].lower()} (not a {cls.__name__})"
+            f"{where}: {field}: {_printable(err['msg'].lower())} (not a {cls.__name__})"
         ) from None
+
+
+def _printable(text: str) -> str:
+    """`text` with control characters escaped: a key read from a file (a field name in a
+    message) must not break the message's one line."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 def now_iso() -> str:
@@ -91,13 +102,29 @@ def new_run_id(name: str) -> str:
     return f"{safe}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
+def _new_temp_file(path: Path) -> tuple[int, str]:
+    """A new, empty hidden file beside `path`, opened for writing: (fd, its path).
+
+    Not tempfile.mkstemp, which always creates 0600: opening with 0666 lets the kernel
+    apply the umask, with no need to read it (os.umask can only be read by setting it,
+    which other threads would see)."""
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(4)}")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise HarnessError(f"{path.parent}: cannot create a temporary file beside {path.name}")
+
+
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write JSON to a temp file beside `path`, fsync, then rename over it: a reader sees
-    the old file or the new one, never half of one."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    the old file or the new one, never half of one. The file gets the mode any new file
+    gets here (0666 less the umask), like questions.jsonl beside it."""
+    fd, tmp = _new_temp_file(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2, sort_keys=False)
+            json.dump(redact_obj(obj), f, indent=2, sort_keys=False)
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
@@ -110,24 +137,35 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 def append_jsonl(path: Path, obj: Any) -> None:
     """Append one JSON line and make it durable before returning."""
     with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        f.write(json.dumps(redact_obj(obj), ensure_ascii=False) + "\n")
         f.flush()
         os.fsync(f.fileno())
 
 
 def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Objects of a JSONL file; a torn last line is skipped, a bad earlier line raises."""
+    """Objects of a JSONL file; a torn last line is skipped, a bad earlier line raises.
+
+    Lines are split as bytes and decoded one by one: a crash mid-write can cut a line
+    inside a multi-byte UTF-8 character, and that must cost only the torn line."""
     if not path.is_file():
         return
-    lines = path.read_text(encoding="utf-8").split("\n")
+    lines = path.read_bytes().split(b"\n")
     while lines and not lines[-1].strip():
         lines.pop()
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
             continue
         try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if n == len(lines):
+                return  # torn by a crash mid-write, inside a character
+            raise HarnessError(
+                f"{path}:{n}: not UTF-8 (byte {exc.start + 1} of the line)"
+            ) from None
+        try:
             yield json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: nested too deep
             if n == len(lines):
                 return  # torn by a crash mid-write
             raise HarnessError(f"{path}:{n}: not valid JSON") from None
@@ -146,17 +184,39 @@ class RunWriter:
 
     def write_header(self, header: RunHeader) -> None:
         """Replace header.json atomically."""
-        write_json_atomic(self.run_dir / HEADER, header.to_dict())
+        path = self.run_dir / HEADER
+        try:
+            write_json_atomic(path, header.to_dict())
+        except OSError as exc:
+            if exc.filename is None:
+                raise _with_file(exc, path) from exc
+            raise
 
     def append(self, result: QuestionResult) -> None:
         """Append one question's line, flushed and fsynced."""
-        self._questions.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
-        self._questions.flush()
-        os.fsync(self._questions.fileno())
+        try:
+            line = json.dumps(redact_obj(result.to_dict()), ensure_ascii=False)
+            self._questions.write(line + "\n")
+            self._questions.flush()
+            os.fsync(self._questions.fileno())
+        except OSError as exc:
+            if exc.filename is None:  # a full disk says ENOSPC without naming the file
+                raise _with_file(exc, self.run_dir / QUESTIONS) from exc
+            raise
 
     def close(self) -> None:
         """Close questions.jsonl."""
-        self._questions.close()
+        try:
+            self._questions.close()
+        except OSError as exc:  # what a full disk refused to append is flushed again
+            if exc.filename is None:
+                raise _with_file(exc, self.run_dir / QUESTIONS) from exc
+            raise
+
+
+def _with_file(exc: OSError, path: Path) -> OSError:
+    """A copy of `exc` that names `path` (a failed write names no file)."""
+    return type(exc)(exc.errno, exc.strerror or str(exc), str(path))
 
 
 def _read_file_record(cls: type[T], folder: str | os.PathLike[str], name: str, kind: str) -> T:
@@ -166,7 +226,9 @@ def _read_file_record(cls: type[T], folder: str | os.PathLike[str], name: str, k
         raise HarnessError(f"{folder}: not a {kind} folder (no {name})")
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
+    except UnicodeDecodeError as exc:
+        raise HarnessError(f"{path}: not UTF-8 (byte {exc.start + 1})") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise HarnessError(f"{path}: unreadable ({exc})") from None
     return parse_record(cls, obj, str(path))
 
@@ -246,22 +308,47 @@ def read_sweep(sweep_dir: str | os.PathLike[str]) -> SweepLog:
     return SweepLog(sweep_dir=folder, summary=summary, trials=tuple(read_trials(folder)))
 
 
+STATUS_UNREADABLE = "unreadable"
+"""The status `list_results` gives a folder whose header or sweep.json cannot be read."""
+
+
+def _unreadable(kind: str, folder: Path, name: str, exc: Exception) -> dict[str, Any]:
+    """The `list_results` row of a folder whose file `name` could not be read."""
+    message = str(exc) if isinstance(exc, HarnessError) else f"{folder / name}: {exc}"
+    return {
+        "kind": kind,
+        "id": folder.name,
+        "path": str(folder),
+        "status": STATUS_UNREADABLE,
+        "error": message,
+    }
+
+
 def list_results(results_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Runs and sweeps directly under `results_dir`, from their headers only."""
+    """Runs and sweeps directly under `results_dir`, from their headers only.
+
+    A folder whose header.json or sweep.json cannot be read is listed with status
+    "unreadable" and its "error" (one line): one bad folder does not hide the others.
+    A "running" one whose process is gone is listed as interrupted (`effective_status`).
+    """
     root = Path(results_dir)
     if not root.is_dir():
         raise HarnessError(f"{results_dir}: no such folder")
     out: list[dict[str, Any]] = []
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         if (folder / SWEEP_FILE).is_file():
-            sw = read_sweep_summary(folder)
+            try:
+                sw = read_sweep_summary(folder)
+            except (HarnessError, OSError, ValueError) as exc:  # ValueError: not UTF-8
+                out.append(_unreadable("sweep", folder, SWEEP_FILE, exc))
+                continue
             best = sw.best[0] if sw.best else None
             out.append(
                 {
                     "kind": "sweep",
                     "id": folder.name,
                     "path": str(folder),
-                    "status": sw.status,
+                    "status": effective_status(sw),
                     "name": sw.config.get("name", ""),
                     "counts": {
                         "complete": sw.counts.complete,
@@ -274,14 +361,18 @@ def list_results(results_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
                 }
             )
         elif (folder / HEADER).is_file():
-            h = read_header(folder)
+            try:
+                h = read_header(folder)
+            except (HarnessError, OSError, ValueError) as exc:  # ValueError: not UTF-8
+                out.append(_unreadable("run", folder, HEADER, exc))
+                continue
             k = h.k
             out.append(
                 {
                     "kind": "run",
                     "id": folder.name,
                     "path": str(folder),
-                    "status": h.status,
+                    "status": effective_status(h),
                     "name": h.name,
                     "k": k,
                     "n_questions": h.data.get("n_questions"),

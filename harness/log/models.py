@@ -61,6 +61,14 @@ class RunHeader:
     """Local time the run ended; None while it runs."""
     error: str | None = None
     """Why the run failed or stopped, in one line."""
+    pid: int | None = None
+    """The id of the process that ran it (None in logs written before it was recorded): with
+    `host`, a reader tells a run still going from one whose process was killed."""
+    host: str | None = None
+    """The host name of the machine that ran it (None in older logs)."""
+    warnings: list[str] = field(default_factory=list)
+    """What a reader of the metrics should know, one line each (e.g. a judge that calls
+    nearly every chunk complete, so the metrics saturate)."""
     log_version: int = LOG_VERSION
     """The log format this header was written in."""
 
@@ -74,6 +82,9 @@ class RunHeader:
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "error": self.error,
+            # Only where recorded, so an older header reads back to the same JSON.
+            **({"pid": self.pid} if self.pid is not None else {}),
+            **({"host": self.host} if self.host is not None else {}),
             "config": self.config,
             "components": {k: v.to_dict() for k, v in self.components.items()},
             "data": self.data,
@@ -81,6 +92,7 @@ class RunHeader:
             "metrics": self.metrics,
             "metrics_ci": {k: list(v) for k, v in self.metrics_ci.items()},
             "stats": self.stats,
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
         }
 
     @property
@@ -220,13 +232,21 @@ class SweepSummary:
     """Why the sweep stopped, in one line."""
     experiment: str = ""
     """The experiment file the sweep was started from."""
+    pid: int | None = None
+    """The id of the process running the sweep (None in older logs): with `host`, a reader
+    tells a sweep still going from one whose process was killed."""
+    host: str | None = None
+    """The host name of the machine running the sweep (None in older logs)."""
     log_version: int = LOG_VERSION
     """The log format sweep.json was written in."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object written to sweep.json."""
+        """The JSON object written to sweep.json (pid and host only where recorded)."""
         d = plain(self)
         d["best"] = [b.to_dict() for b in self.best]
+        for key in ("pid", "host"):
+            if d[key] is None:
+                d.pop(key)
         order = ("log_version", "sweep_id", "status", "updated_at", "error", "experiment")
         return {**{k: d[k] for k in order}, **{k: v for k, v in d.items() if k not in order}}
 

@@ -22,10 +22,14 @@ from harness.metrics.ir import (
     precision,
     question_metrics,
     relevancy_mrr,
+    soft_hit_rate,
+    soft_mrr,
+    soft_relevancy_mrr,
 )
 from harness.metrics.stats import (
     CI_METRICS,
     aggregate_ci,
+    auc,
     bootstrap_ci,
     bootstrap_mean_ci,
     cohen_kappa,
@@ -46,6 +50,7 @@ __all__ = [
     "Metric",
     "aggregate",
     "aggregate_ci",
+    "auc",
     "bootstrap_ci",
     "bootstrap_mean_ci",
     "cohen_kappa",
@@ -63,4 +68,7 @@ __all__ = [
     "precision",
     "question_metrics",
     "relevancy_mrr",
+    "soft_hit_rate",
+    "soft_mrr",
+    "soft_relevancy_mrr",
 ]

@@ -91,6 +91,45 @@ def context_chars(lengths: Sequence[int], k: int) -> float:
     return float(sum(lengths[:k]))
 
 
+def soft_hit_rate(p_answer: Sequence[float], k: int) -> float:
+    """Expected hit rate from the judge's probabilities: 1 - prod_{i<=k} (1 - a_i), with
+    a_i = P(chunk i is relevant and complete), chunks taken as independent.
+
+    It moves with the judge's confidence where hit_rate only moves when a verdict flips,
+    so it breaks the ties of a saturated judge. Edge cases: no hits -> 0.0; a_i in {0, 1}
+    gives hit_rate exactly.
+    """
+    _check_k(k)
+    miss = 1.0
+    for a in p_answer[:k]:
+        miss *= 1.0 - a
+    return 1.0 - miss
+
+
+def _soft_reciprocal_rank(p: Sequence[float], k: int) -> float:
+    _check_k(k)
+    total, none_before = 0.0, 1.0
+    for rank, a in enumerate(p[:k], start=1):
+        total += none_before * a / rank
+        none_before *= 1.0 - a
+    return total
+
+
+def soft_mrr(p_answer: Sequence[float], k: int) -> float:
+    """Expected reciprocal rank of the first relevant-and-complete chunk:
+    sum_{r<=k} (1/r) a_r prod_{j<r} (1 - a_j), a_i as in soft_hit_rate.
+
+    Edge cases: no hits -> 0.0; probabilities of 0 and 1 give mrr exactly.
+    """
+    return _soft_reciprocal_rank(p_answer, k)
+
+
+def soft_relevancy_mrr(p_relevant: Sequence[float], k: int) -> float:
+    """Expected reciprocal rank of the first relevant chunk: soft_mrr with
+    P(relevant) in place of P(relevant and complete); averaged over all questions."""
+    return _soft_reciprocal_rank(p_relevant, k)
+
+
 @dataclass(frozen=True)
 class Metric:
     """One entry of the metric registry: a per-question function and how to read it."""
@@ -99,7 +138,8 @@ class Metric:
     fn: Callable[[Sequence[int], int], float]
     """`fn(values, k)`: grades (0/1/2) for quality metrics, chunk lengths for sizes."""
     on: str = "grades"
-    """What `fn` takes: "grades" or "lengths"."""
+    """What `fn` takes: "grades", "lengths", or the judge's probabilities per chunk,
+    "p_answer" (relevant and complete) or "p_relevant"."""
     direction: str = "maximize"
     """How a sweep optimises it: "maximize" or "minimize"."""
     interval: bool = True
@@ -115,6 +155,9 @@ METRICS: dict[str, Metric] = {
         Metric("precision", precision),
         Metric("ndcg", ndcg),
         Metric("context_chars", context_chars, on="lengths", direction="minimize", interval=False),
+        Metric("soft_hit_rate", soft_hit_rate, on="p_answer"),  # type: ignore[arg-type]
+        Metric("soft_mrr", soft_mrr, on="p_answer"),  # type: ignore[arg-type]
+        Metric("soft_relevancy_mrr", soft_relevancy_mrr, on="p_relevant"),  # type: ignore[arg-type]
     )
 }
 """The metric registry: every per-question metric, reported as `name@k`, in display order.
@@ -128,24 +171,34 @@ COUNTS = ("failures", "errors")
 
 
 def question_metrics(
-    grades: Sequence[int | None], lengths: Sequence[int], ks: Sequence[int]
+    grades: Sequence[int | None],
+    lengths: Sequence[int],
+    ks: Sequence[int],
+    probs: Sequence[tuple[float, float] | None] | None = None,
 ) -> dict[str, float]:
     """Every metric at every k in `ks` for one question, keyed `name@k`.
 
     A grade of None is a failed verdict. A metric at k is left out when a failed verdict
     sits in the top k (its value is unknown, never a silent 0); ndcg is left out when any
-    grade of the list failed, because its ideal ordering needs them all.
+    grade of the list failed, because its ideal ordering needs them all. `probs` holds
+    (P(relevant), P(relevant and complete)) per hit for the soft metrics, which are left
+    out without it (or where one of the top k is None).
     """
-    if len(grades) != len(lengths):
-        raise ValueError("grades and lengths must have the same length")
+    if len(grades) != len(lengths) or (probs is not None and len(probs) != len(grades)):
+        raise ValueError("grades, lengths and probs must have the same length")
     out: dict[str, float] = {}
     any_failed = any(g is None for g in grades)
     for k in ks:
         top = grades[:k]
         known = None if any(g is None for g in top) else [int(g) for g in top]  # type: ignore[arg-type]
+        top_p = None if probs is None or any(p is None for p in probs[:k]) else probs[:k]
         for m in METRICS.values():
             if m.on == "lengths":
                 out[f"{m.name}@{k}"] = m.fn(lengths, k)
+            elif m.on in ("p_answer", "p_relevant"):
+                if top_p is not None:
+                    column = [p[1] if m.on == "p_answer" else p[0] for p in top_p]  # type: ignore[index]
+                    out[f"{m.name}@{k}"] = m.fn(column, k)  # type: ignore[arg-type]
             elif m.name == "ndcg":
                 # its ideal ordering needs every grade of the list, not just the top k
                 if not any_failed:

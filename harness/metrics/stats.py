@@ -113,6 +113,35 @@ def cohen_kappa(judge: Sequence[bool], human: Sequence[bool]) -> float:
     return 1.0 if p_e == 1 else (p_o - p_e) / (1 - p_e)
 
 
+def auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
+    """Area under the ROC curve: the probability that a random positive scores above a
+    random negative, ties counting one half (the Mann-Whitney U / (n+ n-)).
+
+    Edge cases: None when there are no positives or no negatives (nothing to rank);
+    lengths must match (ValueError)."""
+    if len(scores) != len(labels):
+        raise ValueError("scores and labels must pair up")
+    pos = [s for s, y in zip(scores, labels, strict=True) if y]
+    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
+    if not pos or not neg:
+        return None
+    order = np.argsort(np.asarray(list(scores), dtype=float), kind="mergesort")
+    ranked = np.asarray(list(scores), dtype=float)[order]
+    ranks = np.empty(len(ranked))
+    i = 0
+    while i < len(ranked):  # average ranks over ties
+        j = i
+        while j + 1 < len(ranked) and ranked[j + 1] == ranked[i]:
+            j += 1
+        ranks[i : j + 1] = (i + j) / 2 + 1
+        i = j + 1
+    rank_of = np.empty(len(ranked))
+    rank_of[order] = ranks
+    pos_rank_sum = float(sum(r for r, y in zip(rank_of, labels, strict=True) if y))
+    u = pos_rank_sum - len(pos) * (len(pos) + 1) / 2
+    return u / (len(pos) * len(neg))
+
+
 def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:
     """Kendall's tau-b between two scorings of the same items (ties handled):
     (concordant - discordant) / sqrt((n0 - ties_x) (n0 - ties_y)), n0 = n (n - 1) / 2.

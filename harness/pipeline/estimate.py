@@ -10,7 +10,8 @@ from harness import corpus
 from harness import judge as judge_stage
 from harness.config import ExperimentConfig
 from harness.errors import HarnessError
-from harness.pipeline.prepare import default_cache_dir, load_corpus, prepare
+from harness.judge.injection import text_for_judge
+from harness.pipeline.prepare import cap_k, default_cache_dir, load_inputs, prepare
 from harness.retrieval import index as index_stage
 from harness.retrieval.embedders import embedder_spec
 
@@ -23,16 +24,19 @@ def judged_pairs(
 
     Retrieval runs when it costs nothing (the local embedder, or an index already
     cached). With a paid embedder and no cached index nothing is embedded: each question
-    gets k stand-in chunks of the corpus's average chunk length (an upper bound).
+    gets k stand-in chunks of the corpus's average chunk length (an upper bound). A k
+    above the number of chunks is lowered to it, with a warning, as a run would.
     """
-    r = config.retrieval
-    if r.reranker == "llm":
+    if config.retrieval.reranker == "llm":
         raise HarnessError("--dry-run does not estimate the llm reranker's own calls yet")
+    inputs = load_inputs(config)
+    config = cap_k(config, len(inputs.chunks))
+    r = config.retrieval
 
     def retrieved() -> tuple[list[tuple[str, str]], int, bool]:
-        prepared = prepare(config, cache_dir=cache_dir)
+        prepared = prepare(config, cache_dir=cache_dir, inputs=inputs)
         pairs = [
-            (q.text, prepared.chunks[h.chunk_id].text)
+            (q.text, text_for_judge(prepared.chunks[h.chunk_id].text, config.judge.injection))
             for q, hits in zip(prepared.questions, prepared.hits, strict=True)
             for h in hits
         ]
@@ -40,20 +44,14 @@ def judged_pairs(
 
     if config.embedder.name != "openai":
         return retrieved()
-    docs = load_corpus(config)
     key = index_stage.index_key(
-        corpus.corpus_hash(docs),
+        corpus.corpus_hash(inputs.docs),
         corpus.splitter_spec(config.chunking.chunk_size, config.chunking.chunk_overlap),
         embedder_spec(config.embedder),
     )
     if index_stage.is_cached(key, cache_dir):
         return retrieved()
-    questions = config.questions.take(
-        corpus.load_questions(config.resolve_path(config.questions.file))
-    )
-    chunks = corpus.chunk_documents(
-        docs, chunk_size=config.chunking.chunk_size, chunk_overlap=config.chunking.chunk_overlap
-    )
+    questions, chunks = inputs.questions, inputs.chunks
     avg = sum(len(c.text) for c in chunks) // max(1, len(chunks))
     stand_ins = [f"(stand-in {i}) " + "x" * avg for i in range(r.k)]  # distinct: none dedupes
     return [(q.text, c) for q in questions for c in stand_ins], len(questions), False
@@ -69,6 +67,7 @@ def estimate_run(
     is asked only of chunks judged relevant, so the calls lie between min and max).
     Tokens are estimated at 4 characters a token from the real prompts.
     """
+    judge_stage.check_endpoint(config.judge, config.path or "<experiment>")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     pairs, n_questions, exact = judged_pairs(config, cache)
     with judge_stage.judge_estimator(config.judge, cache) as estimate:

@@ -6,7 +6,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from harness.retrieval import index as index_stage
 from harness.retrieval import rerankers as rerank_stage
 from harness.retrieval import retrieve as retrieve_stage
 from harness.retrieval.embedders import CachedEmbedder, embedder_spec, make_embeddings
+from harness.secrets import read_key
 from harness.stores import EmbeddingCache, VerdictCache
 from harness.stores.embeddings import FILE as EMBEDDINGS_FILE
 from harness.types import (
@@ -69,9 +70,10 @@ def _llm_grader(
             ranker: judge_stage.Judge = judge_stage.ChatJudge(
                 base_url=r.llm_base_url or judge_stage.factory.DEFAULT_BASE_URL,
                 model=r.llm_model,
-                api_key=os.environ.get(r.llm_api_key_env, ""),
+                api_key=read_key(r.llm_api_key_env),
                 timeout_s=config.judge.timeout_s,
                 max_retries=config.judge.max_retries,
+                max_retry_after_s=config.judge.max_retry_after_s,
             )
         else:
             ranker = judge()
@@ -102,7 +104,45 @@ def load_corpus(config: ExperimentConfig) -> list[Document]:
         [config.resolve_path(s) for s in config.corpus.sources],
         html_classes=config.corpus.html_classes,
         where=config.path or "<experiment>",
+        timeout_s=config.corpus.timeout_s,
     )
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """A run's documents, questions and chunks: loaded and checked (cheap) before a run
+    folder is made, so bad input leaves nothing behind, and handed on to `prepare`."""
+
+    docs: tuple[Document, ...]
+    questions: tuple[Question, ...]
+    """The questions the run uses (`questions.limit` applied)."""
+    questions_path: str
+    chunks: tuple[Chunk, ...]
+
+
+def load_inputs(config: ExperimentConfig) -> Inputs:
+    """Load the corpus and the questions and chunk the corpus; raises ConfigError naming
+    the file for anything wrong with them."""
+    docs = load_corpus(config)
+    questions_path = config.resolve_path(config.questions.file)
+    questions = config.questions.take(corpus.load_questions(questions_path))
+    chunks = corpus.chunk_documents(
+        docs, chunk_size=config.chunking.chunk_size, chunk_overlap=config.chunking.chunk_overlap
+    )
+    return Inputs(tuple(docs), tuple(questions), questions_path, tuple(chunks))
+
+
+def cap_k(config: ExperimentConfig, n_chunks: int) -> ExperimentConfig:
+    """`config` with `retrieval.k` at most the number of chunks, with a warning: no
+    question can get more, and a huge k would only cost time and memory."""
+    k = config.retrieval.k
+    if k <= n_chunks:
+        return config
+    capped = max(1, n_chunks)
+    logger.warning(
+        "retrieval.k = {} but the corpus has {} chunks: using k = {}", k, n_chunks, capped
+    )
+    return replace(config, retrieval=replace(config.retrieval, k=capped))
 
 
 def count_questions(config: ExperimentConfig) -> int:
@@ -118,18 +158,20 @@ def prepare(
     cache_dir: Path,
     judge: JudgeSource | None = None,
     verdict_cache: VerdictCache | None = None,
+    inputs: Inputs | None = None,
 ) -> Prepared:
     """Load, chunk, index (cached), retrieve and rerank for one configuration.
 
-    `judge` and `verdict_cache` are needed only by the llm reranker.
+    `judge` and `verdict_cache` are needed only by the llm reranker; `inputs` are the
+    documents and questions already loaded (by `load_inputs`), else they are loaded here.
+    A k above the number of chunks is lowered to it (`cap_k`).
     """
     t0 = time.perf_counter()
-    docs = load_corpus(config)
-    questions_path = config.resolve_path(config.questions.file)
-    questions = config.questions.take(corpus.load_questions(questions_path))
-    chunks = corpus.chunk_documents(
-        docs, chunk_size=config.chunking.chunk_size, chunk_overlap=config.chunking.chunk_overlap
-    )
+    if inputs is None:
+        inputs = load_inputs(config)
+    config = cap_k(config, len(inputs.chunks))
+    docs, questions, chunks = inputs.docs, inputs.questions, list(inputs.chunks)
+    questions_path = inputs.questions_path
     splitter = corpus.splitter_spec(config.chunking.chunk_size, config.chunking.chunk_overlap)
     emb_spec = embedder_spec(config.embedder)
     embedder = CachedEmbedder(
@@ -144,7 +186,8 @@ def prepare(
     index_s = time.perf_counter() - t_index
     qvecs = embedder.embed_queries([q.text for q in questions])
     rerank_stats = judge_stage.JudgeStats()
-    depth = rerank_stage.first_stage_depth(config.retrieval)
+    # FAISS allocates depth slots per question: never more than there are chunks.
+    depth = min(rerank_stage.first_stage_depth(config.retrieval), max(1, len(chunks)))
 
     def query_vector(question: str) -> np.ndarray:
         return np.asarray(embedder.embed_query(question), dtype=np.float32)

@@ -10,7 +10,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,9 @@ from loguru import logger
 from harness import judge as judge_stage
 from harness import metrics as metrics_stage
 from harness.config import ExperimentConfig, JudgeConfig
-from harness.errors import HarnessError
+from harness.errors import HarnessError, os_error_message
+from harness.judge.calibration import Calibration, judge_key, read_calibration
+from harness.judge.injection import injection_flags, text_for_judge
 from harness.log import (
     STATUS_DONE,
     STATUS_FAILED,
@@ -32,8 +34,9 @@ from harness.log import (
     new_run_id,
     now_iso,
     read_run,
+    this_host,
 )
-from harness.pipeline.prepare import Prepared, default_cache_dir, prepare
+from harness.pipeline.prepare import Prepared, cap_k, default_cache_dir, load_inputs, prepare
 from harness.pipeline.progress import LogProgress, ProgressSink
 from harness.stores import VerdictCache
 from harness.stores.verdicts import FILE as VERDICTS_FILE
@@ -65,6 +68,11 @@ def run_experiment(
     finish in the log and metrics over those.
     """
     t_start = time.perf_counter()
+    if judge is None:
+        judge_stage.check_endpoint(config.judge, config.path or "<experiment>")
+    # Bad documents or questions stop the run here, before it has a folder to leave behind.
+    inputs = load_inputs(config)
+    config = cap_k(config, len(inputs.chunks))
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     run_id = new_run_id(config.name)
@@ -81,6 +89,9 @@ def run_experiment(
         components={},
         data={},
         ks=ks,
+        # Who writes it: a reader on this host then sees a run killed with -9 as interrupted.
+        pid=os.getpid(),
+        host=this_host(),
     )
     writer.write_header(header)
     stats = judge_stage.JudgeStats()
@@ -101,7 +112,11 @@ def run_experiment(
                 return active[0]
 
             prepared = prepare(
-                config, cache_dir=cache, judge=get_judge, verdict_cache=verdict_cache
+                config,
+                cache_dir=cache,
+                judge=get_judge,
+                verdict_cache=verdict_cache,
+                inputs=inputs,
             )
             run_stats.update(prepared.stats)
             header = replace(header, components=dict(prepared.components), data=prepared.data)
@@ -109,10 +124,16 @@ def run_experiment(
             t_judge = time.perf_counter()
             the_judge = get_judge()
             header = replace(header, components={**header.components, "judge": the_judge.spec})
+            calibration = load_calibration(config, the_judge)
+            if calibration is not None:
+                header = replace(
+                    header,
+                    components={**header.components, "calibration": calibration.spec()},
+                )
             writer.write_header(header)
             sink = progress or LogProgress()
             try:
-                per_question, stopped = _judge_all(
+                per_question, stopped, tally = _judge_all(
                     config,
                     prepared,
                     the_judge,
@@ -122,9 +143,15 @@ def run_experiment(
                     batches,
                     after_batch,
                     sink,
+                    calibration=calibration,
                 )
             finally:
                 sink.stop()
+            run_stats.update(tally.to_stats())
+            warnings = tally.warnings()
+            for w in warnings:
+                logger.warning(w)
+            header = replace(header, warnings=warnings)
         run_stats["judge_s"] = round(time.perf_counter() - t_judge, 3)
         header = replace(
             header,
@@ -147,16 +174,23 @@ def run_experiment(
         )
         raise
     except Exception as exc:
-        message = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
-        writer.write_header(
-            replace(
-                header,
-                status=STATUS_FAILED,
-                finished_at=now_iso(),
-                stats=_stats(run_stats, stats, t_start, config.judge),
-                error=message,
-            )
+        if isinstance(exc, HarnessError):
+            message = str(exc)
+        elif isinstance(exc, OSError):  # a full disk, a read-only folder: name the file
+            message = os_error_message(exc)
+        else:
+            message = f"{type(exc).__name__}: {exc}"
+        failed = replace(
+            header,
+            status=STATUS_FAILED,
+            finished_at=now_iso(),
+            stats=_stats(run_stats, stats, t_start, config.judge),
+            error=message,
         )
+        try:
+            writer.write_header(failed)
+        except OSError as write_exc:  # the disk that failed the run may refuse this too
+            logger.warning("could not mark the run failed: {}", os_error_message(write_exc))
         raise
     finally:
         writer.close()
@@ -184,6 +218,85 @@ AfterBatch = Callable[[int, list[dict[str, float]]], bool]
 """Called after each batch with (questions done, their metrics); True stops the run."""
 
 
+SATURATED_COMPLETE_SHARE = 0.85
+"""A judge that calls more than this share of judged chunks complete cannot separate
+settings: hit rate and MRR saturate near 1."""
+UNSURE_SHARE = 0.5
+"""A judge whose P(yes) sits between 0.4 and 0.6 for more than this share of its
+verdicts is guessing."""
+
+
+@dataclass
+class VerdictTally:
+    """Counts over a run's verdicts, for the saturation warning and the run's stats."""
+
+    judged: int = 0
+    complete: int = 0
+    with_p: int = 0
+    unsure: int = 0
+    flagged: int = 0
+    policy: str = "mask"
+
+    def add(self, verdicts: Sequence[Verdict]) -> None:
+        """Count a question's verdicts (failed ones are left out)."""
+        for v in verdicts:
+            if v.grade is None:
+                continue
+            self.judged += 1
+            self.complete += v.grade == 2
+            for c in (v.relevant, v.complete):
+                if c.p_yes is not None and c.asked:
+                    self.with_p += 1
+                    self.unsure += 0.4 <= c.p_yes <= 0.6
+
+    def to_stats(self) -> dict[str, Any]:
+        """complete_share and unsure_share for the run header's stats."""
+        return {
+            "complete_share": round(self.complete / self.judged, 4) if self.judged else None,
+            "unsure_share": round(self.unsure / self.with_p, 4) if self.with_p else None,
+            "hits_flagged": self.flagged,
+        }
+
+    def warnings(self) -> list[str]:
+        """The saturation warnings this run deserves, each one line."""
+        out = []
+        if self.flagged:
+            done = "judged with those lines masked" if self.policy == "mask" else "judged as is"
+            out.append(
+                f"{self.flagged} retrieved chunks address the grader or an AI ({done}); "
+                "harness show --failures lists them with the flagged text"
+            )
+        if self.judged >= 10 and self.complete / self.judged > SATURATED_COMPLETE_SHARE:
+            out.append(
+                f"the judge called {self.complete / self.judged:.0%} of {self.judged} judged "
+                "chunks complete: hit rate and MRR saturate and cannot separate settings; "
+                "calibrate the judge on a few labels (harness label, harness calibrate), "
+                'try judge.mode = "graded", or use a stronger judge'
+            )
+        if self.with_p >= 10 and self.unsure / self.with_p > UNSURE_SHARE:
+            out.append(
+                f"{self.unsure / self.with_p:.0%} of the judge's probabilities lie between "
+                "0.4 and 0.6: it is guessing; calibrate it or use a stronger judge"
+            )
+        return out
+
+
+def load_calibration(config: ExperimentConfig, judge: judge_stage.Judge) -> Calibration | None:
+    """The experiment's judge calibration (judge.calibration), or None; a warning when it
+    was fitted on another judge than this one."""
+    if not config.judge.calibration:
+        return None
+    cal = read_calibration(config.resolve_path(config.judge.calibration))
+    if cal.judge and cal.judge != judge_key(judge.spec):
+        logger.warning(
+            "the calibration {} was fitted on another judge ({}); this run's judge is {}",
+            cal.path,
+            cal.judge,
+            judge_key(judge.spec),
+        )
+    return cal
+
+
 def _judge_all(
     config: ExperimentConfig,
     prepared: Prepared,
@@ -194,7 +307,9 @@ def _judge_all(
     batches: Sequence[int],
     after_batch: AfterBatch | None,
     progress: ProgressSink,
-) -> tuple[list[dict[str, float]], bool]:
+    *,
+    calibration: Calibration | None = None,
+) -> tuple[list[dict[str, float]], bool, VerdictTally]:
     """Judge every (question, hit) pair, batch after batch of questions; write each
     question's line as soon as it is done. Returns (per-question metrics, stopped early).
 
@@ -207,14 +322,27 @@ def _judge_all(
     progress.start(n_q, "judged questions")
     ks = range(1, config.retrieval.k + 1)
 
+    policy = config.judge.injection
+    tally = VerdictTally(policy=policy)
+
     def finish(qi: int, verdicts: Sequence[Verdict]) -> None:
+        if calibration is not None:
+            verdicts = [calibration.apply_verdict(v) for v in verdicts]
+        tally.add(verdicts)
         judged = tuple(
-            JudgedHit(hit=h, chunk=prepared.chunks[h.chunk_id], verdict=v)
+            JudgedHit(
+                hit=h,
+                chunk=prepared.chunks[h.chunk_id],
+                verdict=v,
+                flags=injection_flags(prepared.chunks[h.chunk_id].text, policy),
+            )
             for h, v in zip(prepared.hits[qi], verdicts, strict=True)
         )
+        tally.flagged += sum(1 for jh in judged if jh.flags)
         grades = [j.verdict.grade for j in judged]
         lengths = [len(j.chunk.text) for j in judged]
-        m = metrics_stage.question_metrics(grades, lengths, ks)
+        probs = [j.verdict.probabilities() for j in judged]
+        m = metrics_stage.question_metrics(grades, lengths, ks, probs)
         errors = [f"rank {j.hit.rank}: {j.verdict.error}" for j in judged if j.verdict.error]
         writer.append(
             QuestionResult(
@@ -244,7 +372,8 @@ def _judge_all(
         for qi in range(start, end):
             got[qi] = {}
             for hit in prepared.hits[qi]:
-                pairs.append((prepared.questions[qi].text, prepared.chunks[hit.chunk_id].text))
+                text = text_for_judge(prepared.chunks[hit.chunk_id].text, policy)
+                pairs.append((prepared.questions[qi].text, text))
                 owner.append(qi)
             if not prepared.hits[qi]:
                 finish(qi, [])
@@ -261,5 +390,5 @@ def _judge_all(
         start = end
         done = [m for m in per_question if m is not None]
         if after_batch is not None and end < n_q and after_batch(end, done):
-            return done, True
-    return [m for m in per_question if m is not None], False
+            return done, True, tally
+    return [m for m in per_question if m is not None], False, tally

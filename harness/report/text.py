@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.compare import Comparison
-from harness.log import RunHeader, RunLog, SweepSummary, TrialRecord
+from harness.log import RunHeader, RunLog, SweepSummary, TrialRecord, effective_status
 from harness.metrics import COUNTS, METRIC_NAMES
 from harness.types import QuestionResult
 
@@ -56,8 +56,10 @@ def format_run_summary(run: RunLog) -> str:
     """
     h = run.header
     s = h.stats
+    status = effective_status(h)
     parts = [
-        f"run {h.run_id}: {h.status}, {h.data.get('n_questions', len(run.questions))} questions, "
+        f"run {h.run_id}: {status}, "
+        f"{h.data.get('n_questions', len(run.questions))} questions, "
         f"{h.data.get('n_chunks', '?')} chunks",
         format_metrics_table(h),
         *_ci_line(h),
@@ -70,6 +72,10 @@ def format_run_summary(run: RunLog) -> str:
     ]
     if h.error:
         parts.insert(1, f"error: {h.error}")
+    elif status != h.status:
+        parts.insert(1, f"error: its process ({h.pid} on {h.host}) is gone; the run did not finish")
+    for w in reversed(h.warnings):
+        parts.insert(1, f"warning: {w}")
     reranker = h.components.get("reranker")
     if reranker is not None and reranker.args.get("same_model_as_judge"):
         parts.insert(
@@ -92,6 +98,9 @@ def format_estimate(est: dict[str, Any]) -> str:
     why = {
         "pointwise": "'complete' is asked only of chunks judged relevant",
         "both": "one call per chunk for both criteria",
+        "graded": "one call per chunk for a 0-3 grade",
+        "extractive": "'complete' (the answering sentence) only of chunks judged relevant",
+        "ensemble": "two wordings per criterion; 'complete' only of relevant chunks",
         "listwise": "one call per question",
     }[est["mode"]]
     lines = [
@@ -162,6 +171,13 @@ def format_question(q: QuestionResult, k: int, excerpt_chars: int = 300) -> str:
             note = crit.error or crit.reason
             if note:
                 lines.append(f"      {crit.criterion}: {note}")
+            if crit.evidence:
+                lines.append(f"      {crit.criterion} evidence: {crit.evidence[:200]}")
+            if crit.p_raw is not None:
+                lines.append(
+                    f"      {crit.criterion}: raw P(yes) {crit.p_raw:.2f}, calibrated {crit.p_yes:.2f}"
+                )
+        lines.extend(f"      ! {flag}" for flag in jh.flags)
     return "\n".join(lines)
 
 
@@ -173,7 +189,7 @@ def fmt_values(values: list[float] | None) -> str:
 def format_sweep(summary: SweepSummary, trials: Sequence[TrialRecord]) -> str:
     """A sweep: its settings, one row per trial, the best trial(s) with ties, the cost."""
     lines = [
-        f"sweep {summary.sweep_id}: {summary.status}, objective "
+        f"sweep {summary.sweep_id}: {effective_status(summary)}, objective "
         f"{' & '.join(summary.objective)} ({', '.join(summary.directions)}), "
         f"sampler {summary.sampler.name} seed {summary.sampler.seed}",
         f"{'trial':>5}  {'state':<8}  {'values':<16}  params",
@@ -228,7 +244,9 @@ def format_list(rows: Sequence[dict[str, Any]]) -> str:
         return "no runs or sweeps here"
     lines = []
     for r in rows:
-        if r["kind"] == "run":
+        if r["status"] == "unreadable":
+            lines.append(f"{r['kind']:<6} {r['id']:<48} unreadable: {r['error']}")
+        elif r["kind"] == "run":
             m = "  ".join(f"{k}={v:.3f}" for k, v in r["metrics"].items())
             lines.append(
                 f"run    {r['id']:<48} {r['status']:<11} {r['n_questions'] or '?':>4} q  {m}"
@@ -321,8 +339,12 @@ def format_validate_run(res: dict[str, Any], run_dir: Path) -> str:
     if res["binary_labels"]:
         lines.append("labels are binary: 'complete' is checked against relevance")
     lines.append(
+        f"labels: relevant from grade {res.get('relevant_grade', 1)}, complete from grade "
+        f"{res.get('complete_grade', '?')}"
+    )
+    lines.append(
         f"{'criterion':<10} {'n':>5} {'tp':>5} {'fp':>5} {'fn':>5} {'tn':>5} {'accuracy':>9} "
-        f"{'kappa':>7}  95% interval"
+        f"{'kappa':>7}  {'95% interval':<17} {'AUC':>6}  judge/labels yes"
     )
     for crit, a in res["agreement"].items():
         if not a["n"]:
@@ -330,9 +352,11 @@ def format_validate_run(res: dict[str, Any], run_dir: Path) -> str:
             continue
         c, ci = a["confusion"], a["kappa_ci95"]
         ci_s = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "-"
+        auc_s = "-" if a.get("auc") is None else f"{a['auc']:.3f}"
         lines.append(
             f"{crit:<10} {a['n']:>5} {c['tp']:>5} {c['fp']:>5} {c['fn']:>5} {c['tn']:>5} "
-            f"{a['accuracy']:>9.3f} {a['kappa']:>7.3f}  {ci_s}"
+            f"{a['accuracy']:>9.3f} {a['kappa']:>7.3f}  {ci_s:<17} {auc_s:>6}  "
+            f"{a['judge_yes_rate']:.0%}/{a['human_yes_rate']:.0%}"
         )
     k = res["k"]
     lines.append(f"\n{'metric':<18} {'judge':>8} {'labels':>8}")
@@ -375,4 +399,40 @@ def format_judge_check(res: dict[str, Any]) -> str:
             )
     if "length_bias" not in res:
         lines.append("length bias: needs human labels (--qrels)")
+    return "\n".join(lines)
+
+
+def format_calibration(cal: Any, path: Path) -> str:
+    """`calibrate`: per criterion the pairs fitted, the map and the raw cut it implies."""
+    lines = [
+        f"calibration written to {path} (Platt scaling of the judge's P(yes); labels: "
+        f"relevant from grade {cal.relevant_grade}, complete from grade {cal.complete_grade})",
+        f"{'criterion':<10} {'pairs':>6} {'yes':>5} {'a':>7} {'b':>7}  verdict yes when raw P(yes) >",
+    ]
+    for name, m in cal.criteria.items():
+        cut = "never (no ranking signal)" if m.threshold is None else f"{m.threshold:.3f}"
+        lines.append(f"{name:<10} {m.n:>6} {m.positives:>5} {m.a:>7.3f} {m.b:>7.3f}  {cut}")
+    lines.append(
+        f'apply it with judge.calibration = "{path}" (no judge call: verdicts are re-cut '
+        "from the cached probabilities)"
+    )
+    return "\n".join(lines)
+
+
+def format_injection_check(res: dict[str, Any]) -> str:
+    """`judge-check --injection`: flip rates with an instruction to the grader appended."""
+    lines = [
+        f"injection check of {res['run_dir']} on {res['sample']} sampled (question, chunk) "
+        "pairs, each with a line telling the grader to answer yes appended"
+    ]
+    for name, label in (
+        ("as_configured", f"as judged (judge.injection = {res['policy']})"),
+        ("unmasked", "unmasked"),
+    ):
+        r = res[name]
+        lines.append(
+            f"{label}: relevant flips {_pct(r['relevant_flip_rate'])} ({r['relevant_to_yes']} "
+            f"to yes), complete flips {_pct(r['complete_flip_rate'])} ({r['complete_to_yes']} "
+            f"to yes), n={r['n']}, {r['calls']} calls"
+        )
     return "\n".join(lines)

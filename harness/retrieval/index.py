@@ -4,7 +4,12 @@ The cache key is (corpus content hash, splitter spec, embedder spec): k and anyt
 downstream of retrieval never force a rebuild. On disk an entry is `index.faiss` (written
 by faiss.write_index), `chunks.json` and, written last, `meta.json`; an entry without
 meta.json is incomplete and rebuilt. Nothing is ever unpickled: the docstore is rebuilt
-from our own JSON, so a file placed in the cache by someone else cannot run code.
+from the chunks just made from the corpus, so a file placed in the cache by someone else
+cannot run code.
+
+A cache folder is shared and received like any other, so an entry is used only when it
+checks out against the run's own chunks and embedder (`_load_entry`); anything else is
+a warning naming the entry and what was wrong, and a rebuild, never a traceback.
 """
 
 from __future__ import annotations
@@ -13,10 +18,12 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from langchain_community.docstore.in_memory import InMemoryDocstore
@@ -29,6 +36,13 @@ from loguru import logger
 from harness.types import Chunk, ComponentSpec
 
 INDEX_FORMAT = 1
+_META_MAX_BYTES = 1 << 16
+_PROBE_MIN_COSINE = 0.995  # an embedder may not return bit-identical vectors twice
+# faiss.write_index of an IndexFlatIP: b"IxFI", d (int32), ntotal (int64), 2 x int64,
+# is_trained (1 byte), metric (int32, 0 = inner product), the number of floats (int64),
+# then the floats
+_FLAT_IP_MAGIC = b"IxFI"
+_FLAT_IP_HEADER = 45
 
 
 def index_key(corpus_sha: str, splitter: ComponentSpec, embedder: ComponentSpec) -> str:
@@ -86,34 +100,157 @@ def _store(embedder: Embeddings, faiss_index: object, chunks: Sequence[Chunk]) -
     )
 
 
+class _Untrusted(Exception):
+    """Why a cache entry is not used (caught in `load_or_build_index`)."""
+
+
+def _chunks_json(chunks: Sequence[Chunk]) -> bytes:
+    """chunks.json exactly as this module writes it."""
+    return json.dumps([c.to_dict() for c in chunks]).encode()
+
+
+def _first_difference(path: Path, chunks: Sequence[Chunk]) -> str:
+    """Which chunk of chunks.json differs from the corpus's, as far as it can be told."""
+    try:
+        stored = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return "is not the JSON this harness writes"
+    if not isinstance(stored, list):
+        return f"holds a JSON {type(stored).__name__}, not a list of chunks"
+    for i, c in enumerate(chunks):
+        if i >= len(stored):
+            return f"ends after {len(stored)} chunks, the corpus gives {len(chunks)}"
+        if stored[i] != json.loads(json.dumps(c.to_dict())):
+            return f"differs from the corpus at chunk {i + 1} ({c.chunk_id})"
+    return f"holds {len(stored)} chunks, the corpus gives {len(chunks)}"
+
+
+def _file_size(path: Path) -> int:
+    """The size of a regular file (a FIFO or a device would block or never end)."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise _Untrusted(f"{path.name} unreadable ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _Untrusted(f"{path.name} is not a regular file")
+    return st.st_size
+
+
+def _read_small(path: Path, limit: int) -> bytes:
+    """A file of at most `limit` bytes."""
+    if _file_size(path) > limit:
+        raise _Untrusted(f"{path.name} is larger than {limit} bytes")
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise _Untrusted(f"{path.name} unreadable ({exc.strerror or exc})") from None
+
+
+def _check_meta(folder: Path, key: str, n: int) -> None:
+    """meta.json is an object naming this key and the corpus's chunk count."""
+    try:
+        meta: Any = json.loads(_read_small(folder / "meta.json", _META_MAX_BYTES))
+    except (ValueError, RecursionError):
+        raise _Untrusted("meta.json is not JSON") from None
+    if not isinstance(meta, dict):
+        raise _Untrusted(f"meta.json holds a JSON {type(meta).__name__}, not an object")
+    if meta.get("key") != key:
+        raise _Untrusted(f"meta.json names key {str(meta.get('key'))[:40]!r}, not {key!r}")
+    stored_n = meta.get("n_chunks")
+    if type(stored_n) is not int or stored_n != n:
+        raise _Untrusted(f"meta.json says {str(stored_n)[:20]} chunks, the corpus gives {n}")
+
+
+def _check_chunks(folder: Path, chunks: Sequence[Chunk]) -> None:
+    """chunks.json is, byte for byte, the chunks just made from the corpus."""
+    path = folder / "chunks.json"
+    want = _chunks_json(chunks)
+    try:
+        same = _file_size(path) == len(want) and path.read_bytes() == want
+    except OSError as exc:
+        raise _Untrusted(f"chunks.json unreadable ({exc.strerror or exc})") from None
+    if not same:
+        raise _Untrusted(f"chunks.json {_first_difference(path, chunks)}")
+
+
+def _check_faiss_file(path: Path, n: int, dim: int) -> None:
+    """index.faiss is a flat inner-product index of n vectors of `dim` floats, checked
+    from its header and size before faiss parses it (so faiss never reads, or allocates
+    for, a file of any other shape)."""
+    size = _file_size(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_FLAT_IP_HEADER)
+    except OSError as exc:
+        raise _Untrusted(f"index.faiss unreadable ({exc.strerror or exc})") from None
+    if len(head) < _FLAT_IP_HEADER or head[:4] != _FLAT_IP_MAGIC or head[33:37] != bytes(4):
+        raise _Untrusted("index.faiss is not a flat inner-product FAISS index")
+    stored_dim = int.from_bytes(head[4:8], "little", signed=True)
+    stored_n = int.from_bytes(head[8:16], "little", signed=True)
+    if stored_dim != dim:
+        raise _Untrusted(f"index.faiss has dimension {stored_dim}, the embedder gives {dim}")
+    if stored_n != n:
+        raise _Untrusted(f"index.faiss holds {stored_n} vectors, the corpus gives {n} chunks")
+    if int.from_bytes(head[37:45], "little") != n * dim or size != _FLAT_IP_HEADER + 4 * n * dim:
+        raise _Untrusted(f"index.faiss has {size} bytes, not {_FLAT_IP_HEADER + 4 * n * dim}")
+
+
+def _load_entry(folder: Path, key: str, chunks: Sequence[Chunk], embedder: Embeddings) -> Any:
+    """The entry's faiss index, if it checks out against `chunks` and `embedder`: the
+    meta.json of this key and chunk count, chunks.json equal to `chunks`, an index.faiss
+    of that many vectors of the embedder's dimension, whose first and last vectors are the
+    embedder's for those chunks (from the embedding cache, usually: this also catches an
+    index swapped in from another corpus or embedder). Raises _Untrusted otherwise."""
+    import faiss
+
+    if not (folder / "meta.json").is_file():
+        raise _Untrusted("no meta.json (an incomplete or foreign entry)")
+    n = len(chunks)
+    _check_meta(folder, key, n)
+    _check_chunks(folder, chunks)
+    probes = sorted({0, n - 1})
+    want = np.asarray(embedder.embed_documents([chunks[i].text for i in probes]), np.float32)
+    _check_faiss_file(folder / "index.faiss", n, want.shape[1])
+    try:
+        faiss_index = faiss.read_index(str(folder / "index.faiss"))
+    except RuntimeError as exc:
+        raise _Untrusted(f"index.faiss unreadable ({str(exc).splitlines()[0]})") from None
+    if faiss_index.ntotal != n or faiss_index.d != want.shape[1]:
+        raise _Untrusted("index.faiss does not hold the vectors its header announces")
+    for i, vec in zip(probes, want, strict=True):
+        got = np.asarray(faiss_index.reconstruct(i), np.float32)
+        norms = float(np.linalg.norm(got) * np.linalg.norm(vec))
+        cosine = float(got @ vec) / norms if norms > 0 else 0.0
+        if not cosine >= _PROBE_MIN_COSINE:  # also false for NaN
+            raise _Untrusted(
+                f"index.faiss holds another vector for chunk {chunks[i].chunk_id} "
+                "(an index of another corpus or embedder)"
+            )
+    return faiss_index
+
+
 def load_or_build_index(
     chunks: Sequence[Chunk], embedder: Embeddings, *, key: str, cache_dir: str | os.PathLike[str]
 ) -> Index:
     """Load the index for `key` from the cache, or embed `chunks` and build it.
 
-    The cached entry is trusted only when it was written by this function (meta.json
-    carries the key and the chunk count).
+    `chunks` are the ones just made from the corpus: a cached entry is used only when it
+    holds exactly these chunks and the embedder's vectors for them (`_load_entry`);
+    otherwise it is rebuilt, with a warning naming the entry and what was wrong.
     """
     import faiss
 
     folder = Path(cache_dir) / "index" / key
-    meta_path = folder / "meta.json"
-    if meta_path.is_file():
+    if chunks and (folder.exists() or folder.is_symlink()):
         try:
-            meta = json.loads(meta_path.read_text())
-            stored = [Chunk.from_dict(d) for d in json.loads((folder / "chunks.json").read_text())]
-            if meta.get("key") == key and meta.get("n_chunks") == len(stored):
-                faiss_index = faiss.read_index(str(folder / "index.faiss"))
-                if faiss_index.ntotal == len(stored):
-                    logger.info("index {} loaded from cache ({} chunks)", key, len(stored))
-                    return Index(
-                        key,
-                        _store(embedder, faiss_index, stored),
-                        {c.chunk_id: c for c in stored},
-                        True,
-                    )
-        except (OSError, ValueError, KeyError, RuntimeError) as exc:
-            logger.warning("index cache entry {} unreadable ({}); rebuilding", key, exc)
+            faiss_index = _load_entry(folder, key, chunks, embedder)
+        except _Untrusted as why:
+            logger.warning("index cache entry {}: {}; rebuilding", folder, why)
+        else:
+            logger.info("index {} loaded from cache ({} chunks)", key, len(chunks))
+            return Index(
+                key, _store(embedder, faiss_index, chunks), {c.chunk_id: c for c in chunks}, True
+            )
 
     if not chunks:
         raise ValueError("cannot build an index from zero chunks")
@@ -130,9 +267,11 @@ def load_or_build_index(
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=folder.parent))
     try:
         faiss.write_index(store.index, str(tmp / "index.faiss"))
-        (tmp / "chunks.json").write_text(json.dumps([c.to_dict() for c in chunks]))
+        (tmp / "chunks.json").write_bytes(_chunks_json(chunks))
         (tmp / "meta.json").write_text(json.dumps({"key": key, "n_chunks": len(chunks)}))
-        if folder.exists():
+        if folder.is_symlink() or folder.is_file():
+            folder.unlink()
+        elif folder.exists():
             shutil.rmtree(folder)
         os.replace(tmp, folder)
     except OSError:

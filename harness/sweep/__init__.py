@@ -8,7 +8,7 @@ SearchSpace(config)          suggest / enumerate / baseline / trial_config
 from harness.sweep.book import SweepBook, best_trials, directions
 from harness.sweep.estimate import estimate_sweep
 from harness.sweep.space import SearchSpace, overlap_high
-from harness.sweep.study import redact_url, run_sweep
+from harness.sweep.study import run_sweep
 
 __all__ = [
     "SearchSpace",
@@ -17,6 +17,5 @@ __all__ = [
     "directions",
     "estimate_sweep",
     "overlap_high",
-    "redact_url",
     "run_sweep",
 ]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import ExperimentConfig
-from harness.judge import judge_cost, judge_estimator
+from harness.judge import check_endpoint, judge_cost, judge_estimator
 from harness.pipeline import default_cache_dir, judged_pairs
 from harness.sweep.space import SearchSpace
 
@@ -28,6 +28,7 @@ def estimate_sweep(
     cache never pays a verdict twice. Pruning only lowers it. `no_cache_calls_max` is
     the same trials' calls without a verdict cache.
     """
+    check_endpoint(config.judge, config.path or "<experiment>")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     n_trials = trials if trials is not None else config.sweep.trials
     space = SearchSpace(config)

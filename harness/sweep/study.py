@@ -32,7 +32,7 @@ from loguru import logger
 
 from harness.config import ExperimentConfig
 from harness.errors import HarnessError
-from harness.judge import Judge, open_judge
+from harness.judge import Judge, check_endpoint, open_judge
 from harness.log import (
     HEADER,
     STATUS_DONE,
@@ -52,10 +52,12 @@ from harness.log import (
     read_sweep,
     read_sweep_summary,
     read_trials,
+    this_host,
     write_sweep_summary,
 )
 from harness.metrics import aggregate, metric_key
 from harness.pipeline import ProgressSink, count_questions, default_cache_dir, run_experiment
+from harness.secrets import redact_url, remember_url
 from harness.sweep.book import SweepBook, directions
 from harness.sweep.space import SearchSpace
 
@@ -77,14 +79,31 @@ def _batch_counts(shares: tuple[float, ...], n_questions: int) -> list[int]:
     return sorted({max(1, math.ceil(s * n_questions)) for s in shares} | {n_questions})
 
 
-def redact_url(url: str) -> str:
-    """A storage URL without its password."""
-    if "://" in url and "@" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        user = creds.split(":", 1)[0]
-        return f"{scheme}://{user}:***@{host}"
-    return url
+def default_storage(sweep_dir: Path) -> str:
+    """The study's storage unless --storage: a SQLite file inside the sweep folder."""
+    return f"sqlite:///{(sweep_dir / 'optuna.db').resolve()}"
+
+
+def recorded_storage(sweep_dir: Path, recorded: str) -> str:
+    """The storage to resume with when the user gave none: what sweep.json records, but
+    only when that is the folder's own SQLite file. Any other (a database server, which
+    would receive $PGPASSWORD, or a file elsewhere) must be given again with --storage:
+    a results folder never chooses where the study and a password go."""
+    own = default_storage(sweep_dir)
+    if not recorded:
+        return own
+    prefix = "sqlite:///"
+    if (
+        recorded.startswith(prefix)
+        and "?" not in recorded
+        and Path(recorded[len(prefix) :]).resolve() == Path(own[len(prefix) :])
+    ):
+        return own
+    raise HarnessError(
+        f"{sweep_dir / SWEEP_FILE}: storage: records {redact_url(recorded)}, not this "
+        f"folder's own {own}; a results folder does not choose where the study goes: "
+        "pass --storage URL again"
+    )
 
 
 class _Sweep:
@@ -128,6 +147,10 @@ class _Sweep:
             counts=self.book.counts(),
             best=self.book.best(),
             stats=self.book.sweep_stats(),
+            # Who writes it: a reader on this host then sees a sweep killed with -9 as
+            # interrupted.
+            pid=os.getpid(),
+            host=this_host(),
         )
 
     def write(self, status: str, error: str | None = None) -> None:
@@ -274,22 +297,25 @@ def run_sweep(
 
     `resume` is an existing sweep folder: its study continues where it stopped, a trial
     cut short by a crash or kill -9 runs again (paying only for verdicts it never got),
-    and no finished trial is redone. `judge` replaces the configured judge (tests pass
-    a scripted one); `progress` shows each trial's judging.
+    and no finished trial is redone; the storage sweep.json records is reused only when
+    it is the folder's own optuna.db (any other must be given again as `storage`).
+    `judge` replaces the configured judge (tests pass a scripted one); `progress` shows
+    each trial's judging.
     """
+    if judge is None:
+        check_endpoint(config.judge, config.path or "<experiment>")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     if resume is not None:
         sweep_dir = Path(resume)
         if not (sweep_dir / SWEEP_FILE).is_file():
             raise HarnessError(f"{sweep_dir}: not a sweep folder (no {SWEEP_FILE})")
-        storage = storage or read_sweep_summary(sweep_dir).storage
-        if "***" in storage:
-            raise HarnessError(f"{sweep_dir}: its storage URL has a password; pass --storage again")
+        storage = storage or recorded_storage(sweep_dir, read_sweep_summary(sweep_dir).storage)
     else:
         sweep_dir = Path(results_dir) / new_run_id(f"{config.name}-sweep")
         sweep_dir.mkdir(parents=True)
-    storage_url = storage or f"sqlite:///{(sweep_dir / 'optuna.db').resolve()}"
+    storage_url = storage or default_storage(sweep_dir)
+    remember_url(storage_url)  # its password, should a storage error echo it
     n_trials = trials if trials is not None else config.sweep.trials
     sweep = _Sweep(config, sweep_dir, storage_url, cache, progress)
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # we log trial ends ourselves

@@ -24,12 +24,37 @@ from dataclasses import dataclass
 class Act:
     """What the server does with one request: `kind` picks the behaviour, `text` is the
     answer, `retry_after_s` the 429's Retry-After (None: no header), `hang_s` the hang.
+    `retry_after` is a raw Retry-After value (an HTTP date, say) sent instead of
+    `retry_after_s`. Kinds beyond the HTTP errors: a 200 whose body is not JSON
+    (badjson), has no `choices` (nochoices), `choices: []` (emptychoices) or a choice
+    without a message (nomessage), and a connection closed without any reply (drop).
+    echo_key_400 / echo_key_500: that HTTP error with the request's API key in its body.
     """
 
-    kind: str = "answer"  # answer | garbage | 429 | 500 | hang | badjson
+    kind: str = "answer"  # answer | garbage | 429 | 500 | hang | badjson | nochoices | ...
     text: str = "yes"
     retry_after_s: float | None = None
     hang_s: float = 0.0
+    retry_after: str | None = None
+    top_logprobs: tuple[tuple[str, float], ...] = ()
+    """The first answer token's alternatives (token, natural-log probability), returned
+    as logprobs when the request asks for them."""
+
+
+def _logprobs(act: Act, text: str, request: dict) -> dict:
+    """The choice's logprobs for an Act with top_logprobs, when the request asked."""
+    if not act.top_logprobs or not request.get("logprobs"):
+        return {}
+    alternatives = [{"token": t, "logprob": lp, "bytes": None} for t, lp in act.top_logprobs]
+    # the whole (short) answer as one token, as "yes" or "2" are for real tokenizers
+    first = next((lp for t, lp in act.top_logprobs if t == text), act.top_logprobs[0][1])
+    return {
+        "logprobs": {
+            "content": [
+                {"token": text, "logprob": first, "bytes": None, "top_logprobs": alternatives}
+            ]
+        }
+    }
 
 
 def answer_yes(n: int, prompt: str) -> Act:
@@ -62,9 +87,14 @@ _LIST = re.compile(r"Answer one line per passage, (\d+) lines")
 
 def answer_any(n: int, prompt: str) -> Act:
     """A valid answer to every judge prompt format: "yes" to one criterion, both
-    criteria as two lines, and one line per passage for a list (relevant, not complete)."""
+    criteria as two lines, one line per passage for a list (relevant, not complete),
+    grade 2 when asked for a grade, and NONE when asked to copy the answering sentence."""
     if "Answer exactly two lines" in prompt:
         return Act(text="relevant: yes\ncomplete: no")
+    if "Grade the passage for this question" in prompt:
+        return Act(text="2")
+    if "Copy, word for word" in prompt:
+        return Act(text="NONE")
     m = _LIST.search(prompt)
     if m:
         lines = [f"{i}: relevant=yes complete=no" for i in range(1, int(m.group(1)) + 1)]
@@ -96,6 +126,8 @@ class FakeOpenAI:
         self.reported_completion_tokens = 0
         self.answered = 0
         self.kinds: dict[str, int] = {}
+        self.authorizations: list[str] = []
+        """The Authorization header of every request (chat and embeddings), as received."""
         self._lock = threading.Lock()
         fake = self
 
@@ -121,6 +153,8 @@ class FakeOpenAI:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 request = json.loads(self.rfile.read(length) or b"{}")
+                with fake._lock:
+                    fake.authorizations.append(self.headers.get("Authorization", ""))
                 if self.path.rstrip("/").endswith("/embeddings"):
                     self._send(200, json.dumps(fake_embeddings(request)).encode())
                     return
@@ -150,6 +184,8 @@ class FakeOpenAI:
                             if act.retry_after_s is not None
                             else {}
                         )
+                        if act.retry_after is not None:
+                            headers = {"Retry-After": act.retry_after}
                         self._send(
                             429,
                             b'{"error": {"message": "rate limited", "type": "rate_limit"}}',
@@ -157,11 +193,30 @@ class FakeOpenAI:
                         )
                     elif act.kind == "500":
                         self._send(500, b'{"error": {"message": "internal error"}}')
+                    elif act.kind in ("echo_key_400", "echo_key_500"):
+                        # A careless endpoint: its error body repeats the key it was sent,
+                        # raw and as the header, as some proxies and servers do.
+                        auth = self.headers.get("Authorization", "")
+                        key = auth.split(" ", 1)[-1]
+                        message = f"Incorrect API key provided: {key} (header {auth!r})"
+                        body = {"error": {"message": message, "key": key}}
+                        self._send(int(act.kind[-3:]), json.dumps(body).encode())
                     elif act.kind == "hang":
                         time.sleep(act.hang_s)
                         self._send(500, b'{"error": {"message": "too late"}}')
                     elif act.kind == "badjson":
                         self._send(200, b"{this is not json")
+                    elif act.kind in ("nochoices", "emptychoices", "nomessage"):
+                        broken: dict[str, object] = {"id": f"fake-{n}", "object": "chat.completion"}
+                        if act.kind != "nochoices":
+                            broken["choices"] = (
+                                [{"index": 0, "finish_reason": "stop"}]
+                                if act.kind == "nomessage"
+                                else []
+                            )
+                        self._send(200, json.dumps(broken).encode())
+                    elif act.kind == "drop":
+                        self.close_connection = True  # closed with nothing sent back
                     else:
                         text = act.text if act.kind == "answer" else "banana split"
                         prompt_tokens = len(prompt.split())
@@ -175,6 +230,7 @@ class FakeOpenAI:
                                     "index": 0,
                                     "finish_reason": "stop",
                                     "message": {"role": "assistant", "content": text},
+                                    **_logprobs(act, text, request),
                                 }
                             ],
                             "usage": {

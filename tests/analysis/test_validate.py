@@ -230,8 +230,11 @@ def test_judge_check_measures_wording_and_position_sensitivity(tmp_path, capsys)
         ]
         config = load_experiment(DATA / "experiment.toml", overrides)
         run = run_experiment(config, results_dir=tmp_path, cache_dir=tmp_path / "c")
+        # the endpoint comes from the user, never from the run folder
         assert main(["judge-check", str(run.run_dir), "--sample", "18", "--format", "json",
-                     "--cache-dir", str(tmp_path / "c")]) == 0  # fmt: skip
+                     "--cache-dir", str(tmp_path / "c"),
+                     "--set", f"judge.base_url={server.base_url}",
+                     "--set", "judge.model=fake"]) == 0  # fmt: skip
     import json
 
     res = json.loads(capsys.readouterr().out)

@@ -44,7 +44,10 @@ def test_rate_limits_timeouts_5xx_are_retried_until_they_pass():
     assert stats.retries > 0 and stats.errors == 0
     # tokens: what the client summed is exactly what the server reported for its answers
     assert stats.prompt_tokens == server.reported_prompt_tokens
-    assert stats.completion_tokens == server.reported_completion_tokens == stats.calls
+    # every request is a call, failed ones included; the answered ones report a token each
+    assert stats.calls == server.requests
+    assert stats.completion_tokens == server.reported_completion_tokens
+    assert server.reported_completion_tokens == stats.calls - stats.failed_attempts
 
 
 def test_garbage_is_reasked_then_recorded_with_its_raw_output():
@@ -322,7 +325,9 @@ def test_an_endpoint_without_logprobs_is_judged_without_p_yes(status):
         )
     assert server.refused_logprobs == 1
     assert all(v.relevant.value is True and v.relevant.p_yes is None for v in verdicts)
-    assert stats.errors == 0 and stats.calls == 12
+    # 12 answered calls, and the refused request is counted as a failed attempt
+    assert stats.errors == 0 and stats.calls == server.requests == 13
+    assert stats.failed_attempts == 1 and stats.retries == 0
 
 
 def test_dry_run_with_a_paid_embedder_embeds_nothing_and_bounds_questions_x_k(tmp_path):

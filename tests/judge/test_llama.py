@@ -51,3 +51,34 @@ def test_many_pairs_concurrently(llama_server):
     )
     assert len(verdicts) == 4 and all(v.error is None for v in verdicts)
     assert stats.calls >= 4 and stats.prompt_tokens > 0
+
+
+def test_graded_mode_reads_a_grade_distribution(llama_server):
+    judge = OpenAIJudge(
+        base_url=llama_server.base_url,
+        model="smollm2-135m",
+        api_key="",
+        grammar=True,
+        mode="graded",
+    )
+    rel, comp = judge.grade_both("When is the plant swap?", PASSAGE, CriteriaConfig())
+    assert rel.error is None and rel.raw.strip() in ("0", "1", "2", "3")
+    assert rel.distribution is not None and abs(sum(rel.distribution) - 1) < 1e-6
+    assert rel.p_yes == sum(rel.distribution[1:]) and comp.p_yes == sum(rel.distribution[2:])
+    assert rel.calls == 1 and comp.calls == 0
+
+
+def test_extractive_mode_copies_a_sentence_or_says_none(llama_server):
+    judge = OpenAIJudge(
+        base_url=llama_server.base_url,
+        model="smollm2-135m",
+        api_key="",
+        grammar=True,
+        mode="extractive",
+    )
+    v = judge.grade("When is the plant swap?", PASSAGE, "complete", CriteriaConfig().complete)
+    assert v.error is None
+    # the grammar allows only NONE or the passage's own sentence
+    assert v.raw.strip() in ("NONE", PASSAGE)
+    assert (v.evidence == PASSAGE) == bool(v.value)
+    assert v.p_yes is None or 0.0 <= v.p_yes <= 1.0

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
 from harness.config import EmbedderConfig
 from harness.errors import ConfigError
+from harness.secrets import read_key, remember_url
 from harness.types import ComponentSpec
 
 DEFAULT_MODEL = "text-embedding-3-small"
@@ -30,7 +30,7 @@ def make(config: EmbedderConfig) -> Embeddings:
     """LangChain's OpenAIEmbeddings with the key from `config.api_key_env`."""
     from langchain_openai import OpenAIEmbeddings
 
-    key = os.environ.get(config.api_key_env, "")
+    key = read_key(config.api_key_env)
     if not key:
         raise ConfigError(
             "",
@@ -39,6 +39,7 @@ def make(config: EmbedderConfig) -> Embeddings:
         )
     kwargs: dict[str, Any] = {"model": config.model or DEFAULT_MODEL, "api_key": key}
     if config.base_url:
+        remember_url(config.base_url)  # should an error echo its credentials
         # Another OpenAI-compatible server: texts go as text, not as OpenAI's tokens
         # (counting those needs tiktoken's files, fetched from the network).
         kwargs["base_url"] = config.base_url

@@ -1,0 +1,151 @@
+"""The secrets this process holds, and their removal from every text that leaves it.
+
+A pattern finds a key that looks like one (`sk-...`, a JWT, `Bearer ...`, a URL's
+password or `?api-key=...`); only the value itself finds a key that looks like nothing
+in particular, or one an endpoint echoes back in an error body. So every API key or
+password the process reads is remembered (`read_key`, `remember`, `remember_url`), and
+`redact` replaces each remembered value (and its escaped forms) as well as every
+pattern. Logs, result files, error lines and the CLI's output pass through it.
+
+The registry is process-wide and only grows; values shorter than `MIN_LENGTH` are not
+remembered (masking them would mangle ordinary text and they are no real key).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import threading
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any
+
+MIN_LENGTH = 8
+"""Values shorter than this are never remembered."""
+MASK = "***"
+"""What a secret is replaced with."""
+
+_SECRET_NAME_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+# A variable named like a secret that holds a path or a socket names where a secret is,
+# not the secret; masking it would mangle every path under it in the result files.
+_NOT_A_VALUE_SUFFIXES = ("_DIR", "_PATH", "_FILE", "_HOME", "_SOCK")
+
+_lock = threading.Lock()
+_values: set[str] = set()
+_forms: tuple[str, ...] = ()  # every remembered value and its escaped forms, longest first
+
+# Token characters stop at whitespace, quotes and backslashes, so masking inside the text
+# of a JSON or Python literal never eats its closing quote or an escape.
+_BEARER = re.compile(r"\b(Bearer)\s+[A-Za-z0-9._~+/=\-]{12,}")
+_SK_KEY = re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_\-]{6,}(?:\.[A-Za-z0-9_\-]+)*")
+_JWT = re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]+=*(?:\.[A-Za-z0-9_\-]+=*){2,}")
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s/?#@:\"'\\]*):[^\s/?#\"'\\]*@")
+_SECRET_PARAM = (
+    r"(?:[a-z0-9]+[-_])*"
+    r"(?:api[-_]?key|key|access[-_]?token|token|secret|password|passwd|pwd|sig|signature)"
+)
+_QUERY_SECRET = re.compile(rf"(?i)([?&;]{_SECRET_PARAM}=)[^&;#\s\"'\\]*")
+_SECRET_PARAM_NAME = re.compile(rf"(?i){_SECRET_PARAM}")
+
+
+def _forms_of(value: str) -> set[str]:
+    """The value as it may appear in a text: raw, JSON- and URL-escaped, as a repr."""
+    forms = {
+        value,
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        json.dumps(value)[1:-1].replace("/", "\\/"),  # some servers escape the slash
+        repr(value)[1:-1],
+        urllib.parse.quote(value, safe=""),
+        urllib.parse.quote_plus(value, safe=""),
+    }
+    return {f for f in forms if len(f) >= MIN_LENGTH}
+
+
+def remember(value: str | None) -> None:
+    """Hold `value` as a secret: from now on `redact` replaces it wherever it appears.
+    Empty values and values shorter than MIN_LENGTH are ignored."""
+    global _forms
+    if not value or len(value) < MIN_LENGTH:
+        return
+    with _lock:
+        if value in _values:
+            return
+        _values.add(value)
+        _forms = tuple(sorted(set(_forms) | _forms_of(value), key=len, reverse=True))
+
+
+def read_key(env_name: str) -> str:
+    """The API key in the environment variable `env_name` ("" when unset), remembered
+    as a secret. Every key the process sends is read through here."""
+    value = os.environ.get(env_name, "") if env_name else ""
+    remember(value)
+    return value
+
+
+def remember_url(url: str | None) -> None:
+    """Remember the credentials inside a URL: the password of `user:password@` (and the
+    Basic-auth header an HTTP client builds from it) and secret-named query values."""
+    if not url or "://" not in url:
+        return
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password = parts.password
+        username = parts.username or ""
+        query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError:
+        return
+    if password:
+        remember(password)
+        remember(urllib.parse.unquote(password))
+        basic = f"{urllib.parse.unquote(username)}:{urllib.parse.unquote(password)}"
+        remember(base64.b64encode(basic.encode()).decode())
+    for name, value in query:
+        if _SECRET_PARAM_NAME.fullmatch(name):
+            remember(value)
+
+
+def remember_environment(environ: Mapping[str, str]) -> None:
+    """Remember the values of variables named like a secret (KEY, TOKEN, SECRET or
+    PASSWORD in the name), except those that name a path, a file or a socket."""
+    for name, value in environ.items():
+        upper = name.upper()
+        if any(w in upper for w in _SECRET_NAME_WORDS) and not upper.endswith(
+            _NOT_A_VALUE_SUFFIXES
+        ):
+            remember(value)
+
+
+def redact(text: str) -> str:
+    """`text` with every remembered secret, bearer token, `sk-` key, JWT-like token and
+    credential inside a URL (`user:***@`, `?api-key=***`) replaced."""
+    if not text:
+        return text
+    for form in _forms:  # a snapshot: remember() replaces the tuple, never edits it
+        if form in text:
+            text = text.replace(form, MASK)
+    text = _URL_USERINFO.sub(rf"\1:{MASK}@", text)
+    text = _QUERY_SECRET.sub(rf"\1{MASK}", text)
+    text = _BEARER.sub(rf"\1 {MASK}", text)
+    text = _JWT.sub(MASK, text)
+    return _SK_KEY.sub(f"sk-{MASK}", text)
+
+
+def redact_url(url: str) -> str:
+    """A URL fit to show or write down: its password (`user:***@`), secret-named query
+    parameters (`?api-key=***`) and any remembered secret masked."""
+    return redact(url)
+
+
+def redact_obj(obj: Any) -> Any:
+    """A JSON-like value (dicts, lists, strings, scalars) with every string redacted,
+    keys included; what the result files are written from."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        return {(redact(k) if isinstance(k, str) else k): redact_obj(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [redact_obj(v) for v in obj]
+    return obj

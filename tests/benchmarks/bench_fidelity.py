@@ -1,0 +1,261 @@
+"""How faithful is each judging method to human labels? `make bench-fidelity`.
+
+For each collection in ../shared/data (TREC DL 2019, development half: graded 0-3 by NIST;
+CISI: binary) and each judge method (pointwise, graded, extractive, ensemble), with the
+packaged local judge: three retrievals of every question (no reranker, bm25 and hybrid
+over the dense top fetch_k), each judged at k = 4, which gives 12 configurations (k = 1..4
+x 3 rerankers). Printed per method and criterion: the judge's yes-rate against the
+labels', Cohen's kappa with its 95% interval, the AUC of the judge's probability, kappa
+after a calibration fitted on 40 random labelled pairs (measured on the other pairs),
+Kendall tau between the judge's and the labels' ranking of the 12 configurations by MRR
+(hard, and soft MRR for the judge), the calls and seconds each method cost, and (first
+collection) the flip rate when a line telling the grader to answer yes is appended to 30
+sampled chunks: masked as harness judges them / unmasked.
+
+Labels: relevant = grade >= 1, complete = grade >= 2 (binary CISI: complete = relevant).
+A retrieved passage the labels do not grade for that question is skipped on TREC (the
+pool is judged) and counted irrelevant on CISI (TREC's convention for sparse labels).
+
+    python tests/benchmarks/bench_fidelity.py [--collections trec-dl-2019-dev,cisi]
+        [--methods pointwise,graded,extractive,ensemble] [--questions N] [--prepare-only]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from harness.analysis import fit_platt, injection_check, read_qrels, validate_run
+from harness.analysis.calibrate import labelled_hits
+from harness.analysis.validate import Qrels
+from harness.config import parse_experiment
+from harness.judge import open_judge
+from harness.log import RunLog
+from harness.metrics import auc, bootstrap_ci, cohen_kappa, kendall_tau
+from harness.pipeline import default_cache_dir, prepare, run_experiment
+from tests.benchmarks.common import ROOT, fresh_cache, print_table, quiet
+
+DATA = ROOT.parent / "shared" / "data"
+RERANKERS = ("none", "bm25", "hybrid")
+K = 4
+SETTINGS = {
+    # passages of one or two sentences; abstracts of up to ~2,000 characters
+    "trec-dl-2019-dev": {"chunk_size": 2000, "limit": 22, "unjudged": "skip"},
+    "cisi": {"chunk_size": 1200, "limit": 12, "unjudged": "irrelevant"},
+}
+
+
+def experiment(collection: str, reranker: str, method: str, limit: int) -> Any:
+    """The experiment of one retrieval of a collection, judged by `method`."""
+    folder = DATA / collection
+    s = SETTINGS[collection]
+    data = {
+        "name": f"fidelity-{collection}-{reranker}-{method}",
+        "corpus": {"sources": [str(folder / "corpus.jsonl")]},
+        "questions": {
+            "file": str(folder / "queries.jsonl"),
+            "qrels": str(folder / "qrels.tsv"),
+            "limit": limit,
+        },
+        "chunking": {"chunk_size": s["chunk_size"], "chunk_overlap": 100},
+        "retrieval": {"k": K, "reranker": reranker, "fetch_k": 20},
+        "judge": {"local_model": "qwen2.5-coder-1.5b", "concurrency": 4, "mode": method},
+    }
+    return parse_experiment(data, str(ROOT / "experiments" / "fidelity.toml"))
+
+
+def pairs_of(runs: list[RunLog], qrels: Qrels, unjudged: str) -> list[tuple[Any, int]]:
+    """Each labelled (question, chunk) of the runs once: (its verdict, its label grade)."""
+    return [
+        (h.verdict, g)
+        for h, g in labelled_hits(runs, qrels, unjudged=unjudged)
+        if h.verdict.grade is not None
+    ]
+
+
+def kappa_after_calibration(
+    pairs: list[tuple[Any, int]], criterion: int, cut: int, n_fit: int = 40, seed: int = 0
+) -> float | None:
+    """Fit Platt on n_fit random labelled pairs, then Cohen's kappa on the others."""
+    scored = [(v.probabilities(), g) for v, g in pairs if v.probabilities() is not None]
+    if len(scored) < n_fit + 10:
+        return None
+    rng = random.Random(seed)
+    rng.shuffle(scored)
+    fit, held = scored[:n_fit], scored[n_fit:]
+    m = fit_platt([p[criterion] for p, _ in fit], [g >= cut for _, g in fit])
+    judge = [m(p[criterion]) >= 0.5 for p, _ in held]
+    human = [g >= cut for _, g in held]
+    return cohen_kappa(judge, human)
+
+
+def measure(
+    collection: str, methods: list[str], limit: int, cache: Path, injection_sample: int = 0
+) -> list[list[Any]]:
+    """The table rows of one collection."""
+    folder = DATA / collection
+    qrels = read_qrels(folder / "qrels.tsv")
+    unjudged = SETTINGS[collection]["unjudged"]
+    complete_cut = min(2, max(g for q in qrels.values() for g in q.values()))
+    rows: list[list[Any]] = []
+    base = experiment(collection, "none", "pointwise", limit)
+    with tempfile.TemporaryDirectory() as tmp, open_judge(base.judge, cache_dir=cache) as judge:
+        for method in methods:
+            runs: list[RunLog] = []
+            t0 = time.perf_counter()
+            for reranker in RERANKERS:
+                config = experiment(collection, reranker, method, limit)
+                runs.append(
+                    run_experiment(
+                        config,
+                        results_dir=Path(tmp) / method,
+                        cache_dir=cache,
+                        judge=judge.with_options(mode=method),
+                    )
+                )
+            seconds = time.perf_counter() - t0
+            calls = sum(int(r.header.stats.get("judge_calls", 0)) for r in runs)
+            pairs = pairs_of(runs, qrels, unjudged)
+            # 12 configurations: each run at k = 1..4
+            judge_mrr, judge_soft, human_mrr = [], [], []
+            for run in runs:
+                for k in range(1, K + 1):
+                    v = validate_run(run, qrels, k=k, unjudged=unjudged)
+                    judge_mrr.append(v["metrics"]["judge"].get(f"mrr@{k}", 0.0))
+                    judge_soft.append(v["metrics"]["judge"].get(f"soft_mrr@{k}", 0.0))
+                    human_mrr.append(v["metrics"]["human"].get(f"mrr@{k}", 0.0))
+            tau = kendall_tau(judge_mrr, human_mrr)
+            tau_soft = kendall_tau(judge_soft, human_mrr)
+            for c, (name, cut) in enumerate((("relevant", 1), ("complete", complete_cut))):
+                j = [bool(v.relevant.value) if c == 0 else v.grade == 2 for v, _ in pairs]
+                h = [g >= cut for _, g in pairs]
+                probs = [v.probabilities() for v, _ in pairs]
+                kappa = cohen_kappa(j, h)
+                ci = bootstrap_ci(
+                    len(j),
+                    lambda idx, j=j, h=h: cohen_kappa([j[i] for i in idx], [h[i] for i in idx]),
+                )
+                a = auc(
+                    [p[c] for p in probs if p is not None],
+                    [g >= cut for (_, g), p in zip(pairs, probs, strict=True) if p is not None],
+                )
+                kc = kappa_after_calibration(pairs, c, cut)
+                rows.append(
+                    [
+                        collection,
+                        method,
+                        name,
+                        len(j),
+                        f"{sum(j) / len(j):.2f}",
+                        f"{sum(h) / len(h):.2f}",
+                        f"{kappa:.2f}",
+                        f"[{ci[0]:.2f},{ci[1]:.2f}]" if ci else "-",
+                        "-" if a is None else f"{a:.2f}",
+                        "-" if kc is None else f"{kc:.2f}",
+                        f"{tau:.2f}" if c == 0 else "",
+                        f"{tau_soft:.2f}" if c == 0 else "",
+                        calls if c == 0 else "",
+                        f"{seconds:.0f}" if c == 0 else "",
+                    ]
+                )
+            if injection_sample:
+                inj = injection_check(
+                    runs[0],
+                    judge.with_options(mode=method),
+                    base.judge.criteria,
+                    policy="mask",
+                    sample=injection_sample,
+                    concurrency=base.judge.concurrency,
+                )
+                for row, crit in zip(rows[-2:], ("relevant", "complete"), strict=True):
+                    row.append(
+                        f"{inj['as_configured'][crit + '_flip_rate']:.2f}/"
+                        f"{inj['unmasked'][crit + '_flip_rate']:.2f}"
+                    )
+            else:
+                for row in rows[-2:]:
+                    row.append("-")
+            print_table(f"{collection} {method}", HEAD, rows[-2:])
+            sys.stdout.flush()
+    return rows
+
+
+HEAD = (
+    "collection",
+    "method",
+    "criterion",
+    "pairs",
+    "judge_yes",
+    "labels_yes",
+    "kappa",
+    "kappa_95%",
+    "AUC",
+    "kappa_cal40",
+    "tau_mrr",
+    "tau_soft",
+    "calls",
+    "seconds",
+    "inject_flips",
+)
+
+
+def bench_cache(tmp: Path, shared: Path) -> Path:
+    """A cache with no verdicts (every method pays for its own, so calls and seconds are
+    real) that shares the user's indexes, embeddings and joined model file."""
+    cache = fresh_cache(tmp)
+    (shared / "index").mkdir(parents=True, exist_ok=True)
+    os.symlink(shared / "index", cache / "index")
+    if (shared / "embeddings.sqlite").is_file():
+        os.symlink(shared / "embeddings.sqlite", cache / "embeddings.sqlite")
+    return cache
+
+
+def main() -> None:
+    """Measure and print the table (or only build the indexes, with --prepare-only)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--collections", default="trec-dl-2019-dev,cisi")
+    parser.add_argument("--methods", default="pointwise,graded,extractive,ensemble")
+    parser.add_argument("--questions", type=int, default=0, help="per collection (0: default)")
+    parser.add_argument("--prepare-only", action="store_true", help="embed and index only")
+    parser.add_argument(
+        "--injection-sample",
+        type=int,
+        default=30,
+        help="pairs re-judged with an instruction to the grader appended (first collection)",
+    )
+    args = parser.parse_args()
+    quiet()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    collections = [c for c in args.collections.split(",") if c]
+    missing = [c for c in collections if not (DATA / c / "qrels.tsv").is_file()]
+    if missing:
+        print(f"bench-fidelity: no labelled data at {DATA} for {missing}; nothing measured")
+        return
+    shared = default_cache_dir()  # indexes and embeddings are reused across invocations
+    rows: list[list[Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = bench_cache(Path(tmp), shared)
+        for c in collections:
+            limit = args.questions or SETTINGS[c]["limit"]
+            if args.prepare_only:
+                for reranker in RERANKERS:
+                    prepare(experiment(c, reranker, "pointwise", limit), cache_dir=shared)
+                continue
+            rows += measure(
+                c, args.methods.split(","), limit, cache, args.injection_sample if not rows else 0
+            )
+    if rows:
+        print()
+        print_table("judge fidelity against human labels (local Qwen2.5-Coder-1.5B)", HEAD, rows)
+
+
+if __name__ == "__main__":
+    main()

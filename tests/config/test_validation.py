@@ -1,0 +1,112 @@
+"""Settings that used to pass validation and fail later (or never): non-finite numbers,
+an objective at a k the sweep never reaches, a URL timeout, a non-UTF-8 experiment file."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+
+import pytest
+
+from harness.config import ExperimentConfig, load_experiment, parse_experiment
+from harness.errors import ConfigError
+
+BASE = {"corpus": {"sources": ["docs"]}, "questions": {"file": "q.jsonl"}}
+
+
+def _float_fields(cls: type = ExperimentConfig, prefix: str = "") -> list[str]:
+    """Dotted names of every float (or tuple-of-float) setting of the schema."""
+    out = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        inner = args[0] if args and typing.get_origin(tp) is not tuple else tp
+        dotted = f"{prefix}.{f.name}" if prefix else f.name
+        if dataclasses.is_dataclass(inner):
+            out += _float_fields(inner, dotted)
+        elif tp is float or (typing.get_origin(tp) is tuple and typing.get_args(tp)[0] is float):
+            out.append(dotted)
+    return out
+
+
+FLOATS = _float_fields()
+
+
+def test_the_schema_has_the_float_settings_we_expect():
+    for name in ("corpus.timeout_s", "judge.timeout_s", "retrieval.mmr_lambda", "sweep.batches"):
+        assert name in FLOATS
+
+
+@pytest.mark.parametrize("field", FLOATS)
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_no_float_setting_takes_nan_or_infinity(field, value):
+    tuple_field = field in ("retrieval.hybrid_weights", "sweep.batches")
+    raw = f"[{value}, 1.0]" if tuple_field else value
+    with pytest.raises(ConfigError) as err:
+        parse_experiment(BASE, "exp.toml", [f"{field}={raw}"])
+    assert err.value.where.endswith("exp.toml") and err.value.field == field
+    if not (tuple_field and field == "sweep.batches"):  # batches has its own range message
+        assert "expected a finite number" in str(err.value)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_judge_timeout_must_be_a_finite_positive_number(value):
+    with pytest.raises(ConfigError) as err:
+        parse_experiment(BASE, "exp.toml", [f"judge.timeout_s={value}"])
+    assert err.value.field == "judge.timeout_s"
+
+
+def test_corpus_timeout_defaults_to_30_s_and_must_be_positive():
+    assert parse_experiment(BASE).corpus.timeout_s == 30.0
+    assert parse_experiment(BASE, overrides=["corpus.timeout_s=2.5"]).corpus.timeout_s == 2.5
+    for value in ("0", "-3", "nan", "inf"):
+        with pytest.raises(ConfigError) as err:
+            parse_experiment(BASE, "exp.toml", [f"corpus.timeout_s={value}"])
+        assert err.value.field == "corpus.timeout_s"
+
+
+def test_finite_values_still_pass():
+    c = parse_experiment(
+        BASE, overrides=["retrieval.hybrid_weights=[0.3, 0.7]", "judge.temperature=0.2"]
+    )
+    assert all(math.isfinite(w) for w in c.retrieval.hybrid_weights)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "names"),
+    [
+        (['sweep.objective=["mrr@9"]', "retrieval.k=4"], ["'mrr@9'", "only 4", "retrieval.k"]),
+        (
+            ['sweep.objective=["mrr@5", "context_chars@k"]', "sweep.space.k=[3, 8]"],
+            ["'mrr@5'", "only 3", "sweep.space.k"],
+        ),
+    ],
+)
+def test_an_objective_above_the_smallest_k_is_refused_up_front(overrides, names):
+    with pytest.raises(ConfigError) as err:
+        parse_experiment(BASE, "exp.toml", overrides)
+    assert err.value.where.endswith("exp.toml") and err.value.field == "sweep.objective"
+    for name in names:
+        assert name in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ['sweep.objective=["mrr@4"]', "retrieval.k=4"],
+        ['sweep.objective=["mrr@k"]', "retrieval.k=1"],
+        ['sweep.objective=["mrr@9"]', "retrieval.k=4", "sweep.space.k=[9, 12]"],
+    ],
+)
+def test_an_objective_every_trial_can_reach_is_accepted(overrides):
+    parse_experiment(BASE, "exp.toml", overrides)
+
+
+def test_a_non_utf8_experiment_file_names_the_file(tmp_path):
+    path = tmp_path / "e.toml"
+    path.write_bytes(b'name = "caf\xe9"\n[corpus]\nsources = ["d"]\n')
+    with pytest.raises(ConfigError, match="expected a UTF-8 text file") as err:
+        load_experiment(path)
+    assert err.value.where == str(path)

@@ -1,0 +1,100 @@
+"""The local judge server's life: it dies with the harness, and a leftover does not block.
+
+Each test starts a real llama.cpp server with the smallest packaged model on 127.0.0.1 and
+stops, by pid, whatever it started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.llm import local
+from harness.llm.local import LlamaServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.llama
+
+
+def _alive(pid: int) -> bool:
+    """Running, and not a zombie waiting for whoever adopted it to reap it."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
+
+
+def _kill(pid: int | None) -> None:
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_server_dies_with_a_harness_killed_with_sigkill(smollm_path, tmp_path):
+    code = textwrap.dedent(
+        f"""
+        import time
+        from harness.llm.local import LlamaServer
+
+        server = LlamaServer({str(smollm_path)!r}, alias="smollm2-135m", parallel=1,
+                             ctx_per_slot=512, log_path={str(tmp_path / "server.log")!r})
+        server.start()
+        print(server._proc.pid, flush=True)
+        time.sleep(600)
+        """
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    server_pid: int | None = None
+    try:
+        line = parent.stdout.readline()  # type: ignore[union-attr]
+        assert line.strip().isdigit(), f"the parent printed {line!r}"
+        server_pid = int(line)
+        assert _alive(server_pid)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while _alive(server_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(server_pid), "the llama-server outlived its parent"
+    finally:
+        _kill(parent.pid)
+        parent.wait(timeout=10)
+        _kill(server_pid)
+
+
+def test_a_port_taken_before_the_server_binds_it_costs_a_retry(smollm_path, monkeypatch):
+    """A leftover server (here: a socket that listens and never answers) holding the port
+    the new server was given does not make the start fail: it starts on another port."""
+    squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen(1)
+    taken = squatter.getsockname()[1]
+    ports = iter([taken])
+    real_free_port = local.free_port
+    monkeypatch.setattr(local, "free_port", lambda: next(ports, None) or real_free_port())
+    server = LlamaServer(smollm_path, alias="smollm2-135m", parallel=1, ctx_per_slot=512)
+    try:
+        server.start()
+        assert server.port != taken
+        assert server._proc is not None and server._proc.poll() is None
+    finally:
+        server.stop()
+        squatter.close()
