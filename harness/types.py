@@ -265,34 +265,76 @@ class JudgedHit:
         )
 
 
+FAILURE_LABELS = ("missed", "split", "not-in-corpus")
+"""Why a question with no relevant-and-complete chunk in the top k failed (see Failure)."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a question failed, from judging a wider pool than the top k.
+
+    `label` is one of FAILURE_LABELS: "missed" (a pool chunk is relevant and complete: the
+    answer is in the corpus, ranked below k), "split" (chunks are relevant but none
+    complete, and one joined with its neighbour in the document is: a chunk-boundary
+    problem) or "not-in-corpus" (nothing in the pool answers: a gap in the documents).
+    """
+
+    label: str
+    rank: int | None = None
+    """missed: the answering chunk's rank in the dense list over the whole corpus (None:
+    found by BM25 only); split: the relevant chunk's dense rank, if it has one."""
+    chunk_id: str | None = None
+    """missed: the answering chunk; split: the relevant chunk that answers with its
+    neighbour."""
+    reason: str = ""
+    """One sentence for a reader: what was found, and what to try."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """This record as plain JSON values."""
+        return plain(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Failure:
+        """The record back from `to_dict()`."""
+        return cls(**d)
+
+
 @dataclass(frozen=True)
 class QuestionResult:
     """One line of questions.jsonl: the question, its graded hits and its metrics.
 
     `metrics` maps `name@k` to this question's value; a metric whose top k holds a
-    failed verdict is absent, and `error` says why.
+    failed verdict is absent, and `error` says why. A failure explained at the run's k
+    also carries its label's count there (e.g. `failures_missed@4` = 1).
     """
 
     question: Question
     hits: tuple[JudgedHit, ...]
     metrics: dict[str, float]
     error: str | None = None
+    failure: Failure | None = None
+    """Why the question failed (failures.explain), None when it did not fail or was not
+    explained."""
 
     def to_dict(self) -> dict[str, Any]:
-        """This record as plain JSON values."""
+        """This record as plain JSON values (`failure` only where there is one, so logs
+        written before it read back to the same JSON)."""
         return {
             "question": self.question.to_dict(),
             "hits": [h.to_dict() for h in self.hits],
             "metrics": dict(self.metrics),
             "error": self.error,
+            **({"failure": self.failure.to_dict()} if self.failure is not None else {}),
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> QuestionResult:
-        """The record back from `to_dict()`; a missing `error` means none."""
+        """The record back from `to_dict()`; a missing `error` or `failure` means none."""
+        failure = d.get("failure")
         return cls(
             question=Question.from_dict(d["question"]),
             hits=tuple(JudgedHit.from_dict(h) for h in d["hits"]),
             metrics=dict(d["metrics"]),
             error=d.get("error"),
+            failure=Failure.from_dict(failure) if failure is not None else None,
         )

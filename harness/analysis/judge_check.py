@@ -140,18 +140,22 @@ def injection_check(
     of the run's pairs with INJECTION_LINE appended to each chunk, twice: as harness
     judges it under `policy` (judge.injection: "mask" masks the line) and unmasked, and
     report per criterion the share of verdicts that flipped against the run's own, and
-    how many of those flips were no -> yes. Re-judged verdicts are not cached."""
+    how many of those flips were no -> yes. A control re-judges the same pairs without
+    the line: a judge that is not deterministic (several slots of a local server) flips
+    some verdicts by itself, and the injection's effect is what exceeds that. Re-judged
+    verdicts are not cached."""
     rng = random.Random(seed)
     pool = [(q, h) for q in run.questions for h in q.hits if h.verdict.grade is not None]
     if not pool:
         raise HarnessError("the run has no successful verdicts to check")
     picked = rng.sample(pool, min(sample, len(pool)))
     out: dict[str, Any] = {"run_dir": str(run.run_dir), "sample": len(picked), "policy": policy}
-    for name, pol in (("as_configured", policy), ("unmasked", "flag")):
-        pairs = [
-            (q.question.text, text_for_judge(h.chunk.text + "\n" + INJECTION_LINE, pol))
-            for q, h in picked
-        ]
+    for name, pol, line in (
+        ("control", policy, ""),
+        ("as_configured", policy, "\n" + INJECTION_LINE),
+        ("unmasked", "flag", "\n" + INJECTION_LINE),
+    ):
+        pairs = [(q.question.text, text_for_judge(h.chunk.text + line, pol)) for q, h in picked]
         stats = JudgeStats()
         again = judge_pairs(
             pairs, judge, criteria=criteria, cache=None, stats=stats, concurrency=concurrency

@@ -7,8 +7,10 @@
     harness compare RUN_OR_TRIAL RUN_OR_TRIAL ... [--k K] [--metric NAME]
     harness validate RUN_OR_SWEEP [--qrels FILE] [--k K]
     harness label RUN_OR_TRIAL [--sample N] [--out FILE]
-    harness judge-check RUN_OR_TRIAL [--sample N] [--qrels FILE] [--experiment FILE] [--set k=v]
+    harness judge-check RUN_OR_TRIAL [--sample N] [--qrels FILE] [--injection] [--set k=v]
+    harness calibrate RUN_OR_SWEEP [--qrels FILE] [--out FILE]
     harness export RUN_OR_TRIAL --out DIR
+    harness export-config SWEEP [--trial N] --out FILE
 
 Every command takes --format text|json. User errors print one line to stderr and exit 2;
 Ctrl-C exits 130 and SIGTERM 143, with every finished result kept.
@@ -32,7 +34,7 @@ from typing import Any
 
 from loguru import logger
 
-from harness.cli import inspect, labels, runs
+from harness.cli import export_config, inspect, labels, runs
 from harness.errors import HarnessError, os_error_message
 from harness.secrets import redact, remember_environment, remember_url
 
@@ -84,6 +86,9 @@ def _setup_process(verbosity: int) -> None:
         "ignore", message=".*langchain.community.*", category=DeprecationWarning
     )
     warnings.filterwarnings("ignore", message="BruteForceSampler is experimental")
+    # PED-ANOVA warns for every conditional parameter (chunk_overlap per chunk size) seen
+    # in fewer than 2 trials; it leaves those out, as the sweep's importances expect.
+    warnings.filterwarnings("ignore", message="Some regimes for parameter")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_const", const=1, dest="verbosity")
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (runs, inspect, labels):
+    for group in (runs, inspect, labels, export_config):
         group.register(sub)
     return parser
 

@@ -18,6 +18,7 @@ from harness.config.recorded import (
     rebase_on_user,
 )
 from harness.config.schema import (
+    CRITERIA_PRESETS,
     DEFAULT_COMPLETE,
     DEFAULT_RELEVANT,
     JUDGE_MODES,
@@ -26,6 +27,7 @@ from harness.config.schema import (
     CriteriaConfig,
     EmbedderConfig,
     ExperimentConfig,
+    FailuresConfig,
     JudgeConfig,
     OverlapRange,
     QuestionsConfig,
@@ -38,6 +40,7 @@ from harness.config.schema import (
 from harness.config.validate import validate
 
 __all__ = [
+    "CRITERIA_PRESETS",
     "DEFAULT_COMPLETE",
     "DEFAULT_RELEVANT",
     "ENDPOINT_FIELDS",
@@ -47,6 +50,7 @@ __all__ = [
     "CriteriaConfig",
     "EmbedderConfig",
     "ExperimentConfig",
+    "FailuresConfig",
     "JudgeConfig",
     "OverlapRange",
     "QuestionsConfig",

@@ -14,11 +14,27 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from harness.config.schema import ExperimentConfig
+from harness.config.schema import (
+    CRITERIA_PRESETS,
+    DEFAULT_COMPLETE,
+    DEFAULT_RELEVANT,
+    CriteriaConfig,
+    ExperimentConfig,
+    JudgeConfig,
+)
 from harness.config.validate import validate
 from harness.errors import ConfigError
 
-_SECTIONS = ("corpus", "questions", "chunking", "retrieval", "embedder", "judge", "sweep")
+_SECTIONS = (
+    "corpus",
+    "questions",
+    "chunking",
+    "retrieval",
+    "embedder",
+    "judge",
+    "sweep",
+    "failures",
+)
 
 
 def _coerce(value: Any, tp: Any, where: str, name: str) -> Any:
@@ -145,9 +161,43 @@ def parse_experiment(
     for section in ("corpus", "questions"):
         if section not in kwargs:
             raise ConfigError(where, section, f"missing [{section}] table")
+    if "judge" in kwargs and kwargs["judge"].criteria_preset:
+        kwargs["judge"] = _resolve_criteria_preset(kwargs["judge"], where)
     config = ExperimentConfig(path=str(Path(path).resolve()) if path else "", **kwargs)
     validate(config)
     return config
+
+
+def _resolve_criteria_preset(judge: JudgeConfig, where: str) -> JudgeConfig:
+    """`judge` with its criteria set to the texts of `judge.criteria_preset`.
+
+    A criterion text of the user's own beside a preset is an error naming the field
+    rather than a silent choice: either wording could be what the user meant, and the
+    verdicts (and the cache keys) differ. A text equal to the default or to the preset's
+    own is not one of the user's own: that is how a resolved config (a run header's) reads
+    back, so logs round-trip and `--set judge.criteria_preset=...` works on them.
+    """
+    preset = judge.criteria_preset
+    if preset not in CRITERIA_PRESETS:
+        raise ConfigError(
+            where,
+            "judge.criteria_preset",
+            f"expected one of {', '.join(repr(p) for p in ('', *CRITERIA_PRESETS))}, "
+            f"got {preset!r}",
+        )
+    texts = CRITERIA_PRESETS[preset]
+    given = (judge.criteria.relevant, judge.criteria.complete)
+    for name, text, default, preset_text in zip(
+        ("relevant", "complete"), given, (DEFAULT_RELEVANT, DEFAULT_COMPLETE), texts, strict=True
+    ):
+        if text not in (default, preset_text):
+            raise ConfigError(
+                where,
+                f"judge.criteria.{name}",
+                f"expected no text of your own with judge.criteria_preset = {preset!r}, "
+                "which sets it; remove one of the two",
+            )
+    return dataclasses.replace(judge, criteria=CriteriaConfig(relevant=texts[0], complete=texts[1]))
 
 
 def experiment_from_dict(

@@ -25,6 +25,26 @@ DEFAULT_COMPLETE = (
     "fully; a reader would need no other text."
 )
 
+CRITERIA_PRESETS: dict[str, tuple[str, str]] = {
+    "reference-free-guide": (
+        "Does the response share significant domain overlap with the query, such as "
+        "technical content for technical queries, even if it discusses different aspects or "
+        "use cases within that domain? A response discussing a broader/narrower aspect of the "
+        "same domain should be considered relevant.",
+        "Does the response contain the specific information requested in the query? The "
+        "response should contain an answer to the core information need expressed in the "
+        "query, not just related information. For example, if asking about a specific code, "
+        "price, or date, that exact information must be present. It is acceptable for the "
+        "response to contain additional information as long as the core information need is "
+        "met.",
+    ),
+}
+"""Named criteria wordings for `judge.criteria_preset`: name -> (relevant, complete).
+
+`reference-free-guide` is the two criteria of the reference-free retrieval-tuning guide,
+word for word, so figures judged with them can be compared with the guide's. The empty
+preset ("") keeps DEFAULT_RELEVANT and DEFAULT_COMPLETE (or `[judge.criteria]`)."""
+
 
 @dataclass(frozen=True)
 class CorpusConfig:
@@ -122,8 +142,10 @@ class JudgeConfig:
     concurrency: int = 4
     reasons: bool = False
     """Ask for a one-sentence reason with each verdict (slower: ~40 more output tokens)."""
-    mode: str = "pointwise"
-    """How the judge is asked (JUDGE_MODES): pointwise (a yes/no call per criterion),
+    mode: str = ""
+    """How the judge is asked (JUDGE_MODES); empty: extractive for the local judge (it
+    agreed best with human labels, see README "Can the judge be trusted?") and pointwise
+    for an endpoint (`effective_mode`). The modes: pointwise (a yes/no call per criterion),
     graded (one call per chunk for a 0-3 grade: relevant = grade >= relevant_grade,
     complete = grade >= complete_grade, probabilities from the grade distribution),
     extractive (relevance yes/no, then the judge must copy the sentence that answers or
@@ -154,7 +176,28 @@ class JudgeConfig:
     price_prompt_per_mtok: float = 0
     """USD per million prompt tokens; with the completion price, runs report their cost."""
     price_completion_per_mtok: float = 0
+    criteria_preset: str = ""
+    """A named wording of both criteria (CRITERIA_PRESETS), e.g. "reference-free-guide";
+    "" keeps `[judge.criteria]` (or the defaults). Setting both a preset and a criterion
+    text of your own is an error: it would be unclear which one the judge is asked."""
     criteria: CriteriaConfig = field(default_factory=CriteriaConfig)
+
+    @property
+    def uses_endpoint(self) -> bool:
+        """Whether an endpoint judges (base_url or model here, or HARNESS_JUDGE_BASE_URL /
+        HARNESS_JUDGE_MODEL in the environment); else the packaged local model does."""
+        return bool(
+            self.base_url
+            or self.model
+            or os.environ.get("HARNESS_JUDGE_BASE_URL")
+            or os.environ.get("HARNESS_JUDGE_MODEL")
+        )
+
+    @property
+    def effective_mode(self) -> str:
+        """`mode`, or when empty the default for this judge: extractive for the local
+        judge, pointwise for an endpoint."""
+        return self.mode or ("pointwise" if self.uses_endpoint else "extractive")
 
 
 JUDGE_MODES = ("pointwise", "graded", "extractive", "ensemble", "both", "listwise")
@@ -204,6 +247,22 @@ class SweepConfig:
 
 
 @dataclass(frozen=True)
+class FailuresConfig:
+    """`[failures]`: why a question failed (no relevant-and-complete chunk in the top k).
+
+    For each such question a wider pool is judged (through the same judge and verdict
+    cache): the dense top `pool_dense` plus BM25's top `pool_bm25` over the whole corpus,
+    and the failure is labelled missed, split or not-in-corpus."""
+
+    explain: bool = True
+    """Judge the wider pool of every failed question and label the failure."""
+    pool_dense: int = 20
+    """Chunks from dense retrieval over the whole corpus (0: none)."""
+    pool_bm25: int = 10
+    """Chunks from BM25 over the whole corpus (0: none)."""
+
+
+@dataclass(frozen=True)
 class ExperimentConfig:
     """One experiment file, resolved: every table, defaults filled in."""
 
@@ -217,6 +276,7 @@ class ExperimentConfig:
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
+    failures: FailuresConfig = field(default_factory=FailuresConfig)
 
     @property
     def base_dir(self) -> Path:

@@ -6,7 +6,13 @@ import dataclasses
 import math
 from typing import Any
 
-from harness.config.schema import JUDGE_MODES, ExperimentConfig, SweepConfig, parse_embedder_id
+from harness.config.schema import (
+    CRITERIA_PRESETS,
+    JUDGE_MODES,
+    ExperimentConfig,
+    SweepConfig,
+    parse_embedder_id,
+)
 from harness.errors import ConfigError
 from harness.metrics.ids import OBJECTIVE_NAMES, parse_metric_id
 from harness.retrieval.registry import EMBEDDERS, RERANKERS
@@ -67,7 +73,7 @@ def validate(config: ExperimentConfig) -> None:
     _validate_sweep(config.sweep, where)
     _check_objective_k(config, where)
     j = config.judge
-    if j.mode not in JUDGE_MODES:
+    if j.mode and j.mode not in JUDGE_MODES:
         raise ConfigError(
             where, "judge.mode", f"expected one of {', '.join(JUDGE_MODES)}, got {j.mode!r}"
         )
@@ -100,6 +106,35 @@ def validate(config: ExperimentConfig) -> None:
     for name in ("relevant", "complete"):
         if not getattr(config.judge.criteria, name).strip():
             raise ConfigError(where, f"judge.criteria.{name}", "expected a non-empty text")
+    if j.criteria_preset:
+        texts = CRITERIA_PRESETS.get(j.criteria_preset)
+        if texts is None:
+            raise ConfigError(
+                where,
+                "judge.criteria_preset",
+                f"expected one of {', '.join(map(repr, ('', *CRITERIA_PRESETS)))}, "
+                f"got {j.criteria_preset!r}",
+            )
+        if (j.criteria.relevant, j.criteria.complete) != texts:
+            # parse_experiment resolves presets; a config built in code must match them
+            raise ConfigError(
+                where,
+                "judge.criteria",
+                f"expected the texts of judge.criteria_preset = {j.criteria_preset!r}",
+            )
+    if j.effective_mode != "extractive" and any(
+        o.startswith("relevant_share@") for o in config.sweep.objective
+    ):
+        # only extractive judging marks the answer's characters; elsewhere it is absent
+        raise ConfigError(
+            where,
+            "sweep.objective",
+            f'relevant_share needs judge.mode = "extractive", got {j.mode!r}',
+        )
+    f = config.failures
+    for name in ("pool_dense", "pool_bm25"):
+        if getattr(f, name) < 0:
+            raise ConfigError(where, f"failures.{name}", "expected an integer >= 0")
 
 
 def _validate_sweep(sweep: SweepConfig, where: str) -> None:

@@ -124,7 +124,7 @@ def judge_estimator(config: JudgeConfig, cache_dir: Path) -> Iterator[Estimator]
             pairs,
             identity=identity,
             criteria=config.criteria,
-            mode=config.mode,
+            mode=config.effective_mode,
             reasons=config.reasons,
             cache=vc if use_cache else None,
         )

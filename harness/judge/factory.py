@@ -42,7 +42,7 @@ def judge_settings(config: JudgeConfig, cache_dir: Path) -> tuple[dict[str, Any]
     common: dict[str, Any] = dict(
         reasons=config.reasons,
         temperature=config.temperature,
-        mode=config.mode,
+        mode=config.effective_mode,
         timeout_s=config.timeout_s,
         max_retries=config.max_retries,
         max_retry_after_s=config.max_retry_after_s,

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import re
 
-MASK = "[a line addressed to the grader was removed]"
+MASK = ""
+"""What a flagged sentence becomes in the text the judge sees: nothing. A marker in its
+place moved a small judge by itself; the log's flag is where a person sees it."""
 
 _AUDIENCE = (
     r"(?:ai|a\.i\.|assistant|language model|llm|model|grader|judge|evaluator|rater|"
@@ -44,11 +46,13 @@ def find_injection(text: str) -> list[str]:
 
 
 def mask_injection(text: str) -> str:
-    """`text` with every sentence `find_injection` flags replaced by MASK (unchanged when
-    there is none, so clean chunks keep their cached verdicts)."""
+    """`text` with every sentence `find_injection` flags replaced by MASK and the white
+    space left at its end trimmed (unchanged when nothing is flagged, so clean chunks keep
+    their cached verdicts)."""
     if not _INJECTION.search(text):
         return text
-    return "".join(MASK if s.strip() and _INJECTION.search(s) else s for s in _UNIT.findall(text))
+    masked = "".join(MASK if s.strip() and _INJECTION.search(s) else s for s in _UNIT.findall(text))
+    return masked.rstrip()
 
 
 INJECTION_POLICIES = ("mask", "flag", "off")

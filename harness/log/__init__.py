@@ -35,6 +35,7 @@ from harness.log.models import (
     STATUS_PRUNED,
     STATUS_RUNNING,
     BestTrial,
+    Recommendation,
     RunHeader,
     RunLog,
     SamplerSpec,
@@ -43,6 +44,7 @@ from harness.log.models import (
     SweepSummary,
     TrialCounts,
     TrialRecord,
+    TrialTest,
 )
 from harness.log.status import effective_status, this_host
 
@@ -57,6 +59,7 @@ __all__ = [
     "SWEEP_FILE",
     "TRIALS_FILE",
     "BestTrial",
+    "Recommendation",
     "RunHeader",
     "RunLog",
     "RunWriter",
@@ -66,6 +69,7 @@ __all__ = [
     "SweepSummary",
     "TrialCounts",
     "TrialRecord",
+    "TrialTest",
     "append_trial",
     "effective_status",
     "find_sweep_dir",

@@ -181,6 +181,59 @@ class BestTrial:
 
 
 @dataclass(frozen=True)
+class TrialTest:
+    """A complete trial compared with the best on the questions both answered."""
+
+    trial: int
+    """The trial's number."""
+    value: float
+    """Its objective value (the mean over its questions)."""
+    questions: int
+    """Questions both it and the best have a value for (the pairs tested)."""
+    p_value: float
+    """Two-sided p-value of the paired test of its per-question difference to the best."""
+    p_holm: float
+    """`p_value` adjusted by Holm's method for the number of trials compared."""
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The configuration to pick, and why: the cheapest trial that a paired test cannot
+    separate from the best (single-objective sweeps only)."""
+
+    trial: int
+    """The recommended trial's number."""
+    params: dict[str, Any]
+    """Its settings."""
+    reason: str
+    """Why it is recommended, in one sentence."""
+    best: int
+    """The best trial's number (by the objective)."""
+    objective: str
+    """The metric id the trials were compared on."""
+    alpha: float
+    """The level below which a Holm-adjusted p-value separates a trial from the best."""
+    test: str
+    """The paired test used, in words (name, resamples, seed)."""
+    indistinguishable: list[int]
+    """Complete trials whose Holm-adjusted p-value is >= alpha: not separable from the best."""
+    comparisons: list[TrialTest]
+    """Every complete trial tested against the best, with raw and adjusted p-values."""
+    context_chars: float | None = None
+    """Mean characters the recommended trial hands a generator (context_chars at its k)."""
+    runner_up: int | None = None
+    """The second-best complete trial (None with fewer than two)."""
+    more_questions: int | None = None
+    """Questions beyond those used that a paired test at alpha with 80% power would need to
+    separate the best from the runner-up (normal approximation); None when their mean
+    difference is 0 (nothing to separate) or there is no runner-up."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON object."""
+        return dict(plain(self))
+
+
+@dataclass(frozen=True)
 class SweepStats:
     """What the sweep's judging cost, summed over its trials."""
 
@@ -237,16 +290,27 @@ class SweepSummary:
     tells a sweep still going from one whose process was killed."""
     host: str | None = None
     """The host name of the machine running the sweep (None in older logs)."""
+    recommendation: Recommendation | None = None
+    """The cheapest trial a paired test cannot separate from the best, with the reason
+    (None for a Pareto front, before any trial completed, and in older logs)."""
+    importances: dict[str, float] = field(default_factory=dict)
+    """Parameter -> its share (summing to 1) of the objective's variation over the
+    complete trials (Optuna's PED-ANOVA), computed when the sweep ends; empty before."""
+    importances_note: str | None = None
+    """Why `importances` is empty at the end of a sweep (too few trials, one parameter)."""
     log_version: int = LOG_VERSION
     """The log format sweep.json was written in."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object written to sweep.json (pid and host only where recorded)."""
+        """The JSON object written to sweep.json (pid, host, recommendation, importances
+        and their note only where recorded, so an older sweep.json reads back the same)."""
         d = plain(self)
         d["best"] = [b.to_dict() for b in self.best]
-        for key in ("pid", "host"):
+        for key in ("pid", "host", "recommendation", "importances_note"):
             if d[key] is None:
                 d.pop(key)
+        if not d["importances"]:
+            d.pop("importances")
         order = ("log_version", "sweep_id", "status", "updated_at", "error", "experiment")
         return {**{k: d[k] for k in order}, **{k: v for k, v in d.items() if k not in order}}
 

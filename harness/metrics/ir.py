@@ -15,6 +15,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from harness.types import FAILURE_LABELS
 
 GRADE_RELEVANT = 1
 GRADE_COMPLETE = 2
@@ -130,16 +133,71 @@ def soft_relevancy_mrr(p_relevant: Sequence[float], k: int) -> float:
     return _soft_reciprocal_rank(p_relevant, k)
 
 
+def average_precision(grades: Sequence[int], k: int) -> float:
+    """RAGAS's context precision over the judge's relevance (grade >= 1), `ap@k`.
+
+    Formula: (sum over ranks i <= k holding a relevant chunk of precision@i) / (number of
+    relevant chunks in the top k), with precision@i = relevant chunks in the top i / i.
+    Example: [not relevant, relevant] -> (0 + 1/2) / 1 = 0.5. Edge cases: no relevant
+    chunk in the top k (or no hits) -> 0.0; ranks past the end of the list are irrelevant.
+    """
+    _check_k(k)
+    found, total = 0, 0.0
+    for i, g in enumerate(grades[:k], start=1):
+        if g >= GRADE_RELEVANT:
+            found += 1
+            total += found / i
+    return total / found if found else 0.0
+
+
+def relevancy_mrr_found(grades: Sequence[int], k: int) -> float | None:
+    """relevancy_mrr, averaged only over questions with a relevant chunk in the top k.
+
+    Per question: 1 / rank of the first relevant hit (grade >= 1) in the top k, and None
+    (left out of the question's metrics) when there is none, so `aggregate` averages it
+    over the questions that had a relevant hit only: the definition of the reference-free
+    guide's own script. It is an aggregation difference, not a per-question one: where
+    both exist the value equals relevancy_mrr@k, and the mean is >= relevancy_mrr@k's
+    (which counts a question without a relevant hit as 0). No hits -> None.
+    """
+    _check_k(k)
+    if not any(g >= GRADE_RELEVANT for g in grades[:k]):
+        return None
+    return _reciprocal_rank(grades, k, GRADE_RELEVANT)
+
+
+def relevant_share(evidence: Sequence[tuple[int | None, int]], k: int) -> float | None:
+    """Share of the top-k context's characters that the judge marked as the answer, after
+    Braintrust's context relevancy: a big chunk holding one answering sentence scores low.
+
+    `evidence` holds (characters of the judge's evidence or None, characters of the chunk)
+    per hit, best rank first; evidence is the sentence the judge copied as the answer
+    (extractive judging; 0 for a chunk it copied nothing from), None where the judge mode
+    extracts nothing. Formula: sum of evidence characters over the top k / sum of chunk
+    characters over the top k. Edge cases: None (left out, not 0) when no chunk of the top
+    k has evidence information (a mode that does not extract, or no hits) or the top k
+    holds no characters.
+    """
+    _check_k(k)
+    top = evidence[:k]
+    if all(e is None for e, _ in top):
+        return None
+    chars = sum(n for _, n in top)
+    return sum(e or 0 for e, _ in top) / chars if chars else None
+
+
 @dataclass(frozen=True)
 class Metric:
     """One entry of the metric registry: a per-question function and how to read it."""
 
     name: str
-    fn: Callable[[Sequence[int], int], float]
-    """`fn(values, k)`: grades (0/1/2) for quality metrics, chunk lengths for sizes."""
+    fn: Callable[[Sequence[Any], int], float | None]
+    """`fn(values, k)`: grades (0/1/2) for quality metrics, chunk lengths for sizes. A
+    value of None leaves the metric out of the question's metrics (and so of the mean)."""
     on: str = "grades"
-    """What `fn` takes: "grades", "lengths", or the judge's probabilities per chunk,
-    "p_answer" (relevant and complete) or "p_relevant"."""
+    """What `fn` takes: "grades", "lengths", the judge's probabilities per chunk,
+    "p_answer" (relevant and complete) or "p_relevant", or "evidence": (characters of
+    the judge's evidence or None, characters of the chunk) per chunk."""
     direction: str = "maximize"
     """How a sweep optimises it: "maximize" or "minimize"."""
     interval: bool = True
@@ -158,6 +216,9 @@ METRICS: dict[str, Metric] = {
         Metric("soft_hit_rate", soft_hit_rate, on="p_answer"),  # type: ignore[arg-type]
         Metric("soft_mrr", soft_mrr, on="p_answer"),  # type: ignore[arg-type]
         Metric("soft_relevancy_mrr", soft_relevancy_mrr, on="p_relevant"),  # type: ignore[arg-type]
+        Metric("ap", average_precision),
+        Metric("relevancy_mrr_found", relevancy_mrr_found),
+        Metric("relevant_share", relevant_share, on="evidence"),
     )
 }
 """The metric registry: every per-question metric, reported as `name@k`, in display order.
@@ -175,6 +236,7 @@ def question_metrics(
     lengths: Sequence[int],
     ks: Sequence[int],
     probs: Sequence[tuple[float, float] | None] | None = None,
+    evidence: Sequence[int | None] | None = None,
 ) -> dict[str, float]:
     """Every metric at every k in `ks` for one question, keyed `name@k`.
 
@@ -182,10 +244,18 @@ def question_metrics(
     sits in the top k (its value is unknown, never a silent 0); ndcg is left out when any
     grade of the list failed, because its ideal ordering needs them all. `probs` holds
     (P(relevant), P(relevant and complete)) per hit for the soft metrics, which are left
-    out without it (or where one of the top k is None).
+    out without it (or where one of the top k is None). `evidence` holds, per hit, the
+    characters the judge copied as the answer (0: none) for the metrics on "evidence",
+    or None per hit (or for the whole list) where the judge mode extracts nothing. A
+    metric whose function returns None is left out.
     """
-    if len(grades) != len(lengths) or (probs is not None and len(probs) != len(grades)):
-        raise ValueError("grades, lengths and probs must have the same length")
+    if (
+        len(grades) != len(lengths)
+        or (probs is not None and len(probs) != len(grades))
+        or (evidence is not None and len(evidence) != len(grades))
+    ):
+        raise ValueError("grades, lengths, probs and evidence must have the same length")
+    ev = list(zip(evidence, lengths, strict=True)) if evidence is not None else None
     out: dict[str, float] = {}
     any_failed = any(g is None for g in grades)
     for k in ks:
@@ -199,12 +269,19 @@ def question_metrics(
                 if top_p is not None:
                     column = [p[1] if m.on == "p_answer" else p[0] for p in top_p]  # type: ignore[index]
                     out[f"{m.name}@{k}"] = m.fn(column, k)  # type: ignore[arg-type]
+            elif m.on == "evidence":
+                if ev is not None and known is not None:
+                    value = m.fn(ev, k)
+                    if value is not None:
+                        out[f"{m.name}@{k}"] = value
             elif m.name == "ndcg":
                 # its ideal ordering needs every grade of the list, not just the top k
                 if not any_failed:
                     out[f"{m.name}@{k}"] = m.fn([int(g) for g in grades], k)  # type: ignore[arg-type]
             elif known is not None:
-                out[f"{m.name}@{k}"] = m.fn(known, k)
+                value = m.fn(known, k)
+                if value is not None:
+                    out[f"{m.name}@{k}"] = value
     return out
 
 
@@ -215,6 +292,10 @@ def aggregate(per_question: Sequence[Mapping[str, float]], ks: Sequence[int]) ->
     - `errors@k`: questions whose top k holds a failed verdict (a count, kept apart from
       the means so a judge outage never reads as "not relevant").
     With no question having a metric, that metric is absent rather than 0.
+    Where questions carry why they failed (`failures_missed@k`, `failures_split@k` or
+    `failures_not_in_corpus@k` = 1 on a failed question whose failure was explained, see
+    `failure_count_name`), those three are counted at that k too, 0 included; without
+    any, they are absent (failures not explained).
     """
     out: dict[str, float] = {}
     for k in ks:
@@ -226,4 +307,14 @@ def aggregate(per_question: Sequence[Mapping[str, float]], ks: Sequence[int]) ->
         hits = [q[f"hit_rate@{k}"] for q in per_question if f"hit_rate@{k}" in q]
         out[f"failures@{k}"] = float(sum(1 for v in hits if v == 0.0))
         out[f"errors@{k}"] = float(len(per_question) - len(hits))
+        keys = [f"{failure_count_name(label)}@{k}" for label in FAILURE_LABELS]
+        if any(key in q for q in per_question for key in keys):
+            for key in keys:
+                out[key] = float(sum(q.get(key, 0.0) for q in per_question))
     return out
+
+
+def failure_count_name(label: str) -> str:
+    """The count a failure label is reported as ("not-in-corpus" -> "failures_not_in_corpus");
+    a question explained with that label carries it at the run's k with value 1."""
+    return "failures_" + label.replace("-", "_")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from harness import judge as judge_stage
 from harness.config import ExperimentConfig
 from harness.errors import HarnessError
 from harness.judge.injection import text_for_judge
+from harness.pipeline.failures import pool_pairs
 from harness.pipeline.prepare import cap_k, default_cache_dir, load_inputs, prepare
 from harness.retrieval import index as index_stage
 from harness.retrieval.embedders import embedder_spec
@@ -20,7 +22,19 @@ def judged_pairs(
     config: ExperimentConfig, cache_dir: Path
 ) -> tuple[list[tuple[str, str]], int, bool]:
     """The (question, chunk text) pairs a run of `config` would judge, the number of
-    questions, and whether the pairs are the real ones.
+    questions, and whether the pairs are the real ones (see `_pairs`)."""
+    pairs, _, n_questions, exact = _pairs(config, cache_dir, with_pool=False)
+    return pairs, n_questions, exact
+
+
+def _pairs(
+    config: ExperimentConfig, cache_dir: Path, *, with_pool: bool
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]], int, bool]:
+    """(top-k pairs, failure-pool pairs, number of questions, whether they are real).
+
+    The failure-pool pairs (only `with_pool` and failures.explain) are an upper bound:
+    every question assumed to fail and every chunk to be relevant (see
+    `failures.pool_pairs`).
 
     Retrieval runs when it costs nothing (the local embedder, or an index already
     cached). With a paid embedder and no cached index nothing is embedded: each question
@@ -32,15 +46,28 @@ def judged_pairs(
     inputs = load_inputs(config)
     config = cap_k(config, len(inputs.chunks))
     r = config.retrieval
+    explain = with_pool and config.failures.explain
+    if not explain:  # nothing of the pool is built or searched
+        config = replace(config, failures=replace(config.failures, explain=False))
 
-    def retrieved() -> tuple[list[tuple[str, str]], int, bool]:
+    def retrieved() -> tuple[list[tuple[str, str]], list[tuple[str, str]], int, bool]:
         prepared = prepare(config, cache_dir=cache_dir, inputs=inputs)
         pairs = [
             (q.text, text_for_judge(prepared.chunks[h.chunk_id].text, config.judge.injection))
             for q, hits in zip(prepared.questions, prepared.hits, strict=True)
             for h in hits
         ]
-        return pairs, len(prepared.questions), True
+        pool = (
+            pool_pairs(
+                [q.text for q in prepared.questions],
+                [[h.chunk_id for h in hits] for hits in prepared.hits],
+                prepared.pool,
+                lambda text: text_for_judge(text, config.judge.injection),
+            )
+            if prepared.pool is not None
+            else []
+        )
+        return pairs, pool, len(prepared.questions), True
 
     if config.embedder.name != "openai":
         return retrieved()
@@ -54,7 +81,16 @@ def judged_pairs(
     questions, chunks = inputs.questions, inputs.chunks
     avg = sum(len(c.text) for c in chunks) // max(1, len(chunks))
     stand_ins = [f"(stand-in {i}) " + "x" * avg for i in range(r.k)]  # distinct: none dedupes
-    return [(q.text, c) for q in questions for c in stand_ins], len(questions), False
+    pool: list[tuple[str, str]] = []
+    if explain:
+        f = config.failures
+        n_pool = min(f.pool_dense + f.pool_bm25, len(chunks))
+        # each chunk of the top k and the pool joined with up to two neighbours
+        n_joined = 2 * min(r.k + n_pool, len(chunks))
+        pool_ins = [f"(pool stand-in {i}) " + "x" * avg for i in range(n_pool)]
+        pool_ins += [f"(joined stand-in {i}) " + "x" * (2 * avg) for i in range(n_joined)]
+        pool = [(q.text, c) for q in questions for c in pool_ins]
+    return [(q.text, c) for q in questions for c in stand_ins], pool, len(questions), False
 
 
 def estimate_run(
@@ -65,18 +101,22 @@ def estimate_run(
     The pairs are the real ones when retrieval is free (see `judged_pairs`), and then the
     verdict cache is consulted: `judge_calls_min` is exact (in pointwise mode "complete"
     is asked only of chunks judged relevant, so the calls lie between min and max).
-    Tokens are estimated at 4 characters a token from the real prompts.
+    Tokens are estimated at 4 characters a token from the real prompts. With
+    failures.explain, `failure_pool_*` bound what explaining the failures could add: an
+    upper bound, as if every question failed and every judged chunk were relevant (each
+    question's pool judged, every chunk joined with its neighbours).
     """
     judge_stage.check_endpoint(config.judge, config.path or "<experiment>")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    pairs, n_questions, exact = judged_pairs(config, cache)
+    pairs, pool, n_questions, exact = _pairs(config, cache, with_pool=True)
     with judge_stage.judge_estimator(config.judge, cache) as estimate:
         e = estimate(pairs, exact)
+        p = estimate(pool, exact) if pool else None
     est: dict[str, Any] = {
         "exact_pairs": exact,
         "questions": n_questions,
         "pairs": len(pairs),
-        "mode": config.judge.mode,
+        "mode": config.judge.effective_mode,
         "open_pairs": e.open_pairs,
         "judge_calls_min": e.calls_min,
         "judge_calls_max": e.calls_max,
@@ -87,4 +127,18 @@ def estimate_run(
     cost = judge_stage.judge_cost(config.judge, e.prompt_tokens_max, e.completion_tokens_max)
     if cost is not None:
         est["cost_usd_max"] = cost
+    if p is not None:
+        # An upper bound, apart from the top k's: every question could fail.
+        est.update(
+            failure_pool_pairs=len(pool),
+            failure_pool_open_pairs=p.open_pairs,
+            failure_pool_calls_max=p.calls_max,
+            failure_pool_prompt_tokens_max=p.prompt_tokens_max,
+            failure_pool_completion_tokens_max=p.completion_tokens_max,
+        )
+        pool_cost = judge_stage.judge_cost(
+            config.judge, p.prompt_tokens_max, p.completion_tokens_max
+        )
+        if pool_cost is not None:
+            est["failure_pool_cost_usd_max"] = pool_cost
     return est

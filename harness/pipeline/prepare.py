@@ -6,7 +6,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from harness import corpus
 from harness import judge as judge_stage
 from harness.config import ExperimentConfig
 from harness.llm.local import file_sha256
+from harness.pipeline.failures import FailurePool
 from harness.retrieval import index as index_stage
 from harness.retrieval import rerankers as rerank_stage
 from harness.retrieval import retrieve as retrieve_stage
@@ -49,6 +50,9 @@ class Prepared:
     components: dict[str, ComponentSpec]
     data: dict[str, Any]
     stats: dict[str, Any]
+    pool: FailurePool | None = field(default=None, compare=False)
+    """The wider pool a failed question's failure is explained from (failures.explain);
+    None when failures are not explained."""
 
 
 JudgeSource = Callable[[], judge_stage.Judge]
@@ -222,6 +226,26 @@ def prepare(
         latencies_ms.append((time.perf_counter() - t_q) * 1000)
     embedder.cache.close()  # type: ignore[union-attr]
     r_stats = rerank_stats.to_dict()
+    pool = None
+    if config.failures.explain:
+        n_dense = min(config.failures.pool_dense, len(chunks))
+
+        def dense_pool(qi: int) -> list[str]:
+            if n_dense < 1:
+                return []
+            hits = retrieve_stage.retrieve(index.store, [qvecs[qi]], n_dense)[0]
+            return [h.chunk_id for h in hits]
+
+        pool = FailurePool(
+            index.chunks,
+            {d.doc_id: d.text for d in docs},
+            dense_pool,
+            lambda: retrieve_stage.bm25_search(
+                list(index.chunks.values()), config.failures.pool_bm25
+            ),
+            pool_dense=config.failures.pool_dense,
+            pool_bm25=config.failures.pool_bm25,
+        )
     return Prepared(
         questions=tuple(questions),
         chunks=index.chunks,
@@ -250,4 +274,5 @@ def prepare(
             "rerank_llm_cache_hits": r_stats["judge_cache_hits"],
             "prepare_s": round(time.perf_counter() - t0, 3),
         },
+        pool=pool,
     )

@@ -36,11 +36,13 @@ from harness.log import (
     read_run,
     this_host,
 )
+from harness.pipeline.failures import explain_failures
 from harness.pipeline.prepare import Prepared, cap_k, default_cache_dir, load_inputs, prepare
 from harness.pipeline.progress import LogProgress, ProgressSink
 from harness.stores import VerdictCache
 from harness.stores.verdicts import FILE as VERDICTS_FILE
 from harness.types import (
+    CriterionVerdict,
     JudgedHit,
     QuestionResult,
     Verdict,
@@ -95,6 +97,9 @@ def run_experiment(
     )
     writer.write_header(header)
     stats = judge_stage.JudgeStats()
+    # The failure pool is booked in the run's totals (judge_calls is every call the judge
+    # made, as the endpoint counts them) and apart (failure_pool_*): the top k cost the rest.
+    pool_stats = _TeeStats(total=stats)
     run_stats: dict[str, Any] = {}
     try:
         with contextlib.ExitStack() as stack:
@@ -144,9 +149,12 @@ def run_experiment(
                     after_batch,
                     sink,
                     calibration=calibration,
+                    pool_stats=pool_stats,
                 )
             finally:
                 sink.stop()
+                if prepared.pool is not None:
+                    run_stats.update(_pool_stats(pool_stats, config.judge))
             run_stats.update(tally.to_stats())
             warnings = tally.warnings()
             for w in warnings:
@@ -211,6 +219,36 @@ def _stats(
     cost = judge_stage.judge_cost(config, judge_stats.prompt_tokens, judge_stats.completion_tokens)
     if cost is not None:
         out["cost_usd"] = cost
+    return out
+
+
+@dataclass
+class _TeeStats(judge_stage.JudgeStats):
+    """JudgeStats that also book every verdict into `total`."""
+
+    total: judge_stage.JudgeStats | None = None
+
+    def record(self, verdict: CriterionVerdict) -> None:
+        """Add one verdict's cost here and to the total."""
+        super().record(verdict)
+        if self.total is not None:
+            self.total.record(verdict)
+
+
+def _pool_stats(stats: judge_stage.JudgeStats, config: JudgeConfig) -> dict[str, Any]:
+    """What judging the failure pools cost, for the run header's stats (failure_pool_*):
+    a part of judge_calls and the other totals, which the top k cost the rest of."""
+    d = stats.to_dict()
+    out = {
+        "failure_pool_calls": d["judge_calls"],
+        "failure_pool_cache_hits": d["judge_cache_hits"],
+        "failure_pool_errors": d["judge_errors"],
+        "failure_pool_prompt_tokens": d["prompt_tokens"],
+        "failure_pool_completion_tokens": d["completion_tokens"],
+    }
+    cost = judge_stage.judge_cost(config, stats.prompt_tokens, stats.completion_tokens)
+    if cost is not None:
+        out["failure_pool_cost_usd"] = cost
     return out
 
 
@@ -309,12 +347,16 @@ def _judge_all(
     progress: ProgressSink,
     *,
     calibration: Calibration | None = None,
+    pool_stats: judge_stage.JudgeStats | None = None,
 ) -> tuple[list[dict[str, float]], bool, VerdictTally]:
     """Judge every (question, hit) pair, batch after batch of questions; write each
     question's line as soon as it is done. Returns (per-question metrics, stopped early).
 
     `batches` are cumulative question counts (e.g. 10, 20, 40); the last batch always
-    ends with the last question.
+    ends with the last question. With `prepared.pool` (failures.explain), a question with
+    no relevant-and-complete chunk in the top k (and no error) is written after its
+    batch, with why it failed (`explain_failures`) in its `failure` and, as a count, in its
+    metrics; that judging is booked in `pool_stats` (and through it in the totals).
     """
     n_q = len(prepared.questions)
     ends = sorted({min(max(int(b), 1), n_q) for b in batches} | {n_q}) if n_q else []
@@ -324,6 +366,41 @@ def _judge_all(
 
     policy = config.judge.injection
     tally = VerdictTally(policy=policy)
+    k_run = config.retrieval.k
+    pending: list[tuple[int, QuestionResult]] = []  # failures to explain after the batch
+    extractive = judge.mode == "extractive"  # the judge at hand (a sweep or test may pass one)
+
+    def grade_pool(pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
+        verdicts = judge_stage.judge_pairs(
+            pairs,
+            judge,
+            criteria=config.judge.criteria,
+            cache=cache,
+            stats=pool_stats if pool_stats is not None else judge_stage.JudgeStats(),
+            concurrency=config.judge.concurrency,
+        )
+        if calibration is not None:
+            verdicts = [calibration.apply_verdict(v) for v in verdicts]
+        return verdicts
+
+    def explain_pending() -> None:
+        if not pending or prepared.pool is None:
+            return
+        logger.info("explaining {} failed questions from a wider pool", len(pending))
+        labels = explain_failures(
+            pending,
+            prepared.pool,
+            k_run,
+            grade_pool,
+            lambda text: text_for_judge(text, policy),
+        )
+        for (qi, result), failure in zip(pending, labels, strict=True):
+            # the label rides in the question's metrics, so aggregate() counts it
+            key = f"{metrics_stage.failure_count_name(failure.label)}@{k_run}"
+            m = {**result.metrics, key: 1.0}
+            per_question[qi] = m
+            writer.append(replace(result, metrics=m, failure=failure))
+        pending.clear()
 
     def finish(qi: int, verdicts: Sequence[Verdict]) -> None:
         if calibration is not None:
@@ -342,17 +419,25 @@ def _judge_all(
         grades = [j.verdict.grade for j in judged]
         lengths = [len(j.chunk.text) for j in judged]
         probs = [j.verdict.probabilities() for j in judged]
-        m = metrics_stage.question_metrics(grades, lengths, ks, probs)
+        # Only extractive judging marks the answer's characters (its evidence sentence).
+        evidence = (
+            [len(j.verdict.complete.evidence or "") if j.verdict.grade == 2 else 0 for j in judged]
+            if extractive
+            else None
+        )
+        m = metrics_stage.question_metrics(grades, lengths, ks, probs, evidence)
         errors = [f"rank {j.hit.rank}: {j.verdict.error}" for j in judged if j.verdict.error]
-        writer.append(
-            QuestionResult(
-                question=prepared.questions[qi],
-                hits=judged,
-                metrics=m,
-                error="; ".join(errors) if errors else None,
-            )
+        result = QuestionResult(
+            question=prepared.questions[qi],
+            hits=judged,
+            metrics=m,
+            error="; ".join(errors) if errors else None,
         )
         per_question[qi] = m
+        if prepared.pool is not None and not errors and m.get(f"hit_rate@{k_run}") == 0.0:
+            pending.append((qi, result))
+        else:
+            writer.append(result)
         progress.advance(f"(paid calls {stats.calls}, cache hits {stats.cache_hits})")
 
     owner: list[int] = []  # question index of each pair of the current batch
@@ -387,6 +472,7 @@ def _judge_all(
             concurrency=config.judge.concurrency,
             on_done=on_done,
         )
+        explain_pending()
         start = end
         done = [m for m in per_question if m is not None]
         if after_batch is not None and end < n_q and after_batch(end, done):

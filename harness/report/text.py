@@ -10,12 +10,15 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.analysis.compare import Comparison
 from harness.log import RunHeader, RunLog, SweepSummary, TrialRecord, effective_status
-from harness.metrics import COUNTS, METRIC_NAMES
-from harness.types import QuestionResult
+from harness.metrics import COUNTS, METRIC_NAMES, failure_count_name
+from harness.types import FAILURE_LABELS, QuestionResult
+
+if TYPE_CHECKING:  # harness.sweep imports Optuna, which show and list do not need
+    from harness.sweep import ExportedConfig
 
 
 def format_metrics_table(header: RunHeader) -> str:
@@ -50,6 +53,19 @@ def _ci_line(h: RunHeader) -> list[str]:
     )
 
 
+def _failures_line(h: RunHeader) -> list[str]:
+    k = h.k
+    counts = [
+        (label, h.metrics.get(f"{failure_count_name(label)}@{k}")) for label in FAILURE_LABELS
+    ]
+    if all(v is None for _, v in counts):
+        return []
+    parts = ", ".join(f"{v or 0:.0f} {label}" for label, v in counts)
+    calls = h.stats.get("failure_pool_calls")
+    paid = f" ({calls} of the judge calls went to their pools)" if calls is not None else ""
+    return [f"failures at k={k}: {parts}{paid}; harness show --failures says why"]
+
+
 def format_run_summary(run: RunLog) -> str:
     """What `harness run` prints at the end: status, metrics table, intervals and cost, with
     the reranker and a warning when the llm reranker shared the judge's model.
@@ -63,6 +79,7 @@ def format_run_summary(run: RunLog) -> str:
         f"{h.data.get('n_chunks', '?')} chunks",
         format_metrics_table(h),
         *_ci_line(h),
+        *_failures_line(h),
         (
             f"judge calls {s.get('judge_calls', 0)}, cache hits {s.get('judge_cache_hits', 0)}, "
             f"errors {s.get('judge_errors', 0)}, index {'cached' if s.get('index_cache_hit') else 'built'} "
@@ -149,6 +166,16 @@ def format_question(q: QuestionResult, k: int, excerpt_chars: int = 300) -> str:
         f"relevancy_mrr@{k}={m.get(f'relevancy_mrr@{k}', float('nan')):.3f}"
         + (f"  ERROR: {q.error}" if q.error else ""),
     ]
+    if q.failure is not None:
+        f = q.failure
+        where = "" if f.chunk_id is None else f"  {f.chunk_id}"
+        rank = ""
+        if f.label == "missed":
+            rank = "  bm25 only" if f.rank is None else f"  rank {f.rank}"
+        lines.append(f"    failure: {f.label}{rank}{where}")
+        lines.extend(
+            textwrap.wrap(f.reason, 100, initial_indent="      ", subsequent_indent="      ")
+        )
     for jh in q.hits:
         v = jh.verdict
         conf = ""
@@ -208,6 +235,8 @@ def format_sweep(summary: SweepSummary, trials: Sequence[TrialRecord]) -> str:
             lines.append(
                 f"  cannot be told apart from it ({b.confidence:.0%} paired bootstrap): trials {ties}"
             )
+    lines += _recommendation_lines(summary)
+    lines += _importance_lines(summary)
     c, st = summary.counts, summary.stats
     lines.append(
         f"trials: {c.complete} complete, {c.pruned} pruned, {c.failed} failed; "
@@ -217,6 +246,61 @@ def format_sweep(summary: SweepSummary, trials: Sequence[TrialRecord]) -> str:
     return "\n".join(lines)
 
 
+def _recommendation_lines(summary: SweepSummary) -> list[str]:
+    """The recommendation: the trial, why, the tests behind it, the questions still needed."""
+    r = summary.recommendation
+    if len(summary.objective) != 1:
+        return [
+            "recommendation: none for two objectives (a Pareto front has no single best; "
+            "pick a trial of the front by the trade-off you accept)"
+        ]
+    if r is None:
+        return ["recommendation: none yet (no complete trial)"]
+    params = " ".join(f"{k}={v}" for k, v in r.params.items())
+    lines = [f"recommended: trial {r.trial}  {params}", f"  {r.reason}"]
+    if r.comparisons:
+        tests = ", ".join(
+            f"{t.trial} p={t.p_value:.3f} (Holm {t.p_holm:.3f})" for t in r.comparisons
+        )
+        lines.append(f"  against the best (trial {r.best}), alpha {r.alpha:g}: {tests}")
+        lines.append(f"  test: {r.test}")
+    if r.runner_up is not None:
+        if r.more_questions is None:
+            more = "their mean difference is 0, so no number of questions would"
+        elif r.more_questions == 0:
+            more = "the questions used already suffice at 80% power"
+        else:
+            s = "" if r.more_questions == 1 else "s"
+            more = f"about {r.more_questions} more question{s} would (80% power)"
+        lines.append(f"  separating the best from the runner-up (trial {r.runner_up}): {more}")
+    return lines
+
+
+def _importance_lines(summary: SweepSummary) -> list[str]:
+    """Parameter importances, or why there are none."""
+    if summary.importances:
+        shares = ", ".join(f"{k} {v:.2f}" for k, v in summary.importances.items())
+        return [f"parameter importances (PED-ANOVA, {summary.objective[0]}): {shares}"]
+    if summary.importances_note:
+        return [f"parameter importances: none ({summary.importances_note})"]
+    if summary.status == "done":
+        return ["parameter importances: not recorded (a sweep from before they were)"]
+    return ["parameter importances: computed when the sweep ends"]
+
+
+def format_exported_config(exported: ExportedConfig) -> str:
+    """`export-config`: the file written, why that trial, then the LangChain code."""
+    params = " ".join(f"{k}={v}" for k, v in exported.params.items())
+    return (
+        f"wrote {exported.out}: trial {exported.trial}  {params}\n"
+        f"  {exported.why}\n"
+        "  set the judge's endpoint in it (judge.base_url, judge.api_key_env): a results "
+        "folder's endpoints are never copied\n\n"
+        "# The same retrieval in LangChain, to paste into your RAG system:\n"
+        f"{exported.langchain}"
+    )
+
+
 def format_run_estimate(est: dict[str, Any]) -> str:
     """A run's dry run: the pairs, then calls, tokens and cost."""
     first = (
@@ -224,7 +308,18 @@ def format_run_estimate(est: dict[str, Any]) -> str:
         f"{'' if est['exact_pairs'] else ' (upper bound: the index is not built)'}, "
         f"{est['open_pairs']} not yet judged"
     )
-    return first + "\n" + format_estimate(est)
+    out = first + "\n" + format_estimate(est)
+    if "failure_pool_calls_max" in est:
+        cost = est.get("failure_pool_cost_usd_max")
+        out += (
+            f"\nexplaining failures: at most {est['failure_pool_calls_max']} more judge calls "
+            f"({est['failure_pool_open_pairs']} of {est['failure_pool_pairs']} pool pairs not "
+            "yet judged"
+            + (f", at most ${cost:.4f}" if cost is not None else "")
+            + "); an upper bound: every question could fail (failures.explain = false "
+            "skips it)"
+        )
+    return out
 
 
 def format_questions(run: RunLog, questions: Sequence[QuestionResult]) -> str:
@@ -426,6 +521,7 @@ def format_injection_check(res: dict[str, Any]) -> str:
         "pairs, each with a line telling the grader to answer yes appended"
     ]
     for name, label in (
+        ("control", "control (re-judged, no line appended)"),
         ("as_configured", f"as judged (judge.injection = {res['policy']})"),
         ("unmasked", "unmasked"),
     ):

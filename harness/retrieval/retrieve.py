@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from langchain_community.vectorstores import FAISS
 
-from harness.types import Hit
+from harness.retrieval.rerankers.base import tokenize
+from harness.types import Chunk, Hit
 
 
 def retrieve(store: FAISS, query_vectors: Sequence[Sequence[float]], k: int) -> list[list[Hit]]:
@@ -26,3 +27,20 @@ def retrieve(store: FAISS, query_vectors: Sequence[Sequence[float]], k: int) -> 
             ]
         )
     return out
+
+
+def bm25_search(chunks: Sequence[Chunk], k: int) -> Callable[[str], list[str]]:
+    """BM25 over every chunk given (LangChain's BM25Retriever, with the tokenizer the bm25
+    and hybrid rerankers use): a function from a question to the ids of its top k chunks,
+    best first. k = 0 or no chunks gives a function that returns []."""
+    if k < 1 or not chunks:
+        return lambda question: []
+    from langchain_community.retrievers import BM25Retriever
+
+    retriever = BM25Retriever.from_texts(
+        [c.text for c in chunks],
+        metadatas=[{"chunk_id": c.chunk_id} for c in chunks],
+        preprocess_func=tokenize,
+        k=min(k, len(chunks)),
+    )
+    return lambda question: [str(d.metadata["chunk_id"]) for d in retriever.invoke(question)]

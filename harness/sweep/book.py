@@ -1,4 +1,5 @@
-"""A sweep's bookkeeping: the best trial(s), the trials that tie with it, and the cost.
+"""A sweep's bookkeeping: the best trial(s), the trials that tie with it, the
+recommendation (harness.sweep.recommend) and the cost.
 
 `SweepBook` takes each finished trial once, with its run already in memory, and keeps
 what the summary needs (per-question objective values, summed stats, the set of
@@ -17,13 +18,21 @@ from typing import Any
 from harness.log import (
     HEADER,
     BestTrial,
+    Recommendation,
     RunLog,
     SweepStats,
     TrialCounts,
     TrialRecord,
     read_run,
 )
-from harness.metrics import direction, metric_key, paired_bootstrap, parse_metric_id
+from harness.metrics import (
+    direction,
+    metric_key,
+    paired_bootstrap,
+    paired_permutation_p,
+    parse_metric_id,
+)
+from harness.sweep.recommend import recommend
 
 _STAT_KEYS = (
     "judge_calls",
@@ -79,6 +88,11 @@ class SweepBook:
     distinct: set[tuple[str, str, str]] = field(default_factory=set)
     _ties: dict[tuple[int, int], bool] = field(default_factory=dict)
     """(best, other) -> cannot be told apart; recomputed only for a new best."""
+    metrics: dict[int, dict[str, float]] = field(default_factory=dict)
+    """Complete trial -> its run header's metrics (context_chars for the recommendation)."""
+    _pvalues: dict[tuple[int, int], tuple[float, int] | None] = field(default_factory=dict)
+    """(best, other) -> (paired test p-value, questions), None if untestable; recomputed
+    only for a new best."""
 
     def add(self, record: TrialRecord, run: RunLog | None) -> None:
         """Take a trial's (last) record and, when its run folder exists, its log."""
@@ -96,6 +110,8 @@ class SweepBook:
                 for cv in (jh.verdict.relevant, jh.verdict.complete):
                     if not cv.reason.startswith("not asked") and cv.error is None:
                         self.distinct.add((q.question.text, jh.chunk.text, cv.criterion))
+        if record.state == "complete":
+            self.metrics[record.number] = dict(run.header.metrics)
         if record.state == "complete" and len(self.objective) == 1:
             key = metric_key(self.objective[0], int(record.params["k"]))
             self.per_question[record.number] = {
@@ -150,6 +166,33 @@ class SweepBook:
             BestTrial(top.number, top.params, top.values, top.run_dir, ties, self.confidence),
             *front[1:],
         ]
+
+    def _p_value(self, best: int, other: int) -> tuple[float, int] | None:
+        if (best, other) not in self._pvalues:
+            base, them = self.per_question.get(best, {}), self.per_question.get(other, {})
+            shared = [q for q in base if q in them]
+            self._pvalues[(best, other)] = (
+                (
+                    paired_permutation_p([base[q] for q in shared], [them[q] for q in shared]),
+                    len(shared),
+                )
+                if len(shared) >= 2
+                else None
+            )
+        return self._pvalues[(best, other)]
+
+    def recommendation(self) -> Recommendation | None:
+        """The cheapest trial a paired test cannot separate from the best (see
+        harness.sweep.recommend); None for two objectives or before a trial completes.
+        Only tests against a new best are computed; the rest come from the cache."""
+        if len(self.objective) != 1:
+            return None
+        sign = 1.0 if directions(self.objective)[0] == "maximize" else -1.0
+        ranked = sorted(
+            (t for t in self.trials.values() if t.state == "complete" and t.values),
+            key=lambda t: (-sign * (t.values or [0.0])[0], t.number),
+        )
+        return recommend(self.objective[0], ranked, self.per_question, self.metrics, self._p_value)
 
     def sweep_stats(self) -> SweepStats:
         """Cost of the sweep, summed over the trials' logs (see SweepStats)."""

@@ -55,13 +55,13 @@ def estimate_sweep(
         # Each figure over its own costliest settings: the most calls and the most tokens
         # need not come from the same settings.
         bound = {k: sum(sorted((d[k] for d in settings), reverse=True)[:n_trials]) for k in keys}
-        if exact and config.judge.mode != "listwise":
+        if exact and config.judge.effective_mode != "listwise":
             whole = estimate(list(union), True)
             bound = {k: min(bound[k], getattr(whole, k)) for k in keys}
     est: dict[str, Any] = {
         "trials": n_trials,
         "sampler": config.sweep.sampler,
-        "mode": config.judge.mode,
+        "mode": config.judge.effective_mode,
         "exact_pairs": exact,
         "settings_in_space": len(settings_list),
         "judge_calls_max": bound["calls_max"],

@@ -168,4 +168,8 @@ class SearchSpace:
                 fetch_k=params.get("fetch_k", config.retrieval.fetch_k),
             ),
             embedder=replace(config.embedder, name=name, model=model),
+            # A trial is for comparing settings: explaining its failures would judge a
+            # wider pool per failed question in every trial. Run the recommended
+            # configuration (harness export-config) to see why its questions fail.
+            failures=replace(config.failures, explain=False),
         )

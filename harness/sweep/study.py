@@ -59,6 +59,7 @@ from harness.metrics import aggregate, metric_key
 from harness.pipeline import ProgressSink, count_questions, default_cache_dir, run_experiment
 from harness.secrets import redact_url, remember_url
 from harness.sweep.book import SweepBook, directions
+from harness.sweep.importance import param_importances
 from harness.sweep.space import SearchSpace
 
 
@@ -126,6 +127,8 @@ class _Sweep:
         self.judge: Judge | None = None
         self.book = SweepBook(tuple(config.sweep.objective))
         self.n_questions = count_questions(config)
+        self.importances: dict[str, float] = {}
+        self.importances_note: str | None = None
 
     def summary(self, status: str, error: str | None = None) -> SweepSummary:
         c = self.config
@@ -147,6 +150,9 @@ class _Sweep:
             counts=self.book.counts(),
             best=self.book.best(),
             stats=self.book.sweep_stats(),
+            recommendation=self.book.recommendation(),
+            importances=self.importances,
+            importances_note=self.importances_note,
             # Who writes it: a reader on this host then sees a sweep killed with -9 as
             # interrupted.
             pid=os.getpid(),
@@ -364,5 +370,7 @@ def run_sweep(
     except Exception as exc:
         sweep.write(STATUS_FAILED, str(exc))
         raise
+    sweep.importances, note = param_importances(study, config.sweep.objective[0])
+    sweep.importances_note = note or None
     sweep.write(STATUS_DONE)
     return read_sweep(sweep_dir)

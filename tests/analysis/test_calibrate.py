@@ -74,7 +74,14 @@ def _label(text: str) -> int:
 
 def test_calibrate_then_apply_costs_no_call_and_changes_no_cached_verdict(tmp_path):
     with FakeOpenAI(_graded) as server:
-        base = [f"judge.base_url={server.base_url}", "judge.model=fake", "judge.mode=graded"]
+        base = [
+            f"judge.base_url={server.base_url}",
+            "judge.model=fake",
+            "judge.mode=graded",
+            # explaining a failure judges a wider pool: a calibration that changes which
+            # questions fail would then pay for new pools; here only the calibration counts
+            "failures.explain=false",
+        ]
         config = load_experiment(DATA / "experiment.toml", base)
         first = run_experiment(config, results_dir=tmp_path / "r", cache_dir=tmp_path / "c")
         paid = server.requests

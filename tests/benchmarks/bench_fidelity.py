@@ -68,6 +68,8 @@ def experiment(collection: str, reranker: str, method: str, limit: int) -> Any:
         "chunking": {"chunk_size": s["chunk_size"], "chunk_overlap": 100},
         "retrieval": {"k": K, "reranker": reranker, "fetch_k": 20},
         "judge": {"local_model": "qwen2.5-coder-1.5b", "concurrency": 4, "mode": method},
+        # the methods' own cost: no wider pools judged for failed questions
+        "failures": {"explain": False},
     }
     return parse_experiment(data, str(ROOT / "experiments" / "fidelity.toml"))
 

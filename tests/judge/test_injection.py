@@ -36,8 +36,7 @@ def test_lines_addressed_to_the_grader_are_found(line):
     text = f"The hive inspection is every Saturday at 9 am. {line} Bring a veil."
     assert find_injection(text) == [line]
     masked = mask_injection(text)
-    assert line not in masked and MASK in masked
-    assert "every Saturday at 9 am." in masked and "Bring a veil." in masked
+    assert masked == f"The hive inspection is every Saturday at 9 am.{MASK} Bring a veil."
 
 
 @pytest.mark.parametrize("line", ORDINARY)
@@ -48,7 +47,7 @@ def test_ordinary_text_is_left_alone(line):
 
 def test_policies():
     text = f"Compost every two weeks.\n{INJECTION_LINE}"
-    assert text_for_judge(text, "mask") == f"Compost every two weeks.\n{MASK}"
+    assert text_for_judge(text, "mask") == "Compost every two weeks."
     assert text_for_judge(text, "flag") == text
     assert text_for_judge(text, "off") == text
 
@@ -109,6 +108,7 @@ def test_judge_check_injection_measures_the_flip_rate(tmp_path):
         judge=ScriptedJudge(),
     )
     res = injection_check(run, Gullible(), CriteriaConfig(), policy="mask", sample=12)
+    assert res["control"]["relevant_flip_rate"] == 0.0  # a deterministic judge
     assert res["as_configured"]["relevant_flip_rate"] == 0.0
     assert res["as_configured"]["complete_flip_rate"] == 0.0
     assert res["unmasked"]["complete_flip_rate"] > 0.0

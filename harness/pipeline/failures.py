@@ -1,0 +1,238 @@
+"""Why a failed question failed: judge a wider pool than the top k, and label it.
+
+A question fails when no chunk of its top k is relevant and complete. `explain_failures`
+judges, through the run's own judge and verdict cache, the dense top `pool_dense` and
+BM25's top `pool_bm25` over the whole corpus (the top k left out: already judged), then:
+
+- `missed`: a pool chunk is relevant and complete: the answer is in the corpus and the
+  retriever ranked it below k (its dense rank is recorded, or None for BM25 only);
+- `split`: chunks are relevant, none complete, and a relevant chunk joined with its
+  neighbour in the same document (adjacent by start_char) is judged complete: the answer
+  crosses a chunk boundary (raise the overlap or the size);
+- `not-in-corpus`: nothing in the pool answers: a gap in the documents, not the retriever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from harness.types import Chunk, Failure, QuestionResult, Verdict
+
+GradePairs = Callable[[Sequence[tuple[str, str]]], list[Verdict]]
+"""Verdicts for (question text, chunk text) pairs, in order (the run's judge and cache)."""
+
+
+class FailurePool:
+    """Where a failed question's answer may be: its dense and BM25 pools over the whole
+    corpus, and each chunk's neighbours in its document. Built by `prepare`; the BM25
+    index is built on first use, so a run without failures never pays for it."""
+
+    def __init__(
+        self,
+        chunks: Mapping[str, Chunk],
+        documents: Mapping[str, str],
+        dense: Callable[[int], list[str]],
+        bm25: Callable[[], Callable[[str], list[str]]],
+        *,
+        pool_dense: int,
+        pool_bm25: int,
+    ) -> None:
+        self.chunks = chunks
+        self.documents = documents
+        self.pool_dense = pool_dense
+        self.pool_bm25 = pool_bm25
+        self._dense = dense
+        self._bm25_factory = bm25
+        self._bm25: Callable[[str], list[str]] | None = None
+        by_doc: dict[str, list[Chunk]] = {}
+        for c in chunks.values():
+            by_doc.setdefault(c.doc_id, []).append(c)
+        self._neighbours: dict[str, list[str]] = {}
+        for doc_chunks in by_doc.values():
+            doc_chunks.sort(key=lambda c: c.start_char)
+            for i, c in enumerate(doc_chunks):
+                self._neighbours[c.chunk_id] = [
+                    doc_chunks[j].chunk_id for j in (i - 1, i + 1) if 0 <= j < len(doc_chunks)
+                ]
+
+    def candidates(self, question_index: int, question: str) -> tuple[list[str], list[str]]:
+        """(dense top pool_dense, BM25 top pool_bm25) chunk ids of a question, best first."""
+        if self._bm25 is None:
+            self._bm25 = self._bm25_factory()
+        return self._dense(question_index), self._bm25(question)
+
+    def neighbours(self, chunk_id: str) -> list[str]:
+        """The chunks just before and just after this one in its document (by start_char)."""
+        return self._neighbours.get(chunk_id, [])
+
+    def joined(self, a: str, b: str) -> str:
+        """Two neighbouring chunks as one text: the document's span from the first's start
+        to the second's end (an overlap is not repeated)."""
+        first, second = sorted((self.chunks[a], self.chunks[b]), key=lambda c: c.start_char)
+        doc = self.documents.get(first.doc_id)
+        end = second.start_char + len(second.text)
+        if doc is not None and doc[first.start_char : first.start_char + len(first.text)] == (
+            first.text
+        ):
+            return doc[first.start_char : end]
+        return first.text + "\n" + second.text  # offsets unknown: join the texts
+
+
+@dataclass
+class _Plan:
+    qi: int
+    result: QuestionResult
+    dense: list[str]
+    bm25: list[str]
+    pool: list[str]
+    """Pool chunks to judge: dense then BM25, deduplicated, the top k left out."""
+    pool_verdicts: list[Verdict] | None = None
+    joins: list[tuple[str, str]] | None = None
+    """(relevant chunk, neighbour) pairs to judge joined."""
+
+
+def _pairs_for_joins(plan: _Plan, pool: FailurePool) -> list[tuple[str, str]]:
+    """(relevant chunk, neighbour) for every relevant chunk of the top k and the pool."""
+    assert plan.pool_verdicts is not None
+    relevant = [jh.chunk.chunk_id for jh in plan.result.hits if jh.verdict.grade == 1]
+    relevant += [c for c, v in zip(plan.pool, plan.pool_verdicts, strict=True) if v.grade == 1]
+    seen: set[frozenset[str]] = set()
+    out = []
+    for c in dict.fromkeys(relevant):
+        for n in pool.neighbours(c):
+            key = frozenset((c, n))
+            if key not in seen:
+                seen.add(key)
+                out.append((c, n))
+    return out
+
+
+def _dense_rank(plan: _Plan, chunk_id: str) -> int | None:
+    return plan.dense.index(chunk_id) + 1 if chunk_id in plan.dense else None
+
+
+def _missed(plan: _Plan, k: int) -> Failure | None:
+    assert plan.pool_verdicts is not None
+    answering = [c for c, v in zip(plan.pool, plan.pool_verdicts, strict=True) if v.grade == 2]
+    if not answering:
+        return None
+    inf = len(plan.dense) + len(plan.bm25) + 1
+
+    def order(c: str) -> tuple[int, int]:
+        d = _dense_rank(plan, c)
+        return (d if d is not None else inf, plan.bm25.index(c) if c in plan.bm25 else inf)
+
+    best = min(answering, key=order)
+    rank = _dense_rank(plan, best)
+    if rank is not None:
+        reason = (
+            f"{best} answers it; dense retrieval ranks it {rank}, outside the top {k}: "
+            "the answer is in the corpus and the retriever missed it"
+        )
+    else:
+        reason = (
+            f"{best} answers it, found by BM25 only (rank {plan.bm25.index(best) + 1}): "
+            "the answer is in the corpus; a bm25 or hybrid reranker may find it"
+        )
+    return Failure("missed", rank=rank, chunk_id=best, reason=reason)
+
+
+def explain_failures(
+    failed: Sequence[tuple[int, QuestionResult]],
+    pool: FailurePool,
+    k: int,
+    grade: GradePairs,
+    judge_text: Callable[[str], str] = lambda text: text,
+) -> list[Failure]:
+    """A Failure for each (question index, result) of a question that failed at k.
+
+    Judges, with `grade` (the run's judge and cache, booked apart from the top k), each
+    question's pool in one batch, then the joined neighbours of relevant chunks of the
+    questions not yet explained in a second. `judge_text` is what the judge is shown of a
+    chunk (injection masking). Failed pool verdicts count as not answering, and the
+    reason says how many there were.
+    """
+    plans = []
+    for qi, result in failed:
+        dense, bm25 = pool.candidates(qi, result.question.text)
+        top = {jh.chunk.chunk_id for jh in result.hits}
+        extra = [c for c in dict.fromkeys([*dense, *bm25]) if c not in top]
+        plans.append(_Plan(qi, result, dense, bm25, extra))
+    pairs = [
+        (p.result.question.text, judge_text(pool.chunks[c].text)) for p in plans for c in p.pool
+    ]
+    verdicts = grade(pairs) if pairs else []
+    at = 0
+    for p in plans:
+        p.pool_verdicts = verdicts[at : at + len(p.pool)]
+        at += len(p.pool)
+    out: dict[int, Failure] = {}
+    for i, p in enumerate(plans):
+        missed = _missed(p, k)
+        if missed is not None:
+            out[i] = missed
+        else:
+            p.joins = _pairs_for_joins(p, pool)
+    pairs = [
+        (p.result.question.text, judge_text(pool.joined(a, b)))
+        for p in plans
+        if p.joins is not None
+        for a, b in p.joins
+    ]
+    verdicts = grade(pairs) if pairs else []
+    at = 0
+    for i, p in enumerate(plans):
+        if p.joins is None:
+            continue
+        joined = verdicts[at : at + len(p.joins)]
+        at += len(p.joins)
+        hit = next((ab for ab, v in zip(p.joins, joined, strict=True) if v.grade == 2), None)
+        failed_n = sum(1 for v in [*(p.pool_verdicts or []), *joined] if v.grade is None)
+        note = f" ({failed_n} of these verdicts failed)" if failed_n else ""
+        if hit is not None:
+            c, n = hit
+            out[i] = Failure(
+                "split",
+                rank=_dense_rank(p, c),
+                chunk_id=c,
+                reason=(
+                    f"{c} is relevant and, joined with its neighbour {n}, complete: the "
+                    "answer crosses a chunk boundary; raise chunking.chunk_overlap or "
+                    f"chunk_size{note}"
+                ),
+            )
+        else:
+            out[i] = Failure(
+                "not-in-corpus",
+                reason=(
+                    f"no chunk of the top {k} or of the pool (dense top {pool.pool_dense}, "
+                    f"BM25 top {pool.pool_bm25}: {len(p.pool)} more chunks), alone or "
+                    "joined with a neighbour, answers it: a gap in the documents, not the "
+                    f"retriever{note}"
+                ),
+            )
+    return [out[i] for i in range(len(plans))]
+
+
+def pool_pairs(
+    questions: Sequence[str],
+    hits: Sequence[Sequence[str]],
+    pool: FailurePool,
+    judge_text: Callable[[str], str] = lambda text: text,
+) -> list[tuple[str, str]]:
+    """Every pair explaining the failures could judge, every question assumed failed and
+    every chunk relevant: each question's pool, and every chunk of its top k and pool
+    joined with each neighbour. An upper bound for the dry run."""
+    out: list[tuple[str, str]] = []
+    for qi, (question, top) in enumerate(zip(questions, hits, strict=True)):
+        dense, bm25 = pool.candidates(qi, question)
+        extra = [c for c in dict.fromkeys([*dense, *bm25]) if c not in set(top)]
+        out += [(question, judge_text(pool.chunks[c].text)) for c in extra]
+        seen: set[frozenset[str]] = set()
+        for c in [*top, *extra]:
+            for n in pool.neighbours(c):
+                if frozenset((c, n)) not in seen:
+                    seen.add(frozenset((c, n)))
+                    out.append((question, judge_text(pool.joined(c, n))))
+    return out

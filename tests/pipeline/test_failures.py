@@ -1,0 +1,175 @@
+"""Why each failure failed (issue 15): a corpus built so that every label occurs, a
+scripted judge whose answers follow the text, the real local embedder, FAISS and BM25."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.config import parse_experiment
+from harness.pipeline import estimate_run, load_inputs, run_experiment
+from harness.report import text
+from harness.testing import ScriptedJudge
+from harness.types import Failure, QuestionResult
+
+DOCS = {
+    # "missed": a near copy of the question outranks the chunk that answers it (k = 1)
+    "choir-faq.md": "When does the choir rehearse? Everyone asks when the choir rehearses.",
+    "choir.md": "Singers meet in the church hall every Tuesday at 7 pm.",
+    # "split": at chunk_size 80 the answer crosses the boundary after "always"
+    "shed.md": (
+        "The tool shed stands behind the greenhouse near the gate. The shed key is "
+        "always kept with the treasurer of the society, who lives next door."
+    ),
+    # answered in its own top chunk: no failure
+    "swap.md": "The plant swap is held on 14 May in the village hall.",
+}
+QUESTIONS = [
+    {
+        "id": "choir",
+        "text": "When does the choir rehearse?",
+        "topic": ["choir", "singers"],
+        "answer": "every Tuesday at 7 pm",
+    },
+    {
+        "id": "key",
+        "text": "Who keeps the key of the tool shed?",
+        "topic": ["shed"],
+        "answer": "always kept with the treasurer",
+    },
+    {
+        "id": "parking",
+        "text": "Where can visitors park their cars?",
+        "topic": ["parking"],
+        "answer": "no such answer",
+    },
+    {"id": "swap", "text": "When is the plant swap?", "topic": ["swap"], "answer": "14 May"},
+]
+
+
+@pytest.fixture
+def setup(tmp_path: Path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, body in DOCS.items():
+        (docs / name).write_text(body + "\n", encoding="utf-8")
+    qfile = tmp_path / "questions.jsonl"
+    qfile.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
+    data = {
+        "name": "failures",
+        "corpus": {"sources": [str(docs)]},
+        "questions": {"file": str(qfile)},
+        "chunking": {"chunk_size": 80, "chunk_overlap": 0},
+        "retrieval": {"k": 1},
+        "judge": {"concurrency": 1},
+    }
+    return data, qfile, tmp_path
+
+
+def _run(data, qfile, tmp_path, overrides=(), name="results"):
+    config = parse_experiment(data, overrides=list(overrides))
+    judge = ScriptedJudge(qfile)
+    run = run_experiment(
+        config, results_dir=tmp_path / name, cache_dir=tmp_path / "cache", judge=judge
+    )
+    return config, judge, run
+
+
+def test_each_failure_is_labelled(setup, capsys):
+    data, qfile, tmp_path = setup
+    config, judge, run = _run(data, qfile, tmp_path)
+    chunks = {c.chunk_id: c for c in load_inputs(config).chunks}
+    # the corpus does what it was built for
+    assert not any("always kept with the treasurer" in c.text for c in chunks.values())
+    by_id = {q.question.question_id: q for q in run.questions}
+    assert by_id["swap"].metrics["hit_rate@1"] == 1.0 and by_id["swap"].failure is None
+
+    missed = by_id["choir"].failure
+    assert by_id["choir"].metrics["hit_rate@1"] == 0.0
+    assert missed is not None and missed.label == "missed"
+    assert "every Tuesday at 7 pm" in chunks[missed.chunk_id].text
+    assert missed.rank is not None and missed.rank >= 2  # ranked below k = 1
+    assert f"ranks it {missed.rank}" in missed.reason
+
+    split = by_id["key"].failure
+    assert split is not None and split.label == "split"
+    assert chunks[split.chunk_id].doc_id == next(
+        c.doc_id for c in chunks.values() if "shed key" in c.text
+    )
+    assert "chunk_overlap" in split.reason
+
+    gap = by_id["parking"].failure
+    assert gap is not None and gap.label == "not-in-corpus" and gap.chunk_id is None
+
+    h = run.header
+    assert h.metrics["failures@1"] == 3
+    assert h.metrics["failures_missed@1"] == 1
+    assert h.metrics["failures_split@1"] == 1
+    assert h.metrics["failures_not_in_corpus@1"] == 1
+    # the pool is paid through the same judge: booked in the totals and apart
+    pool_calls = h.stats["failure_pool_calls"]
+    assert 0 < pool_calls < h.stats["judge_calls"] == len(judge.calls)
+    assert h.stats["failure_pool_cache_hits"] >= 0
+
+    # the log round-trips; a question without a failure writes no "failure" key
+    for q in run.questions:
+        d = q.to_dict()
+        assert QuestionResult.from_dict(d) == q
+        assert ("failure" in d) == (q.failure is not None)
+    assert Failure.from_dict(missed.to_dict()) == missed
+
+    # show --failures labels every failure
+    assert main(["show", str(run.run_dir), "--failures"]) == 0
+    out = capsys.readouterr().out
+    assert f"failure: missed  rank {missed.rank}  {missed.chunk_id}" in out
+    assert f"failure: split  {split.chunk_id}" in out
+    assert "failure: not-in-corpus" in out
+    assert "failures at k=1: 1 missed, 1 split, 1 not-in-corpus" in out
+    assert f"({pool_calls} of the judge calls went to their pools)" in out
+
+    # a rerun pays nothing: the pool's verdicts are in the cache
+    _, again_judge, again = _run(data, qfile, tmp_path, name="again")
+    assert again_judge.calls == []
+    assert [q.failure for q in again.questions] == [q.failure for q in run.questions]
+
+
+def test_explain_off_labels_nothing_and_judges_only_the_top_k(setup):
+    data, qfile, tmp_path = setup
+    _, judge, run = _run(data, qfile, tmp_path, ["failures.explain=false"])
+    assert all(q.failure is None for q in run.questions)
+    assert run.header.metrics["failures@1"] == 3
+    assert not any(k.startswith("failures_") for k in run.header.metrics)
+    assert "failure_pool_calls" not in run.header.stats
+    assert len(judge.calls) == run.header.stats["judge_calls"]
+    assert len(judge.calls) <= 2 * len(QUESTIONS)  # one chunk per question
+
+
+def test_the_dry_run_bounds_the_pool(setup):
+    data, qfile, tmp_path = setup
+    fake = ["judge.base_url=http://127.0.0.1:9/v1", "judge.model=fake"]  # never called
+    est = estimate_run(parse_experiment(data, overrides=fake), cache_dir=tmp_path / "c1")
+    assert est["failure_pool_pairs"] > 0
+    assert est["failure_pool_calls_max"] >= est["failure_pool_open_pairs"] > 0
+    assert "every question could fail" in text.format_run_estimate(est)
+    # what a run pays for the pool stays within the bound
+    _, _, run = _run(data, qfile, tmp_path)
+    assert run.header.stats["failure_pool_calls"] <= est["failure_pool_calls_max"]
+    off = estimate_run(
+        parse_experiment(data, overrides=[*fake, "failures.explain=false"]),
+        cache_dir=tmp_path / "c1",
+    )
+    assert "failure_pool_calls_max" not in off
+    assert off["judge_calls_max"] == est["judge_calls_max"]
+
+
+@pytest.mark.parametrize("field", ["pool_dense", "pool_bm25"])
+def test_negative_pool_sizes_are_refused(setup, field):
+    from harness.errors import ConfigError
+
+    data, _, _ = setup
+    with pytest.raises(ConfigError) as exc:
+        parse_experiment(data, overrides=[f"failures.{field}=-1"])
+    assert exc.value.field == f"failures.{field}"
