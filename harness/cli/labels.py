@@ -34,6 +34,11 @@ def _qrels_path(arg: str | None, header: RunHeader | None) -> str:
     return str(path)
 
 
+def qrels_option(p: argparse.ArgumentParser) -> None:
+    """--qrels: the labels, by default the run's experiment's questions.qrels."""
+    p.add_argument("--qrels", help="qrels file (default: questions.qrels of the run's experiment)")
+
+
 def grade_options(p: argparse.ArgumentParser) -> None:
     """--relevant-grade and --complete-grade: where graded labels start to count."""
     p.add_argument(
@@ -225,9 +230,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add validate, label, judge-check and export to the command line."""
     p_val = sub.add_parser("validate", help="agreement of the judge with human labels (qrels)")
     p_val.add_argument("target", metavar="RUN_OR_SWEEP")
-    p_val.add_argument(
-        "--qrels", help="qrels file (default: questions.qrels of the run's experiment)"
-    )
+    qrels_option(p_val)
     p_val.add_argument("--k", type=int, help="metrics at this k (default: the run's k)")
     p_val.add_argument(
         "--metric", default="mrr", help="for a sweep: the metric ranked (default: mrr)"
@@ -247,9 +250,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "calibrate", help="fit the judge's probabilities to labels (Platt, per criterion)"
     )
     p_cal.add_argument("target", metavar="RUN_OR_SWEEP")
-    p_cal.add_argument(
-        "--qrels", help="qrels file (default: questions.qrels of the run's experiment)"
-    )
+    qrels_option(p_cal)
     p_cal.add_argument(
         "--out",
         default="judge-calibration.json",

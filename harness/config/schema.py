@@ -142,10 +142,8 @@ class JudgeConfig:
     concurrency: int = 4
     reasons: bool = False
     """Ask for a one-sentence reason with each verdict (slower: ~40 more output tokens)."""
-    mode: str = ""
-    """How the judge is asked (JUDGE_MODES); empty: extractive for the local judge (it
-    agreed best with human labels, see README "Can the judge be trusted?") and pointwise
-    for an endpoint (`effective_mode`). The modes: pointwise (a yes/no call per criterion),
+    mode: str = "pointwise"
+    """How the judge is asked (JUDGE_MODES). The modes: pointwise (a yes/no call per criterion),
     graded (one call per chunk for a 0-3 grade: relevant = grade >= relevant_grade,
     complete = grade >= complete_grade, probabilities from the grade distribution),
     extractive (relevance yes/no, then the judge must copy the sentence that answers or
@@ -183,21 +181,11 @@ class JudgeConfig:
     criteria: CriteriaConfig = field(default_factory=CriteriaConfig)
 
     @property
-    def uses_endpoint(self) -> bool:
-        """Whether an endpoint judges (base_url or model here, or HARNESS_JUDGE_BASE_URL /
-        HARNESS_JUDGE_MODEL in the environment); else the packaged local model does."""
-        return bool(
-            self.base_url
-            or self.model
-            or os.environ.get("HARNESS_JUDGE_BASE_URL")
-            or os.environ.get("HARNESS_JUDGE_MODEL")
-        )
-
-    @property
     def effective_mode(self) -> str:
-        """`mode`, or when empty the default for this judge: extractive for the local
-        judge, pointwise for an endpoint."""
-        return self.mode or ("pointwise" if self.uses_endpoint else "extractive")
+        """`mode`, with "" read as the default, pointwise. (Extractive agreed best with
+        TREC DL labels but said NONE of answers in markdown lists and bold text on the
+        quick-start, so it is not the default; see README "Can the judge be trusted?".)"""
+        return self.mode or "pointwise"
 
 
 JUDGE_MODES = ("pointwise", "graded", "extractive", "ensemble", "both", "listwise")
@@ -256,9 +244,11 @@ class FailuresConfig:
 
     explain: bool = True
     """Judge the wider pool of every failed question and label the failure."""
-    pool_dense: int = 20
-    """Chunks from dense retrieval over the whole corpus (0: none)."""
-    pool_bm25: int = 10
+    pool_dense: int = 10
+    """Chunks from dense retrieval over the whole corpus (0: none). Each failed question
+    pays for up to pool_dense + pool_bm25 more verdicts (the dry run bounds them), so the
+    defaults are small: a local judge spends about a second on each."""
+    pool_bm25: int = 5
     """Chunks from BM25 over the whole corpus (0: none)."""
 
 

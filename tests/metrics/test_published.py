@@ -108,7 +108,6 @@ def test_relevant_share_as_an_objective_needs_extractive_judging():
         base, overrides=['sweep.objective=["relevant_share@k"]', "judge.mode=extractive"]
     )
     assert ok.sweep.objective == ("relevant_share@k",)
-    # the local judge's default mode is extractive, so the default accepts it too
-    default = parse_experiment(base, overrides=['sweep.objective=["relevant_share@k"]'])
-    assert default.judge.effective_mode == "extractive"
+    with pytest.raises(ConfigError):  # the default mode, pointwise, extracts nothing
+        parse_experiment(base, overrides=['sweep.objective=["relevant_share@k"]'])
     assert parse_experiment(base, overrides=['sweep.objective=["ap@k"]']).sweep.objective
