@@ -25,7 +25,7 @@ import json
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -143,6 +143,9 @@ class ChatClient:
         self.retry_cap_s = retry_cap_s
         self.max_retry_after_s = max_retry_after_s
         self.limiter = limiter
+        self.sleep: Callable[[float], None] = time.sleep
+        """How the client waits between attempts (a test replaces it on this client alone,
+        so threads of other clients in the process cannot disturb what it records)."""
         self.answered = False
         """True once the endpoint gave one usable answer: from then on a connection that
         keeps failing is that call's error, not an unreachable endpoint."""
@@ -265,7 +268,7 @@ class ChatClient:
                     # once the endpoint has answered, what keeps failing is this call's
                     # error; the caller's consecutive-failure limit stops a dead endpoint
                     raise _failed(exc, cost) from exc
-                time.sleep(wait)
+                self.sleep(wait)
                 cost.retries += 1
             except openai.APIError as exc:  # 409, 422, ...: asking again will not help
                 cost.failed_attempts += 1

@@ -20,7 +20,6 @@ from harness.errors import JudgeUnavailable
 from harness.judge import JudgeStats, judge_pairs
 from harness.judge import factory as judge_factory
 from harness.judge.chat import ChatJudge
-from harness.llm import client as llm_client
 from harness.llm.client import retry_after_s
 from harness.pipeline import run_experiment
 from harness.testing import Act, FakeOpenAI
@@ -177,20 +176,15 @@ def test_retry_after_forms_are_read():
     assert retry_after_s(ValueError("no response")) is None
 
 
-def test_retry_after_above_the_backoff_cap_and_in_date_form_is_honoured(monkeypatch):
+def test_retry_after_above_the_backoff_cap_and_in_date_form_is_honoured():
     """A 45 s Retry-After (above the 30 s backoff cap) is waited for, not replaced by a
     half-second jitter; a date 2 s ahead is waited for too (checked on the clock)."""
     slept: list[float] = []
-    monkeypatch.setattr(
-        llm_client,
-        "time",
-        types.SimpleNamespace(perf_counter=time.perf_counter, sleep=slept.append),
-    )
     with FakeOpenAI(lambda n, p: Act("429", retry_after_s=45) if n == 1 else Act()) as server:
         judge = judge_for(server, retry_cap_s=30.0)
+        judge.client.sleep = slept.append  # this client's waits only
         v = judge.grade("q?", "p", "relevant", "crit")
     assert v.value is True and v.retries == 1 and slept == [45.0]
-    monkeypatch.undo()
 
     def behave(n: int, prompt: str) -> Act:
         if n > 1:
