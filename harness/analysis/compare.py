@@ -58,6 +58,9 @@ class Comparison:
     differences: list[Difference] = field(default_factory=list)
     changes: list[QuestionChange] = field(default_factory=list)
     shared_questions: int = 0
+    bounds: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    """run -> metric id -> (least, most): a lazily judged run's metrics that depend on
+    chunks it left unjudged (never in `metrics`, never given a difference)."""
 
 
 def _first_answer(q: QuestionResult) -> JudgedHit | None:
@@ -104,12 +107,20 @@ def compare_runs(
         name: {m: r.header.metrics[m] for m in r.header.metrics if m.endswith(f"@{k}")}
         for name, r in zip(names, runs, strict=True)
     }
+    bounds = {
+        name: {m: b for m, b in r.header.metric_bounds.items() if m.endswith(f"@{k}")}
+        for name, r in zip(names, runs, strict=True)
+    }
+    # a difference over the questions that happen to have a value would pass for complete
+    bounded = {m for b in bounds.values() for m in b}
     diffs: list[Difference] = []
     changes: list[QuestionChange] = []
     base = by_q[0]
     for name, other in zip(names[1:], by_q[1:], strict=True):
         for metric in COMPARED:
             mk = f"{metric}@{k}"
+            if mk in bounded:
+                continue
             pairs = [
                 (base[q].metrics[mk], other[q].metrics[mk])
                 for q in shared
@@ -140,4 +151,4 @@ def compare_runs(
                     )
                 )
     changes.sort(key=lambda c: (c.run, c.after - c.before))
-    return Comparison(names, k, metrics, diffs, changes, len(shared))
+    return Comparison(names, k, metrics, diffs, changes, len(shared), bounds)

@@ -2,6 +2,7 @@
 
     harness run EXPERIMENT.toml [--set key=value ...] [--dry-run]
     harness sweep EXPERIMENT.toml [--trials N] [--resume SWEEP_DIR] [--storage URL] [--dry-run]
+    harness sweep [EXPERIMENT.toml] --join SWEEP_NAME --storage URL [--trials N] [--workers N]
     harness list [RESULTS_DIR]
     harness show RUN_OR_TRIAL_OR_SWEEP [--question ID] [--failures]
     harness compare RUN_OR_TRIAL RUN_OR_TRIAL ... [--k K] [--metric NAME]
@@ -11,6 +12,8 @@
     harness calibrate RUN_OR_SWEEP [--qrels FILE] [--out FILE]
     harness export RUN_OR_TRIAL --out DIR
     harness export-config SWEEP [--trial N] --out FILE
+    harness report RUN_OR_SWEEP [RUN ...] [--out FILE] [--qrels FILE]
+    harness generate EXPERIMENT.toml [--n N] [--out FILE] [--types T,...] [--seed S] [--dry-run]
 
 Every command takes --format text|json. User errors print one line to stderr and exit 2;
 Ctrl-C exits 130 and SIGTERM 143, with every finished result kept.
@@ -34,7 +37,7 @@ from typing import Any
 
 from loguru import logger
 
-from harness.cli import export_config, inspect, labels, runs
+from harness.cli import export_config, generate, inspect, labels, report, runs
 from harness.errors import HarnessError, os_error_message
 from harness.secrets import redact, remember_environment, remember_url
 
@@ -86,6 +89,14 @@ def _setup_process(verbosity: int) -> None:
         "ignore", message=".*langchain.community.*", category=DeprecationWarning
     )
     warnings.filterwarnings("ignore", message="BruteForceSampler is experimental")
+    # Shared sweeps fail the trials of dead workers through Optuna's (experimental) call,
+    # as Optuna's own optimize loop does with the same warning silenced.
+    warnings.filterwarnings("ignore", message=".*fail_stale_trials is experimental")
+    # ... and start TPE's multivariate/group modes and RDB heartbeats knowingly, once per
+    # worker process.
+    warnings.filterwarnings(
+        "ignore", message="Argument ``(multivariate|group|heartbeat_interval)`` is an experimental"
+    )
     # PED-ANOVA warns for every conditional parameter (chunk_overlap per chunk size) seen
     # in fewer than 2 trials; it leaves those out, as the sweep's importances expect.
     warnings.filterwarnings("ignore", message="Some regimes for parameter")
@@ -101,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_const", const=1, dest="verbosity")
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (runs, inspect, labels, export_config):
+    for group in (runs, inspect, labels, export_config, report, generate):
         group.register(sub)
     return parser
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from harness.analysis.validate import default_cuts
 from harness.cli.options import (
@@ -87,6 +88,20 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return emit(args, {"out": str(path), **cal.to_dict()}, text.format_calibration(cal, path))
 
 
+def _sweep_source_qrels(sweep_dir: Path) -> dict[str, dict[str, int]]:
+    """Source-span labels over every trial of a sweep (a chunk id keeps its highest)."""
+    from harness.analysis.sources import source_qrels
+
+    out: dict[str, dict[str, int]] = {}
+    for p in sorted((sweep_dir / "trials").glob("*")):
+        if (p / HEADER).is_file():
+            for qid, labels in source_qrels(read_run(p)).items():
+                mine = out.setdefault(qid, {})
+                for cid, g in labels.items():
+                    mine[cid] = max(g, mine.get(cid, 0))
+    return out
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     """Measure a run's (or every trial's) verdicts against human qrels; the qrels default
     to those named in the experiment.
@@ -100,7 +115,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
             for p in sorted((sweep_dir / "trials").glob("*"))
             if (p / HEADER).is_file()
         ]
-        qrels = read_qrels(_qrels_path(args.qrels, headers[0] if headers else None))
+        qrels = (
+            _sweep_source_qrels(sweep_dir)
+            if args.sources
+            else read_qrels(_qrels_path(args.qrels, headers[0] if headers else None))
+        )
         res = validate_sweep(
             sweep_dir,
             qrels,
@@ -111,7 +130,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
         )
         return emit(args, res, text.format_validate_sweep(res, str(sweep_dir)))
     run = read_run(resolve_run_dir(args.target, args.results_dir))
-    qrels = read_qrels(_qrels_path(args.qrels, run.header))
+    if args.sources:
+        from harness.analysis.sources import source_qrels
+
+        qrels = source_qrels(run)
+    else:
+        qrels = read_qrels(_qrels_path(args.qrels, run.header))
     res = validate_run(
         run,
         qrels,
@@ -189,6 +213,8 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
     qrels_path = args.qrels or run.header.data.get("qrels_file")
     qrels = read_qrels(qrels_path) if qrels_path else None
     cache = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
+    if args.exam is not None:
+        return _judge_exam(args, run, config, cache)
     with open_judge(config.judge, cache_dir=cache) as judge:
         if args.injection:
             res = injection_check(
@@ -213,6 +239,31 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
     return emit(args, res, text.format_judge_check(res))
 
 
+def _judge_exam(args: argparse.Namespace, run: RunLog, config: Any, cache: Path) -> int:
+    """`judge-check --exam`: the generated set's exam, judged through the verdict cache;
+    the judged exam goes to RUN/exam (a run folder `harness calibrate` reads)."""
+    from harness.analysis.sources import exam_path_for, judge_exam
+    from harness.judge import open_judge
+    from harness.stores import VerdictCache
+    from harness.stores.verdicts import FILE
+
+    exam = Path(args.exam) if args.exam else exam_path_for(run)
+    verdicts = VerdictCache(cache / FILE)
+    try:
+        with open_judge(config.judge, cache_dir=cache) as judge:
+            res = judge_exam(
+                exam,
+                judge,
+                config.judge.criteria,
+                cache=verdicts,
+                concurrency=config.judge.concurrency,
+                out_dir=run.run_dir / "exam",
+            )
+    finally:
+        verdicts.close()
+    return emit(args, res, text.format_exam(res))
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     """Write a run's ranking and judge grades as TREC run and qrels files."""
     from harness.analysis import export_trec
@@ -231,6 +282,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p_val = sub.add_parser("validate", help="agreement of the judge with human labels (qrels)")
     p_val.add_argument("target", metavar="RUN_OR_SWEEP")
     qrels_option(p_val)
+    p_val.add_argument(
+        "--sources",
+        action="store_true",
+        help="use generated questions' source spans as the labels (a chunk overlapping the "
+        "source is relevant and complete) instead of qrels",
+    )
     p_val.add_argument("--k", type=int, help="metrics at this k (default: the run's k)")
     p_val.add_argument(
         "--metric", default="mrr", help="for a sweep: the metric ranked (default: mrr)"
@@ -285,6 +342,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_true",
         help="instead: append an instruction to the grader to each sampled chunk and report "
         "how many verdicts flip, as judged (judge.injection) and unmasked",
+    )
+    p_chk.add_argument(
+        "--exam",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="instead: the judge exam of a generated set (default: the .exam.jsonl beside "
+        "the run's questions file): true-positive and true-negative rates per criterion",
     )
     p_chk.add_argument(
         "--experiment",

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from harness.cli.options import (
     emit,
     experiment_options,
+    positive_int,
     progress_sink,
     results_dir_option,
 )
@@ -38,22 +40,30 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run (or resume) a sweep, or with --dry-run estimate the most it could cost.
 
-    A resume without an experiment file reuses the config the sweep started with, except
-    its endpoints and key variables: a results folder never chooses where a key is sent.
+    A resume (or --join) without an experiment file reuses the config the sweep started
+    with, except its endpoints and key variables: a results folder (or a database) never
+    chooses where a key is sent.
     """
     from harness.config import check_recorded_endpoints, load_experiment, rebase_on_user
     from harness.log import SWEEP_FILE, read_sweep_summary
     from harness.sweep import estimate_sweep, run_sweep
 
     overrides = args.set or []
-    if not (args.experiment or args.resume):
-        raise HarnessError("sweep: give an experiment file, or --resume SWEEP_DIR")
+    if not (args.experiment or args.resume or args.join):
+        raise HarnessError(
+            "sweep: give an experiment file, --resume SWEEP_DIR or --join SWEEP_NAME"
+        )
     if args.experiment:
         config = load_experiment(args.experiment, overrides=overrides)
+    recorded_from: tuple[dict[str, Any], str, str] | None = None
     if args.resume:
-        recorded = read_sweep_summary(args.resume).config
         where = str(Path(args.resume) / SWEEP_FILE)
         hint = "the experiment file (harness sweep FILE --resume SWEEP_DIR)"
+        recorded_from = (read_sweep_summary(args.resume).config, where, hint)
+    elif args.join:
+        recorded_from = _recorded_for_join(args)
+    if recorded_from is not None:
+        recorded, where, hint = recorded_from
         if args.experiment:
             check_recorded_endpoints(recorded, config, where=where, hint=hint)
         else:
@@ -70,14 +80,63 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         trials=args.trials,
         resume=args.resume,
         storage=args.storage,
-        progress=progress_sink(),
+        progress=progress_sink() if args.workers == 1 else None,
+        name=args.name,
+        join=args.join,
+        workers=args.workers,
+        worker_argv=lambda name: _worker_argv(args, name),
+        **({"heartbeat_s": args.heartbeat} if args.heartbeat else {}),
     )
     data: dict[str, Any] = {"sweep_dir": str(log.sweep_dir), **log.summary.to_dict()}
     return emit(
         args,
         data,
-        text.format_sweep(log.summary, log.trials) + f"\nsweep log: {log.sweep_dir}",
+        "\n".join(
+            [
+                text.format_sweep(log.summary, log.trials),
+                *text.best_trial_breakdown_lines(log.summary, log.sweep_dir),
+            ]
+        )
+        + f"\nsweep log: {log.sweep_dir}",
     )
+
+
+def _recorded_for_join(args: argparse.Namespace) -> tuple[dict[str, Any], str, str]:
+    """The config a sweep to join started with, from the database or its folder, with
+    where it was read and the hint for a mismatch."""
+    from harness.log import SWEEP_FILE, SweepDatabase, read_sweep_summary
+    from harness.stores.postgres import is_postgres
+
+    hint = "the experiment file (harness sweep FILE --join SWEEP_NAME)"
+    if args.storage and is_postgres(args.storage):
+        db = SweepDatabase(args.storage)
+        try:
+            return db.read_summary(args.join).config, f"{db.where} sweep {args.join}", hint
+        finally:
+            db.close()
+    folder = Path(args.results_dir) / args.join
+    return read_sweep_summary(folder).config, str(folder / SWEEP_FILE), hint
+
+
+def _worker_argv(args: argparse.Namespace, name: str) -> list[str]:
+    """The command line of one local worker of sweep `name` (`--workers N`): this
+    command's options, joining the sweep instead of starting one."""
+    argv = [sys.executable, "-m", "harness"]
+    argv += {-1: ["-q"], 1: ["-v"]}.get(args.verbosity, [])
+    argv += ["sweep", "--join", name, "--results-dir", str(args.results_dir)]
+    if args.experiment:
+        argv.insert(argv.index("--join"), str(Path(args.experiment).resolve()))
+    if args.storage:
+        argv += ["--storage", args.storage]
+    if args.cache_dir:
+        argv += ["--cache-dir", str(args.cache_dir)]
+    if args.trials is not None:
+        argv += ["--trials", str(args.trials)]
+    if args.heartbeat:
+        argv += ["--heartbeat", str(args.heartbeat)]
+    for item in args.set or []:
+        argv += ["--set", item]
+    return argv
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -97,7 +156,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p_sweep.add_argument(
         "--storage",
         metavar="URL",
-        help="Optuna storage URL (default: a SQLite file in the sweep folder)",
+        help="Optuna storage URL (default: a SQLite file in the sweep folder); with "
+        "postgresql://user@host/db the study, caches and log live in that database, "
+        "shared by workers on any machine",
+    )
+    p_sweep.add_argument(
+        "--name", help="the sweep's name (default: made from the experiment's name and the time)"
+    )
+    p_sweep.add_argument(
+        "--join", metavar="SWEEP_NAME", help="work on an existing sweep, from any machine"
+    )
+    p_sweep.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        help="worker processes on this machine (default 1; without --storage they share "
+        "an Optuna journal file in the sweep folder)",
+    )
+    p_sweep.add_argument(
+        "--heartbeat",
+        type=positive_int,
+        metavar="SECONDS",
+        help="how often a PostgreSQL worker signals it lives; a silent one's trial runs "
+        "again after 3 beats (default 10)",
     )
     experiment_options(
         p_sweep, "the most the sweep's judge calls, tokens and cost could be; pay nothing"

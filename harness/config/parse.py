@@ -34,6 +34,7 @@ _SECTIONS = (
     "judge",
     "sweep",
     "failures",
+    "generate",
 )
 
 
@@ -109,7 +110,8 @@ def _leaf_keys() -> dict[str, list[str]]:
                 out.setdefault(f.name, []).append(dotted)
 
     for section in _SECTIONS:
-        if section != "sweep":  # sweep settings shadow leaf names; they take dotted keys
+        # sweep and generate settings shadow leaf names; they take dotted keys
+        if section not in ("sweep", "generate"):
             walk(typing.get_type_hints(ExperimentConfig)[section], section)
     return out
 

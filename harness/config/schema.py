@@ -179,6 +179,13 @@ class JudgeConfig:
     "" keeps `[judge.criteria]` (or the defaults). Setting both a preset and a criterion
     text of your own is an error: it would be unclear which one the judge is asked."""
     criteria: CriteriaConfig = field(default_factory=CriteriaConfig)
+    lazy: bool | None = None
+    """Judge each question's chunks in rank order and stop once the objective
+    (`sweep.objective`) is settled: for mrr@k or hit_rate@k at the first relevant-and-
+    complete chunk, for relevancy_mrr@k at the first relevant one. Metrics that need the
+    chunks left unjudged (precision, nDCG, ...) are then bounds, never values. Unset: on
+    in sweeps whose objective allows it, off for `harness run`. Listwise judging is
+    never lazy (one call asks for all of a question's chunks)."""
 
     @property
     def effective_mode(self) -> str:
@@ -252,6 +259,51 @@ class FailuresConfig:
     """Chunks from BM25 over the whole corpus (0: none)."""
 
 
+QUESTION_TYPES = (
+    "simple",
+    "multi-passage",
+    "paraphrased",
+    "distracting",
+    "situational",
+    "unanswerable",
+)
+"""The kinds of question `harness generate` writes, each from its own prompt."""
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    """`[generate]`: how `harness generate` writes questions from the documents."""
+
+    n: int = 100
+    """Questions to keep (the command's --n overrides it)."""
+    types: tuple[str, ...] = QUESTION_TYPES
+    """Question types (QUESTION_TYPES), taken in turn over the sampled passages."""
+    seed: int = 0
+    """Seeds the passage sampling and the cache: a rerun with the same seed pays nothing."""
+    phrasings: int = 1
+    """1, or 2 to also ask for a paraphrase of each question, written to a file of its
+    own (`<out>.paraphrases.jsonl`) as a paraphrase test set."""
+    audience: str = "people who search these documents to find facts for their work"
+    """Who the questions should be useful to, in the usefulness critique."""
+    min_score: int = 4
+    """A question is kept only when every critique score (1-5) is at least this."""
+    dedup_threshold: float = 0.9
+    """Questions whose embedding cosine to a kept one is above this are duplicates."""
+    passage_chars: int = 700
+    """Length of a sampled source passage, in characters (cut at a line or sentence end)."""
+    oversample: float = 1.5
+    """At most n x oversample candidates are generated to keep n after the filters."""
+    temperature: float = 0.7
+    model: str = ""
+    """Model of a separate generation endpoint; empty uses the judge's endpoint and model
+    (the local model when the judge has none)."""
+    base_url: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Name of the environment variable that holds the generation endpoint's key."""
+    max_tokens: int = 160
+    """Most tokens of one generated question (JSON with short fields)."""
+
+
 @dataclass(frozen=True)
 class ExperimentConfig:
     """One experiment file, resolved: every table, defaults filled in."""
@@ -267,6 +319,7 @@ class ExperimentConfig:
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
     failures: FailuresConfig = field(default_factory=FailuresConfig)
+    generate: GenerateConfig = field(default_factory=GenerateConfig)
 
     @property
     def base_dir(self) -> Path:

@@ -9,13 +9,37 @@ from typing import Any
 from harness.config.schema import (
     CRITERIA_PRESETS,
     JUDGE_MODES,
+    QUESTION_TYPES,
     ExperimentConfig,
+    GenerateConfig,
     SweepConfig,
     parse_embedder_id,
 )
 from harness.errors import ConfigError
 from harness.metrics.ids import OBJECTIVE_NAMES, parse_metric_id
 from harness.retrieval.registry import EMBEDDERS, RERANKERS
+
+
+def _validate_lazy(config: ExperimentConfig, where: str) -> None:
+    """judge.lazy = true needs an objective that a prefix of the ranking settles, and a
+    mode that judges chunk by chunk."""
+    from harness.metrics.lazy import lazy_target
+
+    if config.judge.effective_mode == "listwise":
+        raise ConfigError(
+            where,
+            "judge.lazy",
+            'expected false with judge.mode = "listwise", which asks for all of a '
+            "question's chunks in one call",
+        )
+    if lazy_target(config.sweep.objective) is None:
+        raise ConfigError(
+            where,
+            "judge.lazy",
+            f"expected false with sweep.objective = {list(config.sweep.objective)}: lazy "
+            "judging serves objectives settled by the first relevant (and complete) chunk "
+            "(mrr, hit_rate, relevancy_mrr, failures, context_chars)",
+        )
 
 
 def validate(config: ExperimentConfig) -> None:
@@ -131,10 +155,42 @@ def validate(config: ExperimentConfig) -> None:
             "sweep.objective",
             f'relevant_share needs judge.mode = "extractive", got {j.mode!r}',
         )
+    if j.lazy:
+        _validate_lazy(config, where)
     f = config.failures
     for name in ("pool_dense", "pool_bm25"):
         if getattr(f, name) < 0:
             raise ConfigError(where, f"failures.{name}", "expected an integer >= 0")
+    _validate_generate(config.generate, where)
+
+
+def _validate_generate(g: GenerateConfig, where: str) -> None:
+    """The [generate] table: counts, types, scores and thresholds in range."""
+    if g.n < 1:
+        raise ConfigError(where, "generate.n", f"expected >= 1, got {g.n}")
+    bad = [t for t in g.types if t not in QUESTION_TYPES]
+    if not g.types or bad:
+        raise ConfigError(
+            where,
+            "generate.types",
+            f"expected some of {', '.join(QUESTION_TYPES)}, got {list(g.types)}",
+        )
+    if g.phrasings not in (1, 2):
+        raise ConfigError(where, "generate.phrasings", f"expected 1 or 2, got {g.phrasings}")
+    if not 1 <= g.min_score <= 5:
+        raise ConfigError(where, "generate.min_score", f"expected 1..5, got {g.min_score}")
+    if not 0 < g.dedup_threshold <= 1:
+        raise ConfigError(
+            where, "generate.dedup_threshold", f"expected 0 < cosine <= 1, got {g.dedup_threshold}"
+        )
+    if g.passage_chars < 100:
+        raise ConfigError(where, "generate.passage_chars", "expected at least 100 characters")
+    if g.oversample < 1:
+        raise ConfigError(where, "generate.oversample", "expected a factor >= 1")
+    if g.max_tokens < 32:
+        raise ConfigError(where, "generate.max_tokens", "expected at least 32 tokens")
+    if g.base_url and not g.model:
+        raise ConfigError(where, "generate.model", "a generation endpoint needs a model name")
 
 
 def _validate_sweep(sweep: SweepConfig, where: str) -> None:

@@ -13,11 +13,12 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from loguru import logger
 
 from harness.errors import ConfigError
-from harness.types import Document, Question
+from harness.types import Document, Question, SourceSpan
 
 SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm")
 """Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
@@ -201,6 +202,59 @@ def corpus_hash(docs: Sequence[Document]) -> str:
     return h.hexdigest()
 
 
+QUESTION_FIELDS = ("id", "_id", "text", "type", "topic", "source", "answer")
+"""Fields of a questions line that `Question` holds as its own; the others go to `extra`."""
+
+
+def _source_spans(value: Any, where: str) -> tuple[SourceSpan, ...]:
+    """A line's `source`: one {doc_id, start, end} object or a list of them (None: none)."""
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    spans = []
+    for item in items:
+        ok = (
+            isinstance(item, dict)
+            and isinstance(item.get("doc_id"), str)
+            and all(
+                isinstance(item.get(k), int) and not isinstance(item.get(k), bool)
+                for k in ("start", "end")
+            )
+        )
+        if not ok or not 0 <= item["start"] < item["end"]:
+            raise ConfigError(
+                where, "source", "expected {doc_id, start, end} objects with 0 <= start < end"
+            )
+        spans.append(SourceSpan(doc_id=item["doc_id"], start=item["start"], end=item["end"]))
+    return tuple(spans)
+
+
+def _question(obj: dict[str, Any], qid: str, text: str, where: str) -> Question:
+    """One JSONL line as a Question: generated sets' type, topic, source and answer as
+    its own fields, every other field kept in `extra` (so the log keeps it). A `topic`
+    that is not a string (a list of words, say) stays in `extra` as it was."""
+    label = {}
+    for name in ("type", "answer"):
+        value = obj.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(where, name, f"expected a string, got {value!r}")
+        label[name] = value
+    topic = obj.get("topic")
+    extra = {k: v for k, v in obj.items() if k not in QUESTION_FIELDS}
+    if topic is not None and not isinstance(topic, str):
+        extra["topic"] = topic
+        topic = None
+    return Question(
+        question_id=qid,
+        text=text,
+        type=label["type"],
+        topic=topic,
+        source=_source_spans(obj.get("source"), where),
+        answer=label["answer"],
+        extra=extra,
+    )
+
+
 def load_questions(path: str | os.PathLike[str]) -> list[Question]:
     """Questions from JSONL (`{"id": ..., "text": ...}` per line, the BEIR queries layout)
     or from a .txt file with one question per line (ids q1, q2, ...).
@@ -231,7 +285,7 @@ def load_questions(path: str | os.PathLike[str]) -> list[Question]:
                 raise ConfigError(f"{p}:{n}", "id", "expected a non-empty string id")
             if not isinstance(text, str) or not text.strip():
                 raise ConfigError(f"{p}:{n}", "text", "expected a non-empty question text")
-            questions.append(Question(question_id=str(qid), text=text.strip()))
+            questions.append(_question(obj, str(qid), text.strip(), f"{p}:{n}"))
     if not questions:
         raise ConfigError(str(p), "questions.file", "the file holds no questions")
     ids = [q.question_id for q in questions]

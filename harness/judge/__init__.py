@@ -11,11 +11,14 @@ from harness.judge.chat import ChatJudge, OpenAIJudge
 from harness.judge.estimate import CallEstimate, estimate_calls, judge_cost, judge_estimator
 from harness.judge.factory import check_endpoint, judge_identity, judge_settings, open_judge
 from harness.judge.grading import (
+    NOT_JUDGED,
     JudgeStats,
+    LazyPlan,
     cached_pair,
     grade_cached,
     judge_pair,
     judge_pairs,
+    not_judged,
 )
 from harness.judge.parsing import (
     MalformedOutput,
@@ -32,12 +35,14 @@ from harness.stores import VerdictCache, verdict_key
 __all__ = [
     "CRITERIA",
     "MODES",
+    "NOT_JUDGED",
     "PROMPT_VERSION",
     "BaseJudge",
     "CallEstimate",
     "ChatJudge",
     "Judge",
     "JudgeStats",
+    "LazyPlan",
     "MalformedOutput",
     "OpenAIJudge",
     "RateLimiter",
@@ -53,6 +58,7 @@ __all__ = [
     "judge_pair",
     "judge_pairs",
     "judge_settings",
+    "not_judged",
     "open_judge",
     "p_yes_from_logprobs",
     "parse_answer",

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.config import CriteriaConfig
 from harness.errors import JudgeUnavailable
@@ -47,10 +47,22 @@ from harness.judge.prompts import (
     grammar_list,
 )
 from harness.judge.protocol import BaseJudge
-from harness.llm.client import ChatClient, ChatFailed
+from harness.llm.client import ChatClient, ChatFailed, Reply
 from harness.llm.ratelimit import RateLimiter
 from harness.secrets import redact_url
 from harness.types import ComponentSpec, CriterionVerdict
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Chat:
+    """One request a grading step asks for (sent by `_drive` or `_adrive`)."""
+
+    messages: list[dict[str, str]]
+    grammar: str | None
+    max_tokens: int
+    top_logprobs: int
 
 
 @dataclass(frozen=True)
@@ -103,7 +115,11 @@ class ChatJudge(BaseJudge):
         retry_base_s: float = 0.5,
         retry_cap_s: float = 30.0,
         max_retry_after_s: float = 300.0,
+        prompt_cache: bool = False,
     ) -> None:
+        """`prompt_cache`: the server keeps a prompt cache across requests (the local
+        llama.cpp server), so `judge_pairs` judges the pairs sharing a chunk back to back."""
+        self.prompt_cache = prompt_cache
         self.client = ChatClient(
             base_url=base_url,
             model=model,
@@ -180,6 +196,46 @@ class ChatJudge(BaseJudge):
         other._fail_lock = threading.Lock()
         return other
 
+    def _drive(self, steps: Generator[_Chat, Reply, T]) -> T:
+        """Run grading steps with the synchronous client."""
+        sent: Reply | None = None
+        thrown: ChatFailed | None = None
+        while True:
+            try:
+                ask = steps.throw(thrown) if thrown else steps.send(sent)  # type: ignore[arg-type]
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            sent, thrown = None, None
+            try:
+                sent = self.client.chat(
+                    ask.messages,
+                    grammar=ask.grammar,
+                    max_tokens=ask.max_tokens,
+                    top_logprobs=ask.top_logprobs,
+                )
+            except ChatFailed as exc:
+                thrown = exc
+
+    async def _adrive(self, steps: Generator[_Chat, Reply, T]) -> T:
+        """Run grading steps with the asynchronous client (`ChatClient.achat`)."""
+        sent: Reply | None = None
+        thrown: ChatFailed | None = None
+        while True:
+            try:
+                ask = steps.throw(thrown) if thrown else steps.send(sent)  # type: ignore[arg-type]
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            sent, thrown = None, None
+            try:
+                sent = await self.client.achat(
+                    ask.messages,
+                    grammar=ask.grammar,
+                    max_tokens=ask.max_tokens,
+                    top_logprobs=ask.top_logprobs,
+                )
+            except ChatFailed as exc:
+                thrown = exc
+
     def _ask(
         self,
         messages: list[dict[str, str]],
@@ -189,8 +245,9 @@ class ChatJudge(BaseJudge):
         max_tokens: int,
         reminder: str = STRICT_REMINDER,
         top_logprobs: int = 5,
-    ) -> _Asked:
-        """One answer, parsed; a malformed answer is re-asked once with a stricter
+    ) -> Generator[_Chat, Reply, _Asked]:
+        """Steps to one answer, parsed (each request is yielded as a `_Chat` for `_drive`
+        or `_adrive` to send); a malformed answer is re-asked once with a stricter
         instruction (`reminder`). Endpoint failures come back as an error (and count toward the
         consecutive-failure limit, past which the judge is declared down). Every HTTP
         request is booked in the cost, failed ones included."""
@@ -205,9 +262,7 @@ class ChatJudge(BaseJudge):
         }
         for attempt in range(2):
             try:
-                reply = self.client.chat(
-                    messages, grammar=grammar, max_tokens=max_tokens, top_logprobs=top_logprobs
-                )
+                reply = yield _Chat(messages, grammar, max_tokens, top_logprobs)
             except ChatFailed as exc:
                 # the client already retried what is worth retrying (a malformed 200 too).
                 error = exc.error
@@ -260,21 +315,37 @@ class ChatJudge(BaseJudge):
         """One criterion: one yes/no call (re-asked once if malformed); in extractive mode
         "complete" asks for the answering sentence; in ensemble mode the main and the
         reworded prompt are both asked and their P(yes) averaged."""
+        return self._drive(self._grade(question, chunk_text, criterion, criterion_text))
+
+    async def agrade(
+        self, question: str, chunk_text: str, criterion: str, criterion_text: str
+    ) -> CriterionVerdict:
+        """`grade` on the shared event loop (what `judge_pairs` uses)."""
+        return await self._adrive(self._grade(question, chunk_text, criterion, criterion_text))
+
+    def _grade(
+        self, question: str, chunk_text: str, criterion: str, criterion_text: str
+    ) -> Generator[_Chat, Reply, CriterionVerdict]:
         if self.mode == "extractive" and criterion == "complete":
-            return self._grade_extractive(question, chunk_text)
+            return (yield from self._grade_extractive(question, chunk_text))
         if self.mode == "ensemble":
-            return self._ensemble(
-                [
-                    self._grade_yes_no(question, chunk_text, criterion, criterion_text, v)
-                    for v in ("main", "reworded")
-                ]
+            parts = []
+            for v in ("main", "reworded"):
+                verdict = yield from self._grade_yes_no(
+                    question, chunk_text, criterion, criterion_text, v
+                )
+                parts.append(verdict)
+            return self._ensemble(parts)
+        return (
+            yield from self._grade_yes_no(
+                question, chunk_text, criterion, criterion_text, self.variant
             )
-        return self._grade_yes_no(question, chunk_text, criterion, criterion_text, self.variant)
+        )
 
     def _grade_yes_no(
         self, question: str, chunk_text: str, criterion: str, criterion_text: str, variant: str
-    ) -> CriterionVerdict:
-        a = self._ask(
+    ) -> Generator[_Chat, Reply, CriterionVerdict]:
+        a = yield from self._ask(
             build_messages(
                 question, chunk_text, criterion_text, reasons=self.reasons, variant=variant
             ),
@@ -311,7 +382,9 @@ class ChatJudge(BaseJudge):
         reason = "; ".join(v.reason for v in ok if v.reason)
         return CriterionVerdict(first.criterion, value, p_yes=p, reason=reason, raw=raw, **cost)
 
-    def _grade_extractive(self, question: str, chunk_text: str) -> CriterionVerdict:
+    def _grade_extractive(
+        self, question: str, chunk_text: str
+    ) -> Generator[_Chat, Reply, CriterionVerdict]:
         """The "complete" criterion as evidence: the judge copies the sentence that answers, or says
         NONE; a copy not found in the passage counts as NONE. With a grammar (llama.cpp)
         the answer can only be NONE or one of the passage's sentences, and P(complete) is
@@ -319,7 +392,7 @@ class ChatJudge(BaseJudge):
         sentences = split_sentences(chunk_text)
         use_grammar = self.use_grammar and sentences
         longest = max((len(s) for s in sentences), default=0)
-        a = self._ask(
+        a = yield from self._ask(
             build_messages_extract(question, chunk_text),
             lambda raw: parse_extract(raw, chunk_text),
             grammar=grammar_extract(sentences) if use_grammar else None,
@@ -354,9 +427,20 @@ class ChatJudge(BaseJudge):
     ) -> tuple[CriterionVerdict, CriterionVerdict]:
         """Both criteria in one call ("both": two yes/no lines; "graded": a 0-3 grade).
         The call's cost is booked on the relevant verdict."""
+        return self._drive(self._grade_both(question, chunk_text, criteria))
+
+    async def agrade_both(
+        self, question: str, chunk_text: str, criteria: CriteriaConfig
+    ) -> tuple[CriterionVerdict, CriterionVerdict]:
+        """`grade_both` on the shared event loop."""
+        return await self._adrive(self._grade_both(question, chunk_text, criteria))
+
+    def _grade_both(
+        self, question: str, chunk_text: str, criteria: CriteriaConfig
+    ) -> Generator[_Chat, Reply, tuple[CriterionVerdict, CriterionVerdict]]:
         if self.mode == "graded":
-            return self._grade_graded(question, chunk_text, criteria)
-        a = self._ask(
+            return (yield from self._grade_graded(question, chunk_text, criteria))
+        a = yield from self._ask(
             build_messages_both(question, chunk_text, criteria),
             parse_both,
             grammar=GRAMMAR_BOTH if self.use_grammar else None,
@@ -375,10 +459,10 @@ class ChatJudge(BaseJudge):
 
     def _grade_graded(
         self, question: str, chunk_text: str, criteria: CriteriaConfig
-    ) -> tuple[CriterionVerdict, CriterionVerdict]:
+    ) -> Generator[_Chat, Reply, tuple[CriterionVerdict, CriterionVerdict]]:
         """A 0-3 grade; with logprobs, P(grade >= cut-off) per criterion from the grade
         distribution (the verdict is that P >= 0.5), else the answered grade decides."""
-        a = self._ask(
+        a = yield from self._ask(
             build_messages_graded(question, chunk_text, criteria),
             parse_grade,
             grammar=GRAMMAR_GRADE if self.use_grammar else None,
@@ -414,8 +498,19 @@ class ChatJudge(BaseJudge):
     ) -> list[tuple[CriterionVerdict, CriterionVerdict]]:
         """Every passage of a question in one call (listwise). The call's cost is booked on
         the first passage's relevant verdict."""
+        return self._drive(self._grade_list(question, chunk_texts, criteria))
+
+    async def agrade_list(
+        self, question: str, chunk_texts: Sequence[str], criteria: CriteriaConfig
+    ) -> list[tuple[CriterionVerdict, CriterionVerdict]]:
+        """`grade_list` on the shared event loop."""
+        return await self._adrive(self._grade_list(question, chunk_texts, criteria))
+
+    def _grade_list(
+        self, question: str, chunk_texts: Sequence[str], criteria: CriteriaConfig
+    ) -> Generator[_Chat, Reply, list[tuple[CriterionVerdict, CriterionVerdict]]]:
         n = len(chunk_texts)
-        a = self._ask(
+        a = yield from self._ask(
             build_messages_list(question, chunk_texts, criteria),
             lambda raw: parse_list(raw, n),
             grammar=grammar_list(n) if self.use_grammar else None,

@@ -111,23 +111,92 @@ Estimator = Callable[[Sequence[tuple[str, str]], bool], CallEstimate]
 """(pairs, consult the verdict cache?) -> what judging them would cost."""
 
 
+def lazy_pairs(
+    questions: Sequence[Sequence[tuple[str, str]]],
+    *,
+    identity: str,
+    criteria: CriteriaConfig,
+    cache: VerdictCache | None,
+    target: str,
+    k: int,
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(pairs lazy judging must pay for, pairs it may pay for), each question's pairs in
+    rank order: a question's walk stops at the objective's cut-off `k` or at a cached
+    verdict that settles it (`metrics.lazy.is_settled`); the first open pair of a walk
+    must be judged, every open pair on it may be (its verdict is unknown, so the walk
+    could go on past it)."""
+    from harness.metrics.lazy import is_settled
+
+    must: list[tuple[str, str]] = []
+    may: list[tuple[str, str]] = []
+    for pairs in questions:
+        grades: list[int | None] = []
+        first = True
+        for q, c in pairs:
+            if is_settled(grades, target, k):
+                break
+            rel, comp = cached_pair(cache, identity, criteria, q, c) if cache else (None, None)
+            if rel is not None and not rel.value:
+                grades.append(0)
+            elif rel is not None and comp is not None:
+                grades.append(2 if comp.value else 1)
+            else:
+                may.append((q, c))
+                if first:
+                    must.append((q, c))
+                    first = False
+                grades.append(None)
+    return must, may
+
+
+class _Estimator:
+    """An Estimator that also bounds lazy judging (`lazy`)."""
+
+    def __init__(self, config: JudgeConfig, identity: str, vc: VerdictCache) -> None:
+        self.config, self.identity, self.vc = config, identity, vc
+
+    def __call__(self, pairs: Sequence[tuple[str, str]], use_cache: bool) -> CallEstimate:
+        return estimate_calls(
+            pairs,
+            identity=self.identity,
+            criteria=self.config.criteria,
+            mode=self.config.effective_mode,
+            reasons=self.config.reasons,
+            cache=self.vc if use_cache else None,
+        )
+
+    def lazy(
+        self,
+        questions: Sequence[Sequence[tuple[str, str]]],
+        use_cache: bool,
+        target: str,
+        k: int,
+    ) -> tuple[CallEstimate, CallEstimate]:
+        """(what lazy judging must pay, what it may pay) for these questions' pairs, each
+        in rank order (see `lazy_pairs`); the first's calls_min and the second's
+        calls_max bound the calls."""
+        must, may = lazy_pairs(
+            questions,
+            identity=self.identity,
+            criteria=self.config.criteria,
+            cache=self.vc if use_cache else None,
+            target=target,
+            k=k,
+        )
+        return self(must, use_cache), self(may, use_cache)
+
+
 @contextlib.contextmanager
-def judge_estimator(config: JudgeConfig, cache_dir: Path) -> Iterator[Estimator]:
-    """An Estimator for the configured judge, with the verdict cache open for as long as
-    the context lasts. Nothing is called and no server is started."""
+def judge_estimator(config: JudgeConfig, cache_dir: Path) -> Iterator[_Estimator]:
+    """An Estimator for the configured judge (with `.lazy` for lazy judging's bounds),
+    with the verdict cache open for as long as the context lasts. Nothing is called and
+    no server is started."""
     from harness.judge.factory import judge_identity
 
     identity = judge_identity(config, cache_dir)
     vc = VerdictCache(cache_dir / VERDICTS_FILE)
     try:
-        yield lambda pairs, use_cache: estimate_calls(
-            pairs,
-            identity=identity,
-            criteria=config.criteria,
-            mode=config.effective_mode,
-            reasons=config.reasons,
-            cache=vc if use_cache else None,
-        )
+        yield _Estimator(config, identity, vc)
     finally:
         vc.close()
 

@@ -106,4 +106,7 @@ def open_judge(
         log_path=(log_dir / "llama-server.log") if log_dir else None,
     )
     with server:
-        yield ChatJudge(**{**settings, "base_url": server.base_url}, limiter=limiter)
+        # its slots keep the passage just read: judge a chunk's pairs back to back
+        yield ChatJudge(
+            **{**settings, "base_url": server.base_url}, limiter=limiter, prompt_cache=True
+        )

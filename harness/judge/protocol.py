@@ -81,6 +81,10 @@ class BaseJudge:
     mode: str = "pointwise"
     variant: str = "main"
     concurrency: int = 1
+    prompt_cache: bool = True
+    """Whether the pairs that share a chunk are judged back to back (`judge_pairs`): a
+    judge in this process or on a local llama.cpp server keeps the passage it just read;
+    a hosted endpoint gains nothing, and a chunk group would become a critical path."""
 
     def identity(self) -> str:  # pragma: no cover - every subclass defines it
         """See `Judge.identity`; every subclass defines it."""

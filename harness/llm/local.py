@@ -24,7 +24,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -223,7 +223,11 @@ class LlamaServer:
         threads: int | None = None,
         startup_timeout_s: float = 180.0,
         log_path: str | os.PathLike[str] | None = None,
+        extra_args: Sequence[str] = (),
     ) -> None:
+        """`extra_args`: more llama-server flags (e.g. "--batch-size", "512"), for
+        measuring settings (tests/benchmarks/bench_llama_settings.py)."""
+        self.extra_args = tuple(extra_args)
         self.model_path = Path(model_path)
         self.alias = alias
         self.parallel = parallel
@@ -279,6 +283,7 @@ class LlamaServer:
             "--threads",
             str(self.threads),
             "--no-webui",
+            *self.extra_args,
         ]
         if self.log_path:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -38,22 +38,45 @@ class RateLimiter:
     def acquire(self, tokens: int) -> float:
         """Block until one request of about `tokens` tokens fits both budgets; returns the
         seconds waited. A request larger than the whole token budget waits for a full bucket."""
-        need_tok = min(float(tokens), self.tpm) if self.tpm else 0.0
         waited = 0.0
         while True:
-            with self._lock:
-                self._refill()
-                wait = 0.0
-                if self.rpm and self._req < 1:
-                    wait = max(wait, (1 - self._req) * 60 / self.rpm)
-                if self.tpm and self._tok < need_tok:
-                    wait = max(wait, (need_tok - self._tok) * 60 / self.tpm)
-                if wait == 0.0:
-                    if self.rpm:
-                        self._req -= 1
-                    if self.tpm:
-                        self._tok -= need_tok
-                    self.waited_s += waited
-                    return waited
+            wait = self._take(tokens, waited)
+            if wait == 0.0:
+                return waited
             self._sleep(wait)
             waited += wait
+
+    async def aacquire(self, tokens: int) -> float:
+        """`acquire` for a coroutine on an event loop: waits with asyncio.sleep (or the
+        injected `sleep` of a test), so the loop serves other requests meanwhile."""
+        import asyncio
+
+        waited = 0.0
+        while True:
+            wait = self._take(tokens, waited)
+            if wait == 0.0:
+                return waited
+            if self._sleep is time.sleep:
+                await asyncio.sleep(wait)
+            else:
+                self._sleep(wait)
+            waited += wait
+
+    def _take(self, tokens: int, waited: float) -> float:
+        """Take one request of `tokens` from the buckets and return 0.0, or return the
+        seconds to wait before it fits (taking nothing)."""
+        need_tok = min(float(tokens), self.tpm) if self.tpm else 0.0
+        with self._lock:
+            self._refill()
+            wait = 0.0
+            if self.rpm and self._req < 1:
+                wait = max(wait, (1 - self._req) * 60 / self.rpm)
+            if self.tpm and self._tok < need_tok:
+                wait = max(wait, (need_tok - self._tok) * 60 / self.tpm)
+            if wait == 0.0:
+                if self.rpm:
+                    self._req -= 1
+                if self.tpm:
+                    self._tok -= need_tok
+                self.waited_s += waited
+            return wait

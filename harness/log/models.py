@@ -54,6 +54,9 @@ class RunHeader:
     """Means over questions by metric id (`mrr@3`), plus the counts failures@k, errors@k."""
     metrics_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
     """95% bootstrap interval over questions for each mean of metrics.CI_METRICS."""
+    metric_bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Lazy judging: `name@k` -> (least, most) of the metrics that depend on chunks left
+    unjudged; such a metric is never in `metrics` (metrics/lazy.py)."""
     stats: dict[str, Any] = field(default_factory=dict)
     """Cost and timing: judge calls, cache hits, errors, retries, tokens, cost_usd,
     index and judging seconds, texts embedded."""
@@ -91,6 +94,11 @@ class RunHeader:
             "ks": list(self.ks),
             "metrics": self.metrics,
             "metrics_ci": {k: list(v) for k, v in self.metrics_ci.items()},
+            **(
+                {"metric_bounds": {k: list(v) for k, v in self.metric_bounds.items()}}
+                if self.metric_bounds
+                else {}
+            ),
             "stats": self.stats,
             **({"warnings": list(self.warnings)} if self.warnings else {}),
         }

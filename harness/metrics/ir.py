@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.metrics.source import source_hit, source_mrr
 from harness.types import FAILURE_LABELS
 
 GRADE_RELEVANT = 1
@@ -195,21 +196,27 @@ class Metric:
     """`fn(values, k)`: grades (0/1/2) for quality metrics, chunk lengths for sizes. A
     value of None leaves the metric out of the question's metrics (and so of the mean)."""
     on: str = "grades"
-    """What `fn` takes: "grades", "lengths", the judge's probabilities per chunk,
+    """What `fn` takes: "grades", "lengths", "source" (per chunk, whether it overlaps
+    the question's source span; see metrics/source.py), the judge's probabilities per chunk,
     "p_answer" (relevant and complete) or "p_relevant", or "evidence": (characters of
     the judge's evidence or None, characters of the chunk) per chunk."""
     direction: str = "maximize"
     """How a sweep optimises it: "maximize" or "minimize"."""
     interval: bool = True
     """Whether runs report a bootstrap interval for its mean."""
+    settles: str | None = None
+    """Lazy judging (metrics/lazy.py): "complete" when the question's first
+    relevant-and-complete hit in rank order settles the value, "relevant" when its first
+    relevant hit does; None when every hit must be judged (sizes and source metrics need
+    no verdict at all)."""
 
 
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
-        Metric("hit_rate", hit_rate),
-        Metric("mrr", mrr),
-        Metric("relevancy_mrr", relevancy_mrr),
+        Metric("hit_rate", hit_rate, settles="complete"),
+        Metric("mrr", mrr, settles="complete"),
+        Metric("relevancy_mrr", relevancy_mrr, settles="relevant"),
         Metric("precision", precision),
         Metric("ndcg", ndcg),
         Metric("context_chars", context_chars, on="lengths", direction="minimize", interval=False),
@@ -217,8 +224,10 @@ METRICS: dict[str, Metric] = {
         Metric("soft_mrr", soft_mrr, on="p_answer"),  # type: ignore[arg-type]
         Metric("soft_relevancy_mrr", soft_relevancy_mrr, on="p_relevant"),  # type: ignore[arg-type]
         Metric("ap", average_precision),
-        Metric("relevancy_mrr_found", relevancy_mrr_found),
+        Metric("relevancy_mrr_found", relevancy_mrr_found, settles="relevant"),
         Metric("relevant_share", relevant_share, on="evidence"),
+        Metric("source_hit", source_hit, on="source"),  # type: ignore[arg-type]
+        Metric("source_mrr", source_mrr, on="source"),  # type: ignore[arg-type]
     )
 }
 """The metric registry: every per-question metric, reported as `name@k`, in display order.
@@ -263,6 +272,8 @@ def question_metrics(
         known = None if any(g is None for g in top) else [int(g) for g in top]  # type: ignore[arg-type]
         top_p = None if probs is None or any(p is None for p in probs[:k]) else probs[:k]
         for m in METRICS.values():
+            if m.on == "source":
+                continue  # from source spans, not verdicts: metrics.source.source_metrics
             if m.on == "lengths":
                 out[f"{m.name}@{k}"] = m.fn(lengths, k)
             elif m.on in ("p_answer", "p_relevant"):

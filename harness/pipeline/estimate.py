@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,24 @@ def _pairs(
     return [(q.text, c) for q in questions for c in stand_ins], pool, len(questions), False
 
 
+def by_question(pairs: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """Pairs in rank order per question: the runs of equal question text of a list that
+    holds each question's hits together (as `judged_pairs` gives them)."""
+    out: list[list[tuple[str, str]]] = []
+    for pair in pairs:
+        if out and out[-1][0][0] == pair[0]:
+            out[-1].append(pair)
+        else:
+            out.append([pair])
+    return out
+
+
+def _lazy_plan(config: ExperimentConfig) -> tuple[str, int] | None:
+    from harness.pipeline.run import lazy_plan
+
+    return lazy_plan(config, config.judge.effective_mode)
+
+
 def estimate_run(
     config: ExperimentConfig, *, cache_dir: str | os.PathLike[str] | None = None
 ) -> dict[str, Any]:
@@ -109,9 +128,11 @@ def estimate_run(
     judge_stage.check_endpoint(config.judge, config.path or "<experiment>")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     pairs, pool, n_questions, exact = _pairs(config, cache, with_pool=True)
+    plan = _lazy_plan(config)
     with judge_stage.judge_estimator(config.judge, cache) as estimate:
         e = estimate(pairs, exact)
         p = estimate(pool, exact) if pool else None
+        lazy = estimate.lazy(by_question(pairs), exact, *plan) if plan else None
     est: dict[str, Any] = {
         "exact_pairs": exact,
         "questions": n_questions,
@@ -127,6 +148,21 @@ def estimate_run(
     cost = judge_stage.judge_cost(config.judge, e.prompt_tokens_max, e.completion_tokens_max)
     if cost is not None:
         est["cost_usd_max"] = cost
+    if lazy is not None:
+        # judge.lazy: each question stops once its objective is settled, somewhere between
+        # its first open pair and every open pair up to the objective's cut-off
+        must, may = lazy
+        est.update(
+            lazy=True,
+            lazy_judge_calls_min=must.calls_min,
+            lazy_judge_calls_max=may.calls_max,
+            lazy_prompt_tokens_max=may.prompt_tokens_max,
+        )
+        lazy_cost = judge_stage.judge_cost(
+            config.judge, may.prompt_tokens_max, may.completion_tokens_max
+        )
+        if lazy_cost is not None:
+            est["lazy_cost_usd_max"] = lazy_cost
     if p is not None:
         # An upper bound, apart from the top k's: every question could fail.
         est.update(

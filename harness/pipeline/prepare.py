@@ -23,7 +23,7 @@ from harness.retrieval import rerankers as rerank_stage
 from harness.retrieval import retrieve as retrieve_stage
 from harness.retrieval.embedders import CachedEmbedder, embedder_spec, make_embeddings
 from harness.secrets import read_key
-from harness.stores import EmbeddingCache, VerdictCache
+from harness.stores import CacheStorage, EmbeddingCache, VerdictCache
 from harness.stores.embeddings import FILE as EMBEDDINGS_FILE
 from harness.types import (
     Chunk,
@@ -163,11 +163,13 @@ def prepare(
     judge: JudgeSource | None = None,
     verdict_cache: VerdictCache | None = None,
     inputs: Inputs | None = None,
+    storage: CacheStorage | None = None,
 ) -> Prepared:
     """Load, chunk, index (cached), retrieve and rerank for one configuration.
 
     `judge` and `verdict_cache` are needed only by the llm reranker; `inputs` are the
-    documents and questions already loaded (by `load_inputs`), else they are loaded here.
+    documents and questions already loaded (by `load_inputs`), else they are loaded here;
+    `storage` holds the embedding cache (default: embeddings.sqlite in `cache_dir`).
     A k above the number of chunks is lowered to it (`cap_k`).
     """
     t0 = time.perf_counter()
@@ -181,7 +183,7 @@ def prepare(
     embedder = CachedEmbedder(
         lambda: make_embeddings(config.embedder),
         emb_spec,
-        EmbeddingCache(cache_dir / EMBEDDINGS_FILE),
+        storage.embedding_cache() if storage else EmbeddingCache(cache_dir / EMBEDDINGS_FILE),
     )
     corpus_sha = corpus.corpus_hash(docs)
     key = index_stage.index_key(corpus_sha, splitter, emb_spec)

@@ -36,10 +36,18 @@ from harness.log import (
     read_run,
     this_host,
 )
+from harness.metrics.lazy import (
+    aggregate_partial,
+    is_settled,
+    lazy_cutoff,
+    lazy_target,
+    question_metrics_partial,
+)
+from harness.metrics.source import source_metrics
 from harness.pipeline.failures import explain_failures
 from harness.pipeline.prepare import Prepared, cap_k, default_cache_dir, load_inputs, prepare
 from harness.pipeline.progress import LogProgress, ProgressSink
-from harness.stores import VerdictCache
+from harness.stores import CacheStorage, VerdictCache
 from harness.stores.verdicts import FILE as VERDICTS_FILE
 from harness.types import (
     CriterionVerdict,
@@ -59,6 +67,7 @@ def run_experiment(
     batches: Sequence[int] = (),
     after_batch: AfterBatch | None = None,
     progress: ProgressSink | None = None,
+    storage: CacheStorage | None = None,
 ) -> RunLog:
     """Run one configuration and return its result log, read back from disk.
 
@@ -67,7 +76,8 @@ def run_experiment(
     after a crash pays only for what was never judged. With `batches` (cumulative question
     counts) and `after_batch`, questions are judged batch by batch and the callback may
     stop the run after any batch: its status is then "pruned", with the questions it did
-    finish in the log and metrics over those.
+    finish in the log and metrics over those. `storage` puts the verdict and embedding
+    caches elsewhere (a PostgreSQL database shared by a sweep's workers).
     """
     t_start = time.perf_counter()
     if judge is None:
@@ -103,7 +113,9 @@ def run_experiment(
     run_stats: dict[str, Any] = {}
     try:
         with contextlib.ExitStack() as stack:
-            verdict_cache = VerdictCache(cache / VERDICTS_FILE)
+            verdict_cache = (
+                storage.verdict_cache() if storage else VerdictCache(cache / VERDICTS_FILE)
+            )
             stack.callback(verdict_cache.close)
             active: list[judge_stage.Judge] = [judge] if judge is not None else []
 
@@ -122,6 +134,7 @@ def run_experiment(
                 judge=get_judge,
                 verdict_cache=verdict_cache,
                 inputs=inputs,
+                storage=storage,
             )
             run_stats.update(prepared.stats)
             header = replace(header, components=dict(prepared.components), data=prepared.data)
@@ -138,7 +151,7 @@ def run_experiment(
             writer.write_header(header)
             sink = progress or LogProgress()
             try:
-                per_question, stopped, tally = _judge_all(
+                per_question, stopped, tally, per_bounds = _judge_all(
                     config,
                     prepared,
                     the_judge,
@@ -161,12 +174,16 @@ def run_experiment(
                 logger.warning(w)
             header = replace(header, warnings=warnings)
         run_stats["judge_s"] = round(time.perf_counter() - t_judge, 3)
+        # Lazy judging: a metric that needs unjudged chunks is bounds, never a mean.
+        means, bounds = aggregate_partial(per_question, per_bounds, ks)
+        ci = metrics_stage.aggregate_ci(per_question, ks)
         header = replace(
             header,
             status=STATUS_PRUNED if stopped else STATUS_DONE,
             finished_at=now_iso(),
-            metrics=metrics_stage.aggregate(per_question, ks),
-            metrics_ci=metrics_stage.aggregate_ci(per_question, ks),
+            metrics=means,
+            metrics_ci={key: v for key, v in ci.items() if key not in bounds},
+            metric_bounds=bounds,
             stats=_stats(run_stats, stats, t_start, config.judge),
         )
         writer.write_header(header)
@@ -274,6 +291,9 @@ class VerdictTally:
     unsure: int = 0
     flagged: int = 0
     policy: str = "mask"
+    lazy: bool = False
+    not_judged: int = 0
+    """Chunks lazy judging left unjudged once their question was settled."""
 
     def add(self, verdicts: Sequence[Verdict]) -> None:
         """Count a question's verdicts (failed ones are left out)."""
@@ -288,11 +308,13 @@ class VerdictTally:
                     self.unsure += 0.4 <= c.p_yes <= 0.6
 
     def to_stats(self) -> dict[str, Any]:
-        """complete_share and unsure_share for the run header's stats."""
+        """complete_share and unsure_share for the run header's stats (and, after lazy
+        judging, the chunks left unjudged)."""
         return {
             "complete_share": round(self.complete / self.judged, 4) if self.judged else None,
             "unsure_share": round(self.unsure / self.with_p, 4) if self.with_p else None,
             "hits_flagged": self.flagged,
+            **({"hits_not_judged": self.not_judged} if self.lazy else {}),
         }
 
     def warnings(self) -> list[str]:
@@ -348,9 +370,13 @@ def _judge_all(
     *,
     calibration: Calibration | None = None,
     pool_stats: judge_stage.JudgeStats | None = None,
-) -> tuple[list[dict[str, float]], bool, VerdictTally]:
+) -> tuple[list[dict[str, float]], bool, VerdictTally, list[dict[str, tuple[float, float]]]]:
     """Judge every (question, hit) pair, batch after batch of questions; write each
-    question's line as soon as it is done. Returns (per-question metrics, stopped early).
+    question's line as soon as it is done. Returns (per-question metrics, stopped early,
+    the verdict tally, per-question bounds).
+
+    With lazy judging (`lazy_plan`) each question's hits are judged in rank order until
+    the objective is settled; the metrics that need the rest are bounds.
 
     `batches` are cumulative question counts (e.g. 10, 20, 40); the last batch always
     ends with the last question. With `prepared.pool` (failures.explain), a question with
@@ -361,11 +387,13 @@ def _judge_all(
     n_q = len(prepared.questions)
     ends = sorted({min(max(int(b), 1), n_q) for b in batches} | {n_q}) if n_q else []
     per_question: list[dict[str, float] | None] = [None] * n_q
+    per_bounds: list[dict[str, tuple[float, float]]] = [{} for _ in range(n_q)]
+    plan = lazy_plan(config, judge.mode)
     progress.start(n_q, "judged questions")
     ks = range(1, config.retrieval.k + 1)
 
     policy = config.judge.injection
-    tally = VerdictTally(policy=policy)
+    tally = VerdictTally(policy=policy, lazy=plan is not None)
     k_run = config.retrieval.k
     pending: list[tuple[int, QuestionResult]] = []  # failures to explain after the batch
     extractive = judge.mode == "extractive"  # the judge at hand (a sweep or test may pass one)
@@ -404,7 +432,7 @@ def _judge_all(
 
     def finish(qi: int, verdicts: Sequence[Verdict]) -> None:
         if calibration is not None:
-            verdicts = [calibration.apply_verdict(v) for v in verdicts]
+            verdicts = [calibration.apply_verdict(v) if v.judged else v for v in verdicts]
         tally.add(verdicts)
         judged = tuple(
             JudgedHit(
@@ -425,13 +453,19 @@ def _judge_all(
             if extractive
             else None
         )
-        m = metrics_stage.question_metrics(grades, lengths, ks, probs, evidence)
+        judged_n = next((i for i, v in enumerate(verdicts) if not v.judged), None)
+        m, b = question_metrics_partial(grades, lengths, ks, probs, evidence, judged_n)
+        per_bounds[qi] = b
+        tally.not_judged += len(verdicts) - (len(verdicts) if judged_n is None else judged_n)
+        # generated questions carry their source span: a label-like signal, no judge
+        m.update(source_metrics([j.chunk for j in judged], prepared.questions[qi].source, ks))
         errors = [f"rank {j.hit.rank}: {j.verdict.error}" for j in judged if j.verdict.error]
         result = QuestionResult(
             question=prepared.questions[qi],
             hits=judged,
             metrics=m,
             error="; ".join(errors) if errors else None,
+            bounds=b,
         )
         per_question[qi] = m
         if prepared.pool is not None and not errors and m.get(f"hit_rate@{k_run}") == 0.0:
@@ -463,6 +497,15 @@ def _judge_all(
             if not prepared.hits[qi]:
                 finish(qi, [])
         logger.info("judging {} chunks for questions {}-{} of {}", len(pairs), start + 1, end, n_q)
+        lazy = None
+        if plan is not None:
+            chains: dict[int, list[int]] = {}
+            for i, qi in enumerate(owner):
+                chains.setdefault(qi, []).append(i)
+            lazy = judge_stage.LazyPlan(
+                chains=list(chains.values()),
+                settled=lambda got, p=plan: is_settled([v.grade for v in got], *p),
+            )
         judge_stage.judge_pairs(
             pairs,
             judge,
@@ -471,10 +514,35 @@ def _judge_all(
             stats=stats,
             concurrency=config.judge.concurrency,
             on_done=on_done,
+            lazy=lazy,
         )
         explain_pending()
         start = end
         done = [m for m in per_question if m is not None]
         if after_batch is not None and end < n_q and after_batch(end, done):
-            return done, True, tally
-    return [m for m in per_question if m is not None], False, tally
+            return done, True, tally, _kept(per_question, per_bounds)
+    return [m for m in per_question if m is not None], False, tally, _kept(per_question, per_bounds)
+
+
+def _kept(
+    per_question: Sequence[dict[str, float] | None],
+    per_bounds: Sequence[dict[str, tuple[float, float]]],
+) -> list[dict[str, tuple[float, float]]]:
+    """The bounds of the questions that have metrics, in the same order."""
+    return [b for m, b in zip(per_question, per_bounds, strict=True) if m is not None]
+
+
+def lazy_plan(config: ExperimentConfig, mode: str) -> tuple[str, int] | None:
+    """(what each question must find, the cut-off the objective looks at) when this run
+    judges lazily, else None.
+
+    `judge.lazy` must be true (a sweep sets it when its objective allows; `harness run`
+    leaves it off unless `--set judge.lazy=true`), the objective is the experiment's
+    `sweep.objective` (mrr@k by default), and listwise judging asks for all of a
+    question's chunks in one call, so it is never lazy."""
+    if config.judge.lazy is not True or mode == "listwise":
+        return None
+    target = lazy_target(config.sweep.objective)
+    if target is None:
+        return None
+    return target, lazy_cutoff(config.sweep.objective, config.retrieval.k)

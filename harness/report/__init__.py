@@ -1,2 +1,3 @@
-"""Renderers: the terminal's tables (`text`) and progress bars (`progress`); the HTML
-report will sit beside them and read the same typed log records."""
+"""Renderers: the terminal's tables (`text`), progress bars (`progress`) and the HTML
+report (`html`: one self-contained page per run, sweep or comparison), all reading the
+same typed log records."""

@@ -21,22 +21,53 @@ if TYPE_CHECKING:  # harness.sweep imports Optuna, which show and list do not ne
     from harness.sweep import ExportedConfig
 
 
+def _bound_cell(bound: tuple[float, float]) -> str:
+    """A metric lazy judging could only bound, as "least..most"."""
+    lo, hi = bound
+    if max(abs(lo), abs(hi)) >= 100 or (lo.is_integer() and hi.is_integer()):
+        return f"{lo:.0f}..{hi:.0f}"
+    return f"{lo:.2f}..{hi:.2f}"
+
+
+def _lazy_lines(h: RunHeader) -> list[str]:
+    """What a reader of a lazily judged run must know about its metrics."""
+    skipped = h.stats.get("hits_not_judged")
+    if skipped is None and not h.metric_bounds:
+        return []
+    return [
+        f"lazy judging: {skipped or 0} chunks left unjudged once each question's objective "
+        "was settled; a..b are bounds (least..most), not values; a complete run "
+        "(--set judge.lazy=false) pays only for the missing verdicts"
+    ]
+
+
 def format_metrics_table(header: RunHeader) -> str:
-    """Metrics as a table: one row per metric, one column per k."""
+    """Metrics as a table: one row per metric, one column per k. A metric that lazy
+    judging could only bound is shown as least..most, never as a value."""
     ks = list(header.ks)
     names = [*METRIC_NAMES, "failures", "errors"]
+    # source metrics exist only for questions with a source span (generated sets)
+    names = [
+        n
+        for n in names
+        if not n.startswith("source_") or any(f"{n}@{k}" in header.metrics for k in ks)
+    ]
     width = max(len(n) for n in names)
-    lines = [f"{'metric':<{width}}  " + "  ".join(f"{'@' + str(k):>8}" for k in ks)]
+    cell = 10 if header.metric_bounds else 8
+    lines = [f"{'metric':<{width}}  " + "  ".join(f"{'@' + str(k):>{cell}}" for k in ks)]
     for name in names:
         cells = []
         for k in ks:
             v = header.metrics.get(f"{name}@{k}")
-            if v is None:
-                cells.append(f"{'-':>8}")
+            b = header.metric_bounds.get(f"{name}@{k}")
+            if v is None and b is not None:
+                cells.append(f"{_bound_cell(b):>{cell}}")
+            elif v is None:
+                cells.append(f"{'-':>{cell}}")
             elif name in ("context_chars", "failures", "errors"):
-                cells.append(f"{v:>8.0f}")
+                cells.append(f"{v:>{cell}.0f}")
             else:
-                cells.append(f"{v:>8.3f}")
+                cells.append(f"{v:>{cell}.3f}")
         lines.append(f"{name:<{width}}  " + "  ".join(cells))
     return "\n".join(lines)
 
@@ -78,6 +109,7 @@ def format_run_summary(run: RunLog) -> str:
         f"{h.data.get('n_questions', len(run.questions))} questions, "
         f"{h.data.get('n_chunks', '?')} chunks",
         format_metrics_table(h),
+        *_lazy_lines(h),
         *_ci_line(h),
         *_failures_line(h),
         (
@@ -85,6 +117,7 @@ def format_run_summary(run: RunLog) -> str:
             f"errors {s.get('judge_errors', 0)}, index {'cached' if s.get('index_cache_hit') else 'built'} "
             f"in {s.get('index_s', 0):.1f} s, total {s.get('total_s', 0):.1f} s"
         ),
+        *breakdown_lines(run.questions, h.k or 1),
         f"result log: {run.run_dir}",
     ]
     if h.error:
@@ -144,6 +177,12 @@ def format_sweep_estimate(est: dict[str, Any], max_rows: int = 20) -> str:
     ]
     if "cost_usd_max" in est:
         lines.append(f"cost: at most ${est['cost_usd_max']:.4f}")
+    if est.get("lazy"):
+        lines.append(
+            f"lazy judging (judge.lazy): at most {est['lazy_judge_calls_max']} judge calls; "
+            "each question stops once its objective is settled (one verdict when its first "
+            "chunk settles it)"
+        )
     rows = sorted(est["settings"], key=lambda d: d["calls_max"], reverse=True)
     lines += ["", f"{'pairs':>6}  {'open':>6}  {'calls':>6}  setting (costliest first)"]
     for d in rows[:max_rows]:
@@ -309,6 +348,14 @@ def format_run_estimate(est: dict[str, Any]) -> str:
         f"{est['open_pairs']} not yet judged"
     )
     out = first + "\n" + format_estimate(est)
+    if est.get("lazy"):
+        cost = est.get("lazy_cost_usd_max")
+        out += (
+            f"\nlazy judging (judge.lazy): {est['lazy_judge_calls_min']} to "
+            f"{est['lazy_judge_calls_max']} judge calls"
+            + (f", at most ${cost:.4f}" if cost is not None else "")
+            + ": each question stops once its objective is settled"
+        )
     if "failure_pool_calls_max" in est:
         cost = est.get("failure_pool_cost_usd_max")
         out += (
@@ -385,8 +432,17 @@ def format_compare(comp: Comparison, change_metric: str) -> str:
         cells = []
         for r in comp.runs:
             v = comp.metrics[r].get(mk)
+            b = comp.bounds.get(r, {}).get(mk)
+            if v is None and b is not None:
+                cells.append(f"{_bound_cell(b):>10}")
+                continue
             cells.append(f"{'-':>10}" if v is None else f"{v:>10.3f}" if v < 100 else f"{v:>10.0f}")
         lines.append(f"{mk:<18}" + "".join(cells))
+    if any(comp.bounds.values()):
+        lines.append(
+            "a..b: bounds, not values: lazy judging left chunks unjudged once each question's "
+            "objective was settled (no difference is given for them)"
+        )
     lines.append("")
     for d in comp.differences:
         i = comp.runs.index(d.run)
@@ -532,3 +588,133 @@ def format_injection_check(res: dict[str, Any]) -> str:
             f"to yes), n={r['n']}, {r['calls']} calls"
         )
     return "\n".join(lines)
+
+
+def format_breakdown(rows: Sequence[dict[str, Any]], by: str, k: int) -> str:
+    """Mean metrics at k per question type or topic (`show --by`, and after a run)."""
+    from harness.analysis.sources import BREAKDOWN_METRICS
+
+    width = max([len(by), *(len(str(r[by])) for r in rows)])
+    head = f"{by:<{width}}  {'n':>4}  " + "  ".join(
+        f"{m + '@' + str(k):>13}" for m in BREAKDOWN_METRICS
+    )
+    lines = [head]
+    for r in rows:
+        cells = "  ".join(
+            f"{'-':>13}" if r[m] is None else f"{r[m]:>13.3f}" for m in BREAKDOWN_METRICS
+        )
+        lines.append(f"{r[by]!s:<{width}}  {r['questions']:>4}  {cells}")
+    return "\n".join(lines)
+
+
+def breakdown_lines(questions: Sequence[QuestionResult], k: int) -> list[str]:
+    """Breakdowns by type and by topic for questions that carry them (none otherwise)."""
+    from harness.analysis.sources import breakdown
+
+    out = []
+    for by in ("type", "topic"):
+        if any(getattr(q.question, by) for q in questions):
+            out += [f"by {by}:", format_breakdown(breakdown(questions, k, by), by, k)]
+    return out
+
+
+def format_compare_breakdown(runs: Sequence[RunLog], k: int, by: str, metric: str) -> str:
+    """`compare --by`: one metric at k per question type or topic, one column per run."""
+    from harness.analysis.sources import breakdown
+
+    tables = [{r[by]: r for r in breakdown(run.questions, k, by, (metric,))} for run in runs]
+    groups = sorted({g for t in tables for g in t}, key=lambda g: (g == "-", g))
+    width = max([len(by), *(len(g) for g in groups)])
+    lines = [f"{metric}@{k} by {by}"]
+    lines.append(
+        f"{by:<{width}}"
+        + "".join(
+            f"{'[' + str(i) + '] n':>9}{'':>1}{'[' + str(i) + ']':>8}" for i in range(len(runs))
+        )
+    )
+    for g in groups:
+        cells = ""
+        for t in tables:
+            row = t.get(g)
+            n = row["questions"] if row else 0
+            v = row[metric] if row else None
+            cells += f"{n:>9} " + (f"{'-':>8}" if v is None else f"{v:>8.3f}")
+        lines.append(f"{g:<{width}}{cells}")
+    return "\n".join(lines)
+
+
+def format_generation(report: Any) -> str:
+    """`generate`: counts kept and dropped per filter, cost, and the files written."""
+    c, s = report.counts, report.stats
+    filters = ", ".join(
+        f"{c[f]} {f}" for f in ("malformed", "errors", "standalone", "groundedness", "usefulness")
+    )
+    lines = [
+        f"generated {c['generated']} questions: kept {c['kept']}, dropped {c['dropped']} "
+        f"({filters}; {c['duplicates']} duplicates)"
+        + (f"; {c['surplus']} more passed, beyond n" if c.get("surplus") else ""),
+        "(a question failing several critique filters counts under each)",
+        f"model calls {s['calls']}, cache hits {s['cache_hits']}, errors {s['errors']}, "
+        f"tokens {s['prompt_tokens']} in / {s['completion_tokens']} out, {s['minutes']:.1f} min",
+        f"judge exam: {report.exam['source']} source and {report.exam['unrelated']} unrelated "
+        "passages (harness judge-check RUN --exam)",
+    ]
+    lines += [f"{k:>12}: {v}" for k, v in report.paths.items()]
+    return "\n".join(lines)
+
+
+def format_generate_estimate(est: dict[str, Any]) -> str:
+    """`generate --dry-run`: calls and tokens, least (nothing dropped) and most."""
+    lines = [
+        f"generate {est['n']} questions ({', '.join(est['types'])}), seed {est['seed']}, "
+        f"model {est['model']}"
+    ]
+    for name, why in (("least", "if nothing is dropped"), ("most", "every planned candidate")):
+        e = est[name]
+        cost = f", at most ${e['cost_usd_max']:.4f}" if "cost_usd_max" in e else ""
+        lines.append(
+            f"{name}: {e['candidates']} candidates ({why}): {e['calls']} calls, "
+            f"{e['cached_answers']} answers cached, ~{e['prompt_tokens']} prompt tokens, "
+            f"at most {e['completion_tokens_max']} completion tokens{cost}"
+        )
+    return "\n".join(lines)
+
+
+def format_exam(res: dict[str, Any]) -> str:
+    """`judge-check --exam`: true-positive and true-negative rates per criterion."""
+    lines = [
+        f"judge exam {res['exam']}: {res['source_items']} source passages (must be judged "
+        f"yes), {res['unrelated_items']} unrelated ones (must be judged no), "
+        f"{res['errors']} errors",
+        f"{'criterion':<10} {'TPR':>7} {'TNR':>7}",
+    ]
+    for crit in ("relevant", "complete"):
+        r = res[crit]
+        lines.append(f"{crit:<10} {_pct(r['tpr']):>7} {_pct(r['tnr']):>7}")
+    if "exam_run" in res:
+        lines.append(
+            f"judged exam written to {res['exam_run']}; harness calibrate {res['exam_run']} "
+            "--qrels <the exam's .exam.qrels.tsv> fits the judge on it"
+        )
+    return "\n".join(lines)
+
+
+def best_trial_breakdown_lines(summary: SweepSummary, sweep_dir: Path) -> list[str]:
+    """The best trial's metrics by question type and topic, when its questions carry
+    them (generated sets); nothing otherwise, or when its run folder cannot be read."""
+    from harness.errors import HarnessError
+    from harness.log import read_run
+
+    out: list[str] = []
+    for b in summary.best[:1]:
+        folder = Path(b.run_dir)
+        if not folder.is_absolute() and not folder.exists():
+            folder = Path(sweep_dir) / b.run_dir
+        try:
+            run = read_run(folder)
+        except (HarnessError, OSError):
+            return []
+        lines = breakdown_lines(run.questions, run.header.k or 1)
+        if lines:
+            out += [f"best trial {b.number}, per question group:", *lines]
+    return out

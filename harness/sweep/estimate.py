@@ -8,8 +8,12 @@ from typing import Any
 
 from harness.config import ExperimentConfig
 from harness.judge import check_endpoint, judge_cost, judge_estimator
+from harness.judge.estimate import lazy_pairs
 from harness.pipeline import default_cache_dir, judged_pairs
+from harness.pipeline.estimate import by_question
+from harness.pipeline.run import lazy_plan
 from harness.sweep.space import SearchSpace
+from harness.sweep.study import with_lazy_default
 
 
 def estimate_sweep(
@@ -36,11 +40,27 @@ def estimate_sweep(
     keys = ("calls_max", "prompt_tokens_max", "completion_tokens_max")
     settings: list[dict[str, Any]] = []
     union: dict[tuple[str, str], None] = {}
+    lazy_union: dict[tuple[str, str], None] = {}
     exact = True
     with judge_estimator(config.judge, cache) as estimate:
         for params in settings_list:
-            pairs, _, real = judged_pairs(space.trial_config(params), cache)
+            tconfig = with_lazy_default(space.trial_config(params))
+            pairs, _, real = judged_pairs(tconfig, cache)
             e = estimate(pairs, real)
+            plan = lazy_plan(tconfig, tconfig.judge.effective_mode)
+            lazy = {}
+            if plan is not None:
+                # lazy judging: at most the open pairs of each question's walk in rank order
+                _, may = lazy_pairs(
+                    by_question(pairs),
+                    identity=estimate.identity,
+                    criteria=config.judge.criteria,
+                    cache=estimate.vc if real else None,
+                    target=plan[0],
+                    k=plan[1],
+                )
+                lazy = {"lazy_calls_max": estimate(may, real).calls_max}
+                lazy_union.update(dict.fromkeys(may))
             settings.append(
                 {
                     "params": params,
@@ -48,6 +68,7 @@ def estimate_sweep(
                     "open_pairs": e.open_pairs,
                     **{k: getattr(e, k) for k in keys},
                     "no_cache_calls_max": estimate(pairs, False).calls_max,
+                    **lazy,
                 }
             )
             exact = exact and real
@@ -58,6 +79,13 @@ def estimate_sweep(
         if exact and config.judge.effective_mode != "listwise":
             whole = estimate(list(union), True)
             bound = {k: min(bound[k], getattr(whole, k)) for k in keys}
+        lazy_max = None
+        if lazy_union:
+            lazy_max = sum(
+                sorted((d.get("lazy_calls_max", 0) for d in settings), reverse=True)[:n_trials]
+            )
+            if exact:
+                lazy_max = min(lazy_max, estimate(list(lazy_union), True).calls_max)
     est: dict[str, Any] = {
         "trials": n_trials,
         "sampler": config.sweep.sampler,
@@ -72,6 +100,7 @@ def estimate_sweep(
             sorted((d["no_cache_calls_max"] for d in settings), reverse=True)[:n_trials]
         ),
         "settings": settings,
+        **({"lazy": True, "lazy_judge_calls_max": lazy_max} if lazy_max is not None else {}),
     }
     cost = judge_cost(config.judge, bound["prompt_tokens_max"], bound["completion_tokens_max"])
     if cost is not None:

@@ -6,8 +6,14 @@ results/<sweep_id>/
                   Pareto front, cost stats. Replaced atomically after every trial.
   trials.jsonl    one TrialRecord per finished trial, appended as each trial ends.
   optuna.db       the Optuna study (SQLite; optuna-dashboard opens it) unless --storage
+  optuna.journal  instead, with --workers N and no --storage: a study N local processes share
   trials/<n>/     the run folder of trial n (header.json + questions.jsonl)
 ```
+
+With `--storage postgresql://...` the study, the caches and the log (summary, trial
+records and each trial's run log: harness.log.database) live in that database, and any
+number of workers on any machines join the sweep by its name; the folder then only
+holds the run folders of the trials this machine ran (harness.sweep.shared).
 
 Cost: trials share one judge (one local server for the whole sweep), the index cache
 (a trial whose chunking and embedder were built before embeds nothing) and the verdict
@@ -22,8 +28,9 @@ import contextlib
 import dataclasses
 import math
 import os
+import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +49,7 @@ from harness.log import (
     SWEEP_FILE,
     RunLog,
     SamplerSpec,
+    SweepDatabase,
     SweepLog,
     SweepSummary,
     TrialRecord,
@@ -56,18 +64,41 @@ from harness.log import (
     write_sweep_summary,
 )
 from harness.metrics import aggregate, metric_key
+from harness.metrics.lazy import lazy_target
 from harness.pipeline import ProgressSink, count_questions, default_cache_dir, run_experiment
-from harness.secrets import redact_url, remember_url
+from harness.secrets import redact, redact_url, remember_url
+from harness.stores import CacheStorage, FolderStorage, open_storage
+from harness.stores.postgres import is_postgres
+from harness.sweep import shared
 from harness.sweep.book import SweepBook, directions
 from harness.sweep.importance import param_importances
 from harness.sweep.space import SearchSpace
 
 
-def _sampler(config: ExperimentConfig) -> optuna.samplers.BaseSampler:
+def with_lazy_default(config: ExperimentConfig) -> ExperimentConfig:
+    """A trial's config with `judge.lazy` on when the experiment leaves it unset and the
+    objective allows it (mrr@k, hit_rate@k, relevancy_mrr@k...): a sweep needs each
+    question's objective only, and a later run needing the rest pays only for that."""
+    j = config.judge
+    if j.lazy is not None or j.effective_mode == "listwise":
+        return config
+    if lazy_target(config.sweep.objective) is None:
+        return config
+    return dataclasses.replace(config, judge=dataclasses.replace(j, lazy=True))
+
+
+def _sampler(config: ExperimentConfig, parallel: bool = False) -> optuna.samplers.BaseSampler:
+    seed = config.sweep.seed
+    if parallel:
+        # Workers with one seed would draw the same random start-up trials at once; a
+        # shared sweep's order depends on timing anyway, so each worker draws its own.
+        seed = (seed * 1_000_003 + secrets.randbelow(1 << 31)) % (1 << 32)
     if config.sweep.sampler == "grid":
         # BruteForceSampler enumerates define-by-run spaces, conditional overlap included.
-        return optuna.samplers.BruteForceSampler(seed=config.sweep.seed)
-    return optuna.samplers.TPESampler(seed=config.sweep.seed, multivariate=True, group=True)
+        return optuna.samplers.BruteForceSampler(seed=seed)
+    # constant_liar is Optuna 5's default; named so that parallel workers keep it: a
+    # running trial counts as a bad result, so workers do not sample the same settings.
+    return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True)
 
 
 def _pruner(config: ExperimentConfig) -> optuna.pruners.BasePruner:
@@ -87,12 +118,14 @@ def default_storage(sweep_dir: Path) -> str:
 
 def recorded_storage(sweep_dir: Path, recorded: str) -> str:
     """The storage to resume with when the user gave none: what sweep.json records, but
-    only when that is the folder's own SQLite file. Any other (a database server, which
-    would receive $PGPASSWORD, or a file elsewhere) must be given again with --storage:
-    a results folder never chooses where the study and a password go."""
+    only when that is the folder's own SQLite or journal file. Any other (a database
+    server, which would receive $PGPASSWORD, or a file elsewhere) must be given again with
+    --storage: a results folder never chooses where the study and a password go."""
     own = default_storage(sweep_dir)
     if not recorded:
         return own
+    if recorded == shared.journal_storage(sweep_dir):
+        return recorded
     prefix = "sqlite:///"
     if (
         recorded.startswith(prefix)
@@ -117,6 +150,9 @@ class _Sweep:
         storage: str,
         cache_dir: Path,
         progress: ProgressSink | None = None,
+        *,
+        caches: CacheStorage | None = None,
+        db: SweepDatabase | None = None,
     ) -> None:
         self.config = config
         self.progress = progress
@@ -129,6 +165,14 @@ class _Sweep:
         self.n_questions = count_questions(config)
         self.importances: dict[str, float] = {}
         self.importances_note: str | None = None
+        self.caches = caches
+        self.db = db
+        """The sweep's log in PostgreSQL (else the folder's files)."""
+        self.shared = db is not None or shared.is_journal(storage)
+        """Other workers may run trials of this sweep at the same time."""
+        self._seen = 0  # the last trial row of the database this worker took in
+        self._taken: dict[int, TrialRecord] = {}  # trials.jsonl lines taken in (journal)
+        self.slots: shared.SlotLock | None = None
 
     def summary(self, status: str, error: str | None = None) -> SweepSummary:
         c = self.config
@@ -159,12 +203,68 @@ class _Sweep:
             host=this_host(),
         )
 
+    def _take(self, rows: list[tuple[TrialRecord, RunLog | None]]) -> None:
+        for record, run in rows:
+            self.book.add(record, run)
+
+    def _commit(
+        self, status: str, error: str | None, record: TrialRecord | None, run: RunLog | None
+    ) -> None:
+        """One transaction of the database log: the record, the others' new trials, the
+        summary over all of them."""
+        assert self.db is not None
+
+        def summarize(rows: list[tuple[TrialRecord, RunLog | None]]) -> SweepSummary:
+            self._take(rows)
+            return self.summary(status, error)
+
+        self._seen = self.db.commit(self.dir.name, self._seen, record, run, summarize)
+
+    def _take_from_folder(self) -> None:
+        """Take in the trials other local workers appended to trials.jsonl (journal)."""
+        for record in read_trials(self.dir):
+            if self._taken.get(record.number) != record:
+                folder = Path(record.run_dir)
+                run = read_run(folder) if record.run_dir and (folder / HEADER).is_file() else None
+                self.book.add(record, run)
+                self._taken[record.number] = record
+
     def write(self, status: str, error: str | None = None) -> None:
-        write_sweep_summary(self.dir, self.summary(status, error))
+        if self.db is not None:
+            self._commit(status, error, None, None)
+        elif self.shared:
+            with shared.folder_lock(self.dir):
+                self._take_from_folder()
+                write_sweep_summary(self.dir, self.summary(status, error))
+        else:
+            write_sweep_summary(self.dir, self.summary(status, error))
+
+    def on_stale(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        """A trial whose worker died (no heartbeat, or its process gone): its settings run
+        again as a new trial; the verdicts it paid for are in the shared cache."""
+        study.enqueue_trial(dict(trial.params), skip_if_exists=False)
+        logger.warning("trial {}'s worker is gone; its settings run again", trial.number)
+        self.append(
+            TrialRecord(
+                trial.number,
+                "requeued",
+                dict(trial.params),
+                None,
+                "",
+                "its worker stopped (no heartbeat); its settings run again as a new trial",
+            )
+        )
 
     def append(self, record: TrialRecord, run: RunLog | None = None) -> None:
         """Log a trial's end and take it into the bookkeeping (reading only its own run
         folder, and only when the caller does not hold it already)."""
+        if self.db is not None:
+            self._commit(STATUS_RUNNING, None, record, run)
+            return
+        if self.shared:
+            with shared.folder_lock(self.dir):
+                append_trial(self.dir, record)
+            return  # taken into the book with the others' trials on the next write
         append_trial(self.dir, record)
         folder = Path(record.run_dir)
         if run is None and record.run_dir and (folder / HEADER).is_file():
@@ -172,6 +272,9 @@ class _Sweep:
         self.book.add(record, run)
 
     def objective(self, trial: optuna.Trial) -> float | list[float]:
+        if self.slots is not None:  # the trial is running in the study: others count it
+            self.slots.release()
+            trial.set_user_attr(shared.WORKER_ATTR, shared.worker_name())
         t0 = time.perf_counter()
         params: dict[str, Any] = {}
         run_dir = self.dir / "trials" / str(trial.number)
@@ -199,7 +302,7 @@ class _Sweep:
 
         try:
             params = self.space.suggest(trial)
-            tconfig = self.space.trial_config(params)
+            tconfig = with_lazy_default(self.space.trial_config(params))
             keys = [metric_key(m, params["k"]) for m in self.config.sweep.objective]
             single = len(keys) == 1
 
@@ -221,6 +324,7 @@ class _Sweep:
                 batches=_batch_counts(self.config.sweep.batches, self.n_questions),
                 after_batch=after_batch,
                 progress=self.progress,
+                storage=self.caches,
             )
             done = len(run.questions)
             if run.header.status == "pruned":
@@ -243,6 +347,8 @@ class _Sweep:
             message = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
             logger.warning("trial {} failed: {}", trial.number, message)
             record("failed", error=message)
+            if self.shared:  # counts against the budget (a dead worker's trial does not)
+                trial.set_user_attr(shared.FAILED_ATTR, True)
             raise
         finally:
             self.write(STATUS_RUNNING)
@@ -288,6 +394,27 @@ def _requeue_unfinished(study: optuna.Study, sweep: _Sweep) -> int:
     return count
 
 
+def _open_database(storage: str | None) -> SweepDatabase | None:
+    """The sweep tables of a PostgreSQL storage (None for any other)."""
+    if storage is None or not is_postgres(storage):
+        return None
+    remember_url(storage)
+    return SweepDatabase(storage)
+
+
+def _check_same_sweep(recorded: SweepSummary, config: ExperimentConfig, where: str) -> None:
+    """Joining a sweep by name with an experiment file: its search must be the one the
+    sweep started with (space, objective, sampler), or the workers would mix two sweeps."""
+    c = config
+    mine = (dataclasses.asdict(c.sweep.space), list(c.sweep.objective), c.sweep.sampler)
+    theirs = (recorded.space, list(recorded.objective), recorded.sampler.name)
+    if mine != theirs:
+        raise HarnessError(
+            f"{where}: sweep {recorded.sweep_id!r} exists with another space, objective or "
+            "sampler; join it without the experiment file (--join NAME), or pick a new --name"
+        )
+
+
 def run_sweep(
     config: ExperimentConfig,
     *,
@@ -298,8 +425,13 @@ def run_sweep(
     storage: str | None = None,
     judge: Judge | None = None,
     progress: ProgressSink | None = None,
+    name: str | None = None,
+    join: str | None = None,
+    workers: int = 1,
+    worker_argv: Callable[[str], Sequence[str]] | None = None,
+    heartbeat_s: int = shared.HEARTBEAT_S,
 ) -> SweepLog:
-    """Run (or resume) a sweep until it holds `trials` finished trials.
+    """Run (or resume, or join) a sweep until it holds `trials` finished trials.
 
     `resume` is an existing sweep folder: its study continues where it stopped, a trial
     cut short by a crash or kill -9 runs again (paying only for verdicts it never got),
@@ -307,41 +439,91 @@ def run_sweep(
     it is the folder's own optuna.db (any other must be given again as `storage`).
     `judge` replaces the configured judge (tests pass a scripted one); `progress` shows
     each trial's judging.
+
+    Shared sweeps (harness.sweep.shared): with a postgresql:// `storage` the study, the
+    caches and the log live in the database, and `name` names the sweep (a sweep of that
+    name is joined); `join` is the name of a sweep to work on (in the database, or a
+    folder under `results_dir` whose study is its own journal file). `workers` > 1 starts
+    that many processes running `worker_argv(name)` and waits for them (without
+    `storage`, they share a journal file in the sweep folder). Workers stop when the
+    sweep holds `trials` finished trials between them; `heartbeat_s` is how often a
+    PostgreSQL worker signals it lives (a silent one's trial reruns after 3 beats).
     """
     if judge is None:
         check_endpoint(config.judge, config.path or "<experiment>")
+    shared.check_shareable(storage, workers)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
+    if storage is not None:
+        remember_url(storage)  # its password, should a storage error echo it
+    db = _open_database(storage)
+    if resume is not None and db is not None:
+        join = Path(resume).name  # a database sweep is resumed by joining it
+        resume = None
+    created = False
     if resume is not None:
         sweep_dir = Path(resume)
         if not (sweep_dir / SWEEP_FILE).is_file():
             raise HarnessError(f"{sweep_dir}: not a sweep folder (no {SWEEP_FILE})")
         storage = storage or recorded_storage(sweep_dir, read_sweep_summary(sweep_dir).storage)
+    elif join is not None:
+        sweep_dir = Path(results_dir) / join
+        if db is not None:
+            if not db.exists(join):
+                raise HarnessError(f"{db.where}: no sweep named {join!r} to join")
+            sweep_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            if not (sweep_dir / SWEEP_FILE).is_file():
+                raise HarnessError(
+                    f"{sweep_dir}: no sweep folder to join (no {SWEEP_FILE}); give "
+                    "--storage URL for a sweep in a database"
+                )
+            storage = storage or recorded_storage(sweep_dir, read_sweep_summary(sweep_dir).storage)
     else:
-        sweep_dir = Path(results_dir) / new_run_id(f"{config.name}-sweep")
-        sweep_dir.mkdir(parents=True)
-    storage_url = storage or default_storage(sweep_dir)
-    remember_url(storage_url)  # its password, should a storage error echo it
+        sweep_name = name or new_run_id(f"{config.name}-sweep")
+        sweep_dir = Path(results_dir) / sweep_name
+        if db is not None and db.exists(sweep_name):
+            _check_same_sweep(db.read_summary(sweep_name), config, db.where)
+            join = sweep_name
+        elif db is None and sweep_dir.exists():
+            raise HarnessError(f"{sweep_dir}: exists; join it with --join {sweep_name}")
+        sweep_dir.mkdir(parents=True, exist_ok=db is not None)
+        created = join is None
+    if storage is None:
+        storage = shared.journal_storage(sweep_dir) if workers > 1 else default_storage(sweep_dir)
+    storage_url = storage
     n_trials = trials if trials is not None else config.sweep.trials
-    sweep = _Sweep(config, sweep_dir, storage_url, cache, progress)
+    caches: CacheStorage | None = None
+    if db is not None:
+        caches = open_storage(
+            storage_url, cache, claim_ttl_s=float(shared.grace_period_s(heartbeat_s))
+        )
+    elif shared.is_journal(storage_url):
+        caches = FolderStorage(cache, claim_ttl_s=float(shared.grace_period_s(heartbeat_s)))
+    sweep = _Sweep(config, sweep_dir, storage_url, cache, progress, caches=caches, db=db)
+    if db is not None and created and not db.create(sweep.summary(STATUS_RUNNING)):
+        created = False  # another worker created it with this name a moment ago
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # we log trial ends ourselves
     try:
         study = optuna.create_study(
             study_name=sweep_dir.name,
-            storage=storage_url,
-            sampler=_sampler(config),
+            storage=shared.optuna_storage(
+                storage_url, heartbeat_s=heartbeat_s, on_stale=sweep.on_stale
+            ),
+            sampler=_sampler(config, parallel=sweep.shared),
             pruner=_pruner(config),
             directions=directions(config.sweep.objective),
             load_if_exists=True,
         )
     except Exception as exc:  # storage errors come in many types
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise HarnessError(
-            f"cannot open the study storage {redact_url(storage_url)}: {exc}"
+            f"cannot open the study storage {redact_url(storage_url)}: {redact(first)}"
         ) from None
     if resume is not None:
         _requeue_unfinished(study, sweep)
         sweep.book.add_from_disk(read_trials(sweep_dir))
-    if resume is None and config.sweep.baseline:
+    if created and config.sweep.baseline:
         baseline = sweep.space.baseline()
         if baseline is None:
             logger.warning("the experiment's own settings lie outside the space: no baseline trial")
@@ -355,17 +537,44 @@ def run_sweep(
     )
     remaining = max(0, n_trials - finished)
     sweep.write(STATUS_RUNNING)
+    if workers > 1:
+        if worker_argv is None:
+            raise HarnessError("workers > 1 needs a command that starts a worker")
+        logger.info("sweep {}: {} workers for {} trials", sweep_dir.name, workers, remaining)
+        codes = shared.run_workers(worker_argv(sweep_dir.name), workers)
+        if all(code != 0 for code in codes):
+            raise HarnessError(
+                f"sweep {sweep_dir.name}: every worker failed (exit statuses {codes}); "
+                "their error lines are above"
+            )
+        return _read_back(sweep, db)
     logger.info("sweep {}: {} trials to run ({} finished)", sweep_dir.name, remaining, finished)
     try:
         with _maybe_judge(sweep, judge):
-            study.optimize(
-                sweep.objective,
-                n_trials=remaining,
-                catch=(Exception,),
-                gc_after_trial=False,
-            )
+            if sweep.shared:
+                sweep.slots = shared.SlotLock(storage_url, sweep_dir.name, sweep_dir)
+                try:
+                    shared.run_budget(
+                        study,
+                        sweep.objective,
+                        n_trials,
+                        sweep.slots,
+                        sweep.on_stale,
+                        reap_local=shared.is_journal(storage_url),
+                    )
+                finally:
+                    sweep.slots.close()
+            else:
+                study.optimize(
+                    sweep.objective,
+                    n_trials=remaining,
+                    catch=(Exception,),
+                    gc_after_trial=False,
+                )
     except KeyboardInterrupt:
-        sweep.write(STATUS_INTERRUPTED, "interrupted")
+        # Other workers carry on: the shared summary keeps saying so.
+        busy = sweep.shared and shared.others_running(study)
+        sweep.write(STATUS_RUNNING if busy else STATUS_INTERRUPTED, None if busy else "interrupted")
         raise
     except Exception as exc:
         sweep.write(STATUS_FAILED, str(exc))
@@ -373,4 +582,13 @@ def run_sweep(
     sweep.importances, note = param_importances(study, config.sweep.objective[0])
     sweep.importances_note = note or None
     sweep.write(STATUS_DONE)
-    return read_sweep(sweep_dir)
+    return _read_back(sweep, db)
+
+
+def _read_back(sweep: _Sweep, db: SweepDatabase | None) -> SweepLog:
+    """The sweep as written: from its folder, or from the database (with this machine's
+    folder as its sweep_dir)."""
+    if db is None:
+        return read_sweep(sweep.dir)
+    log = db.read_sweep(sweep.dir.name)
+    return dataclasses.replace(log, sweep_dir=sweep.dir)

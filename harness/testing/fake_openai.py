@@ -102,6 +102,12 @@ def answer_any(n: int, prompt: str) -> Act:
     return Act()
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    # The listen backlog is fixed when the socket binds: the default 5 resets connections
+    # when a client opens 64 or 256 at once.
+    request_queue_size = 1024
+
+
 class FakeOpenAI:
     """The fake server on a free loopback port, serving /chat/completions and /embeddings
     while used as a context manager; its counters are safe to read from the test.
@@ -128,6 +134,9 @@ class FakeOpenAI:
         self.kinds: dict[str, int] = {}
         self.authorizations: list[str] = []
         """The Authorization header of every request (chat and embeddings), as received."""
+        self.current = threading.local()
+        """In `behave`: `current.authorization` is the Authorization header of the request
+        being decided (tests tell workers apart by their keys)."""
         self._lock = threading.Lock()
         fake = self
 
@@ -174,6 +183,7 @@ class FakeOpenAI:
                             b'created with logits_all=False"}}',
                         )
                         return
+                    fake.current.authorization = self.headers.get("Authorization", "")
                     act = fake.behave(n, prompt)
                     with fake._lock:
                         fake.kinds[act.kind] = fake.kinds.get(act.kind, 0) + 1
@@ -248,7 +258,7 @@ class FakeOpenAI:
                     with fake._lock:
                         fake.in_flight -= 1
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -275,7 +285,6 @@ def main() -> None:
     latency = float(sys.argv[1]) if len(sys.argv) > 1 else 0.05
     text = sys.argv[2] if len(sys.argv) > 2 else "no"
     server = FakeOpenAI(lambda n, p: Act(text=text), latency_s=latency)
-    server._server.request_queue_size = 256
     print(server.base_url, flush=True)
     server._server.serve_forever()
 

@@ -7,8 +7,13 @@
    call, and listwise), and llama-cpp-python's server when it is installed (`make
    bench-judge` installs it) at 1 and 4 in flight with --logits_all (needed for P(yes))
    and at 1 without; with each row's agreement with llama-server pointwise at 1.
-2. A fake OpenAI-compatible server on 127.0.0.1 answering after 50 ms, at 1, 4, 16 and 64
-   requests in flight, as a ratio to the ideal (in-flight / latency).
+2. A fake OpenAI-compatible server on 127.0.0.1 answering after 50 ms, at 1, 4, 16, 64, 128
+   and 256 requests in flight, as a ratio to the ideal (in-flight / latency), with no
+   verdict cache (the client alone) and with one (its SQLite writes and claims included);
+   with the client's and the fake server's CPU per request (both share the 2 cores).
+3. The harness's overhead: `harness run` of the quick-start against the fake endpoint
+   (warm index): wall / (judge calls / concurrency x median latency), and where the rest
+   of the wall time went.
 
 A verdict is one (question, chunk) pair graded on both criteria. Every measurement starts
 from an empty verdict cache. Prints one table.
@@ -96,11 +101,20 @@ def measure(
     grammar: bool,
     tmp: Path,
     label: str,
+    use_cache: bool = True,
+    prompt_cache: bool = False,
+    judge: OpenAIJudge | None = None,
 ) -> tuple[float, list]:
-    judge = OpenAIJudge(
-        base_url=base_url, model=model, api_key="", grammar=grammar, mode=mode, max_retries=2
+    judge = judge or OpenAIJudge(
+        base_url=base_url,
+        model=model,
+        api_key="",
+        grammar=grammar,
+        mode=mode,
+        max_retries=2,
+        prompt_cache=prompt_cache,
     )
-    cache = VerdictCache(tmp / f"{label}-{mode}-{concurrency}.sqlite")
+    cache = VerdictCache(tmp / f"{label}-{mode}-{concurrency}.sqlite") if use_cache else None
     t0 = time.perf_counter()
     verdicts = judge_pairs(
         pairs,
@@ -111,7 +125,8 @@ def measure(
         concurrency=concurrency,
     )
     elapsed = time.perf_counter() - t0
-    cache.close()
+    if cache is not None:
+        cache.close()
     return len(pairs) / elapsed, verdicts
 
 
@@ -127,7 +142,7 @@ HEAD = (
     "in_flight",
     "verdicts/s",
     "ratio_to_ideal",
-    "agree rel/grade",
+    "agree rel/grade | where the time goes",
     "judged relevant",
 )
 
@@ -149,6 +164,7 @@ def local_rows(args: argparse.Namespace, tmp: Path, emit) -> None:
                 grammar=True,
                 tmp=tmp,
                 label=f"{engine}-{in_flight}".replace(" ", "_"),
+                prompt_cache=engine.startswith("llama-server"),
             )
         except Exception as exc:  # one engine's failure must not lose the other rows
             emit((engine, mode, str(in_flight), f"failed: {exc}"[:60], "-", "-", "-"))
@@ -173,52 +189,119 @@ def local_rows(args: argparse.Namespace, tmp: Path, emit) -> None:
             row(engine, url, "pointwise", in_flight)
 
 
-def fake_rows(tmp: Path, emit) -> None:
-    """A fake endpoint answering after 50 ms, in its own process (its work does not share
-    our GIL), at 1 to 64 requests in flight, as a ratio to the ideal in-flight / latency."""
-    fake_pairs = [(f"question {i}?", f"passage {i}") for i in range(512)]
-    latency = 0.05
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def fake_server(latency: float, text: str = "no") -> Iterator[tuple[str, int]]:
+    """The fake endpoint in its own process (its work does not share our GIL): (url, pid)."""
     proc = subprocess.Popen(
         [
             sys.executable,
             "-c",
             "from harness.testing.fake_openai import main; main()",
             str(latency),
-            "no",
+            text,
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
-        url = proc.stdout.readline().strip()  # type: ignore[union-attr]
-        for concurrency in (1, 4, 16, 64):
-            n = {1: 64, 4: 256, 16: 512, 64: 512}[concurrency]
-            vps, _ = measure(
-                url,
-                "fake",
-                fake_pairs[:n],
-                mode="pointwise",
-                concurrency=concurrency,
-                grammar=False,
-                tmp=tmp,
-                label="fake",
-            )
-            ratio = vps / (concurrency / latency)
-            emit(
-                (
-                    "fake 50 ms",
-                    "pointwise",
-                    str(concurrency),
-                    f"{vps:.1f}",
-                    f"{ratio:.2f}",
-                    "-",
-                    "-",
-                )
-            )
+        yield proc.stdout.readline().strip(), proc.pid  # type: ignore[union-attr]
     finally:
         proc.terminate()
         proc.wait()
+
+
+def fake_rows(tmp: Path, emit) -> None:
+    """A fake endpoint answering after 50 ms, at 1 to 256 requests in flight, as a ratio to
+    the ideal in-flight / latency; without a verdict cache (the client alone) and with one.
+    The client's and the server's CPU per request say what bounds the ratio: both
+    processes share the machine's cores."""
+    latency = 0.05
+    with fake_server(latency) as (url, pid):
+        for use_cache in (False, True):
+            for concurrency in (1, 4, 16, 64, 128, 256):
+                n = max(64, concurrency * 16)
+                fake_pairs = [(f"question {i} {use_cache}?", f"passage {i}") for i in range(n)]
+                # one judge, its connections opened before the clock starts
+                judge = OpenAIJudge(base_url=url, model="fake", api_key="", max_retries=2)
+                warm = [(f"warm {i} {use_cache}?", "passage") for i in range(concurrency)]
+                measure(url, "fake", warm, mode="pointwise", concurrency=concurrency,
+                        grammar=False, tmp=tmp, label="warm", use_cache=False,
+                        judge=judge)  # fmt: skip
+                c0, s0 = time.process_time(), _cpu_s(pid)
+                vps, _ = measure(
+                    url,
+                    "fake",
+                    fake_pairs,
+                    mode="pointwise",
+                    concurrency=concurrency,
+                    grammar=False,
+                    tmp=tmp,
+                    label=f"fake-{use_cache}",
+                    use_cache=use_cache,
+                    judge=judge,
+                )
+                client_ms = (time.process_time() - c0) / n * 1000
+                server_ms = (_cpu_s(pid) - s0) / n * 1000
+                ratio = vps / (concurrency / latency)
+                emit(
+                    (
+                        "fake 50 ms" + (" +cache" if use_cache else ""),
+                        "pointwise",
+                        str(concurrency),
+                        f"{vps:.1f}",
+                        f"{ratio:.2f}",
+                        f"cpu/req client {client_ms:.2f} ms, server {server_ms:.2f} ms",
+                        "-",
+                    )
+                )
+
+
+def overhead_rows(tmp: Path, emit, latency: float, concurrency: int) -> None:
+    """`harness run` of the quick-start against the fake endpoint, second run of two (the
+    first builds the index): wall / (judge calls / concurrency x median call latency),
+    with where the rest of the wall time went."""
+    from harness.pipeline import run_experiment
+
+    with fake_server(latency) as (url, _):
+        for attempt in range(2):
+            config = load_experiment(
+                ROOT / "experiments" / "quickstart.toml",
+                [
+                    f"judge.base_url={url}",
+                    f"judge.model=fake-overhead-{attempt}",
+                    "judge.api_key_env=HARNESS_BENCH_NO_KEY",
+                    f"judge.concurrency={concurrency}",
+                    "failures.explain=false",
+                ],
+            )
+            t0 = time.perf_counter()
+            run = run_experiment(config, results_dir=tmp / "overhead", cache_dir=tmp / "oc")
+            wall = time.perf_counter() - t0
+        st = run.header.stats
+        calls, median = st["judge_calls"], st["judge_call_median_s"]
+        ideal = calls / concurrency * median
+        judge_s = st.get("judge_s", 0.0)
+        prepare_s = st.get("prepare_s", 0.0)
+        rest = wall - judge_s - prepare_s
+        emit(
+            (
+                f"overhead, fake {latency * 1000:.0f} ms",
+                "run",
+                str(concurrency),
+                f"{calls} calls",
+                f"{wall / ideal:.2f}",
+                f"wall {wall:.2f} s = judging {judge_s:.2f} (ideal {ideal:.2f}) + loading, "
+                f"embedding, index {prepare_s:.2f} + log/other {rest:.2f}",
+                "-",
+            )
+        )
 
 
 def main() -> int:
@@ -226,6 +309,8 @@ def main() -> int:
     parser.add_argument("--questions", type=int, default=8, help="quick-start questions to sample")
     parser.add_argument("--k", type=int, default=3)
     parser.add_argument("--skip-local", action="store_true")
+    parser.add_argument("--overhead-latency", type=float, default=0.5)
+    parser.add_argument("--overhead-concurrency", type=int, default=4)
     args = parser.parse_args()
     quiet()
     rows: list[tuple[str, ...]] = []
@@ -239,6 +324,7 @@ def main() -> int:
         if not args.skip_local:
             local_rows(args, tmp, emit)
         fake_rows(tmp, emit)
+        overhead_rows(tmp, emit, args.overhead_latency, args.overhead_concurrency)
     print_table(
         f"judge benchmark: {args.questions} quick-start questions x k={args.k} "
         f"(agreement with llama-server pointwise at 1 in flight)",

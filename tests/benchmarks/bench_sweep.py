@@ -3,9 +3,13 @@
     make bench-sweep   (or: .venv/bin/python tests/benchmarks/bench_sweep.py [--trials N])
 
 Both sweeps share one fresh verdict/index cache (only the joined judge model is reused from
-the user's cache). Prints, per sweep: trials completed and pruned, judge calls, cache hits,
-distinct verdicts, the calls a tool without a cache would make (trials x questions x k x
-criteria), and wall seconds. The second sweep should make zero judge calls.
+the user's cache). The first judges lazily (each question stops once its objective is
+settled; the default of a sweep on mrr@k); the second is the same sweep judged completely
+(`judge.lazy=false`): on the shared cache it pays only the verdicts lazy judging skipped,
+so the calls without lazy judging are the two sweeps' calls together. Prints, per sweep:
+trials completed and pruned, judge calls, cache hits, distinct verdicts, the calls a tool
+without a cache would make (trials x questions x k x criteria) and their ratio to the
+calls paid so far, wall seconds and the objective's best trial (it must be the same).
 """
 
 from __future__ import annotations
@@ -33,14 +37,17 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="harness-bench-sweep-") as tmp:
         cache = fresh_cache(Path(tmp))
-        for label in ("first", "second"):
+        paid = 0
+        for label, lazy in (("lazy", "true"), ("complete", "false")):
             t0 = time.perf_counter()
+            swept = load_experiment(args.experiment, [*args.set, f"judge.lazy={lazy}"])
             log = run_sweep(
-                config, results_dir=Path(tmp) / label, cache_dir=cache, trials=args.trials
+                swept, results_dir=Path(tmp) / label, cache_dir=cache, trials=args.trials
             )
             wall = time.perf_counter() - t0
             c, st = log.summary.counts, log.summary.stats
             best = log.summary.best[0] if log.summary.best else None
+            paid += st.judge_calls
             rows.append(
                 (
                     label,
@@ -48,10 +55,13 @@ def main() -> int:
                     c.pruned,
                     c.failed,
                     st.judge_calls,
+                    paid,
                     st.judge_cache_hits,
                     st.distinct_verdicts,
                     st.naive_calls,
+                    f"{st.naive_calls / paid:.1f}" if paid else "-",
                     f"{wall:.0f}",
+                    best.number if best else "-",
                     best.values[0] if best and best.values else "-",
                     best.params if best else "",
                 )
@@ -65,10 +75,13 @@ def main() -> int:
             "pruned",
             "failed",
             "judge_calls",
+            "calls_so_far",
             "cache_hits",
             "distinct",
             "no_cache_calls",
+            "naive/paid",
             "wall_s",
+            "best_trial",
             "best",
             "best_params",
         ),

@@ -26,7 +26,10 @@ RERANKERS = ("none", "bm25", "hybrid", "mmr", "cross-encoder", "llm")
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("export")
+    # A complete (not lazy) sweep, so the exported file, run as `harness run` runs (complete),
+    # needs no verdict the sweep did not pay for.
     config = load_experiment(SWEEP)
+    config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, lazy=False))
     cache = tmp / "cache"
     log = run_sweep(config, results_dir=tmp / "r", cache_dir=cache, judge=ScriptedJudge())
     return log, cache

@@ -174,7 +174,8 @@ class InterruptAfter(ScriptedJudge):
 
 
 def test_resume_after_ctrl_c_loses_nothing_and_pays_nothing_twice(tmp_path):
-    config = load_experiment(SWEEP, ["judge.concurrency=1", "sweep.trials=4"])
+    # Complete judging: the call counts below are those of every chunk judged.
+    config = load_experiment(SWEEP, ["judge.concurrency=1", "sweep.trials=4", "judge.lazy=false"])
     first = InterruptAfter(40)  # trials 0 and 1 pay 27 calls, trial 2 pays 25 more
     with pytest.raises(KeyboardInterrupt):
         run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=first)
@@ -313,6 +314,7 @@ def test_sweep_dry_run_bounds_what_the_sweep_pays(tmp_path, capsys):
             "sweep.sampler=grid",
             "sweep.pruner=none",
             "sweep.baseline=false",
+            "judge.lazy=false",  # the complete bound; tests/judge/test_lazy.py has the lazy one
         ]
         config = load_experiment(SWEEP, overrides)
         space = SearchSpace(config).enumerate()
@@ -342,3 +344,32 @@ def test_sweep_dry_run_bounds_what_the_sweep_pays(tmp_path, capsys):
         assert "judge calls: at most 0" in out and "chunk_size=120" in out
     fresh = estimate_sweep(config, cache_dir=tmp_path / "other", trials=2)
     assert fresh["judge_calls_max"] == 2 * 36  # the two costliest settings, nothing cached
+
+
+def test_lazy_sweep_pays_within_its_dry_run_bound_and_less_than_complete(tmp_path):
+    """A lazy grid sweep (the sweep default for mrr@k) pays at most the dry run's lazy
+    bound, and no more than the complete bound."""
+    from harness.sweep import SearchSpace, estimate_sweep
+    from harness.testing import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        config = load_experiment(
+            SWEEP,
+            [
+                f"judge.base_url={server.base_url}",
+                "judge.model=fake",
+                "sweep.sampler=grid",
+                "sweep.pruner=none",
+                "sweep.baseline=false",
+            ],
+        )
+        n = len(SearchSpace(config).enumerate())
+        est = estimate_sweep(config, cache_dir=tmp_path / "cache", trials=n)
+        assert est["lazy"] is True
+        assert est["lazy_judge_calls_max"] <= est["judge_calls_max"]
+        log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "cache", trials=n)
+        paid = log.summary.to_dict()["stats"]["judge_calls"]
+        assert paid == server.requests
+        assert 0 < paid <= est["lazy_judge_calls_max"]
+        # the fake endpoint says yes: every question settles at rank 1, one pair each
+        assert paid < est["judge_calls_max"]

@@ -1,0 +1,492 @@
+"""`harness generate` end to end: sample, ask, critique, deduplicate, write.
+
+1. Sample n x oversample source passages over the documents (`sampler`); the i-th
+   candidate gets the i-th type of `generate.types` in turn.
+2. Ask the model for one question per candidate (its type's prompt; a second passage for
+   multi-passage), then critique it (`critique`): a candidate meets the filters in turn
+   and the first it fails (or every criterion it scores too low on) is why it is dropped.
+3. Drop near-duplicates among the survivors (`dedup`), in candidate order.
+4. Candidates are taken in rounds (n first, then what is still missing, with the same
+   oversampling) until n are kept or the planned candidates run out; a rerun with the
+   same seed asks the same prompts and reads every answer from the cache.
+5. Write the kept questions (`writer`), the report of every dropped one, the judge exam
+   and, with `phrasings = 2`, the paraphrase set.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from harness.config import ExperimentConfig, GenerateConfig
+from harness.generate import prompts
+from harness.generate.critique import (
+    Critique,
+    Draft,
+    failed_filters,
+    mentions_source,
+    parse_critique,
+    parse_draft,
+)
+from harness.generate.dedup import Embed, near_duplicates
+from harness.generate.exam import ExamItem
+from harness.generate.llm import Generator, dry_generator, open_generator, prompt_tokens
+from harness.generate.sampler import Passage, sample_passages, second_passage
+from harness.generate.writer import output_paths, write_outputs
+from harness.llm.client import ChatFailed
+from harness.types import Document
+
+CRITIQUE_MAX_TOKENS = 150
+"""Three reasons of at most 80 characters and three digits fit in this."""
+
+FILTERS = ("malformed", "errors", "standalone", "groundedness", "usefulness", "duplicates")
+"""Why a candidate can be dropped, in report order (see harness.generate.critique)."""
+
+
+@dataclass
+class Candidate:
+    """One generated question on its way through the filters."""
+
+    index: int
+    qtype: str
+    passages: tuple[Passage, ...]
+    draft: Draft | None = None
+    critique: Critique | None = None
+    dropped_by: list[str] = field(default_factory=list)
+    reason: str = ""
+    duplicate_of: int | None = None
+
+    @property
+    def question_id(self) -> str:
+        """The id the question gets in every file: gen-0001, gen-0002, ..."""
+        return f"gen-{self.index + 1:04d}"
+
+    @property
+    def passed(self) -> bool:
+        """True when no filter dropped it."""
+        return not self.dropped_by
+
+    @property
+    def topic(self) -> str:
+        """The topic label of its (first) passage."""
+        return self.passages[0].topic
+
+    def source(self) -> list[dict[str, Any]]:
+        """Its source spans as written (none for an unanswerable question)."""
+        if self.qtype == "unanswerable":
+            return []
+        return [p.span.to_dict() for p in self.passages]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything about it, as the report keeps a dropped question."""
+        d: dict[str, Any] = {
+            "id": self.question_id,
+            "type": self.qtype,
+            "topic": self.topic,
+            "text": self.draft.question if self.draft else None,
+            "answer": self.draft.answer if self.draft else None,
+            "source": self.source(),
+            "dropped_by": list(self.dropped_by),
+            "reason": self.reason,
+        }
+        if self.critique is not None:
+            d["scores"] = dict(self.critique.scores)
+            d["reasons"] = dict(self.critique.reasons)
+        if self.duplicate_of is not None:
+            d["duplicate_of"] = f"gen-{self.duplicate_of + 1:04d}"
+        return d
+
+
+@dataclass(frozen=True)
+class GenerationReport:
+    """What `generate_questions` did: counts, cost, the files, and every candidate."""
+
+    counts: dict[str, int]
+    """generated, kept, dropped, per-filter drops (FILTERS) and surplus (passed every
+    filter after n were kept, not written)."""
+    stats: dict[str, Any]
+    paths: dict[str, str]
+    kept: tuple[dict[str, Any], ...]
+    dropped: tuple[dict[str, Any], ...]
+    exam: dict[str, int]
+    settings: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain JSON values (the report file holds this)."""
+        return {
+            "settings": self.settings,
+            "counts": self.counts,
+            "stats": self.stats,
+            "files": self.paths,
+            "exam": self.exam,
+            "dropped": list(self.dropped),
+        }
+
+
+def plan(docs: Sequence[Document], settings: GenerateConfig, n: int) -> list[Candidate]:
+    """Every candidate the run may ask for, in order: ceil(n x oversample) sampled
+    passages with their types (a second passage for multi-passage ones)."""
+    total = max(n, math.ceil(n * settings.oversample))
+    passages = sample_passages(
+        docs, total, seed=settings.seed, passage_chars=settings.passage_chars
+    )
+    rng = random.Random(settings.seed + 1)
+    out = []
+    for i, p in enumerate(passages):
+        qtype = settings.types[i % len(settings.types)]
+        ps: tuple[Passage, ...] = (p,)
+        if qtype == "multi-passage":
+            ps = (p, second_passage(docs, p, rng, settings.passage_chars))
+        out.append(Candidate(index=i, qtype=qtype, passages=ps))
+    return out
+
+
+def _gen_messages(c: Candidate, settings: GenerateConfig) -> list[dict[str, str]]:
+    return prompts.generation_messages(c.qtype, [p.text for p in c.passages], settings.phrasings)
+
+
+def _crit_messages(c: Candidate, draft: Draft, settings: GenerateConfig) -> list[dict[str, str]]:
+    return prompts.critique_messages(
+        draft.question, draft.answer, [p.text for p in c.passages], settings.audience
+    )
+
+
+def process(c: Candidate, gen: Generator, settings: GenerateConfig) -> Candidate:
+    """Ask for the candidate's question and critique it; returns it with its draft,
+    critique and (when dropped) the filters it failed and why."""
+    try:
+        text = gen.ask(
+            _gen_messages(c, settings),
+            max_tokens=settings.max_tokens,
+            grammar=prompts.generation_grammar(settings.phrasings),
+        )
+    except ChatFailed as exc:
+        return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
+    draft = parse_draft(text)
+    if isinstance(draft, str):
+        return replace(c, dropped_by=["malformed"], reason=f"{draft}: {text[:200]!r}")
+    c = replace(c, draft=draft)
+    if mentions_source(draft.question):
+        return replace(
+            c, dropped_by=["standalone"], reason="the question mentions the passage it came from"
+        )
+    try:
+        text = gen.ask(
+            _crit_messages(c, draft, settings),
+            max_tokens=CRITIQUE_MAX_TOKENS,
+            grammar=prompts.critique_grammar(),
+        )
+    except ChatFailed as exc:
+        return replace(c, dropped_by=["errors"], reason=f"critique failed: {exc.error}")
+    crit = parse_critique(text)
+    if isinstance(crit, str):
+        return replace(c, dropped_by=["malformed"], reason=f"{crit}: {text[:200]!r}")
+    c = replace(c, critique=crit)
+    failed = failed_filters(c.qtype, crit, settings.min_score)
+    if failed:
+        why = "; ".join(f"{f} {crit.scores[f]}: {crit.reasons[f]}" for f in failed)
+        return replace(c, dropped_by=failed, reason=why)
+    return c
+
+
+def _default_embed(config: ExperimentConfig, cache_dir: Path) -> Embed:
+    """The experiment's embedder behind the embedding cache, as query vectors."""
+    from harness.retrieval.embedders import CachedEmbedder, embedder_spec, make_embeddings
+    from harness.stores import EmbeddingCache
+    from harness.stores.embeddings import FILE
+
+    embedder = CachedEmbedder(
+        lambda: make_embeddings(config.embedder),
+        embedder_spec(config.embedder),
+        EmbeddingCache(cache_dir / FILE),
+    )
+    return embedder.embed_queries
+
+
+def _exam(
+    kept: Sequence[Candidate], candidates: Sequence[Candidate], embed: Embed
+) -> list[ExamItem]:
+    """Two exam items per kept question with one source passage: its source, and the
+    least similar sampled passage of another document."""
+    single = [c for c in kept if c.qtype != "unanswerable" and len(c.passages) == 1]
+    if not single:
+        return []
+    pool = list({p.span: p for c in candidates for p in c.passages}.values())
+    import numpy as np
+
+    pvec = np.asarray(embed([p.text for p in pool]), dtype=np.float32)
+    qvec = np.asarray(embed([c.draft.question for c in single if c.draft]), dtype=np.float32)
+    items = []
+    for qi, c in enumerate(single):
+        assert c.draft is not None
+        src = c.passages[0]
+        others = [i for i, p in enumerate(pool) if p.span.doc_id != src.span.doc_id]
+        items.append(
+            ExamItem(
+                item_id=f"{c.question_id}-source",
+                question_id=c.question_id,
+                question=c.draft.question,
+                passage=src.text,
+                span=src.span,
+                kind="source",
+            )
+        )
+        if others:
+            sims = pvec[others] @ qvec[qi]
+            far = pool[others[int(np.argmin(sims))]]
+            items.append(
+                ExamItem(
+                    item_id=f"{c.question_id}-unrelated",
+                    question_id=c.question_id,
+                    question=c.draft.question,
+                    passage=far.text,
+                    span=far.span,
+                    kind="unrelated",
+                )
+            )
+    return items
+
+
+def generate_questions(
+    config: ExperimentConfig,
+    *,
+    out: str | Path,
+    n: int | None = None,
+    types: Sequence[str] | None = None,
+    seed: int | None = None,
+    cache_dir: str | Path | None = None,
+    generator: Generator | None = None,
+    embed: Embed | None = None,
+) -> GenerationReport:
+    """Generate, filter and write questions for the experiment's corpus (see the module).
+
+    `n`, `types` and `seed` override `[generate]`. `generator` replaces the configured
+    model (tests pass one over a fake endpoint); `embed` replaces the experiment's
+    embedder for the near-duplicate filter and the exam's unrelated passages."""
+    from harness.pipeline.prepare import default_cache_dir, load_corpus
+
+    settings = _settings(config, n, types, seed)
+    n_keep = settings.n
+    paths = output_paths(out)
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    docs = load_corpus(config)
+    candidates = plan(docs, settings, n_keep)
+    t0 = time.perf_counter()
+    embed_fn = embed or _default_embed(config, cache)
+    config = replace(config, generate=settings)
+    if generator is not None:
+        done = _rounds(candidates, generator, settings, n_keep, embed_fn, config)
+        stats = generator.stats
+    else:
+        with open_generator(config, cache_dir=cache, log_dir=paths["report"].parent) as gen:
+            done = _rounds(candidates, gen, settings, n_keep, embed_fn, config)
+            stats = gen.stats
+    survivors = [c for c in done if c.passed]
+    kept, surplus = survivors[:n_keep], survivors[n_keep:]
+    dropped = [c for c in done if not c.passed]
+    counts = {"generated": len(done), "kept": len(kept), "dropped": len(dropped)}
+    for f in FILTERS:
+        counts[f] = sum(1 for c in dropped if f in c.dropped_by)
+    counts["surplus"] = len(surplus)
+    exam = _exam(kept, candidates, embed_fn)
+    elapsed = time.perf_counter() - t0
+    report = GenerationReport(
+        counts=counts,
+        stats={**stats.to_dict(), "minutes": round(elapsed / 60, 2)},
+        paths={
+            k: str(v) for k, v in paths.items() if k != "paraphrases" or settings.phrasings == 2
+        },
+        kept=tuple(_kept_line(c) for c in kept),
+        dropped=tuple(c.to_dict() for c in dropped),
+        exam={
+            "items": len(exam),
+            "source": sum(1 for i in exam if i.expected),
+            "unrelated": sum(1 for i in exam if not i.expected),
+        },
+        settings={**_plain_settings(settings), "oversample_candidates": len(candidates)},
+    )
+    paraphrases = [_paraphrase_line(c) for c in kept if c.draft is not None and c.draft.paraphrase]
+    write_outputs(paths, report, exam, paraphrases if settings.phrasings == 2 else None)
+    if not kept:
+        logger.warning("no generated question passed the filters; see {}", paths["report"])
+    return report
+
+
+def _settings(
+    config: ExperimentConfig, n: int | None, types: Sequence[str] | None, seed: int | None
+) -> GenerateConfig:
+    """[generate] with the command's overrides, checked like the file's values."""
+    from harness.config import validate
+
+    g = config.generate
+    g = replace(
+        g,
+        n=n if n is not None else g.n,
+        types=tuple(types) if types else g.types,
+        seed=seed if seed is not None else g.seed,
+    )
+    validate(replace(config, generate=g))
+    return g
+
+
+def _plain_settings(g: GenerateConfig) -> dict[str, Any]:
+    import dataclasses
+
+    d = dataclasses.asdict(g)
+    d["types"] = list(g.types)
+    return d
+
+
+def _rounds(
+    candidates: list[Candidate],
+    gen: Generator,
+    settings: GenerateConfig,
+    n_keep: int,
+    embed: Embed,
+    config: ExperimentConfig,
+) -> list[Candidate]:
+    """Process candidates in rounds until n_keep survive deduplication or none are left;
+    returns every processed candidate, duplicates marked."""
+    done: list[Candidate] = []
+    nxt = 0
+    workers = max(1, config.judge.concurrency)
+    while nxt < len(candidates):
+        alive = sum(1 for c in done if c.passed)
+        missing = n_keep - alive
+        if missing <= 0:
+            break
+        size = missing if not done else max(workers, math.ceil(missing * settings.oversample))
+        batch = candidates[nxt : nxt + size]
+        nxt += len(batch)
+        logger.info(
+            "generating {} questions ({} of {} planned; {} kept so far)",
+            len(batch),
+            nxt,
+            len(candidates),
+            alive,
+        )
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            done.extend(pool.map(lambda c: process(c, gen, settings), batch))
+        done = _mark_duplicates(done, embed, settings.dedup_threshold)
+    return done
+
+
+def _mark_duplicates(done: list[Candidate], embed: Embed, threshold: float) -> list[Candidate]:
+    """`done` with every survivor that near-duplicates an earlier survivor dropped."""
+    alive = [c for c in done if c.passed or c.dropped_by == ["duplicates"]]
+    alive = [replace(c, dropped_by=[], duplicate_of=None, reason="") for c in alive]
+    texts = [c.draft.question for c in alive if c.draft is not None]
+    twins = near_duplicates(texts, embed, threshold)
+    marked = {}
+    for c, twin in zip(alive, twins, strict=True):
+        if twin is not None:
+            first = alive[twin]
+            c = replace(
+                c,
+                dropped_by=["duplicates"],
+                duplicate_of=first.index,
+                reason=f"near-duplicate of {first.question_id}: {first.draft.question!r}"
+                if first.draft
+                else "near-duplicate",
+            )
+        marked[c.index] = c
+    return [marked.get(c.index, c) for c in done]
+
+
+def _kept_line(c: Candidate) -> dict[str, Any]:
+    """A kept question's line in the questions file."""
+    assert c.draft is not None and c.critique is not None
+    return {
+        "id": c.question_id,
+        "text": c.draft.question,
+        "answer": c.draft.answer,
+        "type": c.qtype,
+        "topic": c.topic,
+        "source": c.source(),
+        "scores": dict(c.critique.scores),
+    }
+
+
+def _paraphrase_line(c: Candidate) -> dict[str, Any]:
+    """A kept question's second phrasing, for the paraphrase set."""
+    line = _kept_line(c)
+    assert c.draft is not None
+    return {
+        **line,
+        "id": f"{c.question_id}-p2",
+        "text": c.draft.paraphrase,
+        "paraphrase_of": c.question_id,
+    }
+
+
+def estimate_generation(
+    config: ExperimentConfig,
+    *,
+    n: int | None = None,
+    types: Sequence[str] | None = None,
+    seed: int | None = None,
+    cache_dir: str | Path | None = None,
+    generator: Generator | None = None,
+) -> dict[str, Any]:
+    """What generating would cost, paying nothing: calls and tokens for the first round
+    (n candidates: the least a run pays) and for every planned candidate (the most), with
+    the answers already in the cache taken off. Completion tokens are the caps asked for
+    (an upper bound); prompt tokens are the client's 4-characters-a-token estimate."""
+    from harness.judge import judge_cost
+    from harness.pipeline.prepare import default_cache_dir, load_corpus
+
+    settings = _settings(config, n, types, seed)
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    gen = generator or dry_generator(replace(config, generate=settings), cache)
+    candidates = plan(load_corpus(config), settings, settings.n)
+
+    def cost(cs: Sequence[Candidate]) -> dict[str, Any]:
+        calls = cached = p_tok = c_tok = 0
+        for c in cs:
+            msgs = _gen_messages(c, settings)
+            reply = gen.cached(msgs, settings.max_tokens)
+            if reply is None:
+                calls += 2  # the question, then its critique
+                p_tok += prompt_tokens(msgs) + prompt_tokens(msgs) + 150
+                c_tok += settings.max_tokens + CRITIQUE_MAX_TOKENS
+                continue
+            cached += 1
+            draft = parse_draft(reply)
+            if isinstance(draft, str) or mentions_source(draft.question):
+                continue
+            crit = _crit_messages(c, draft, settings)
+            if gen.cached(crit, CRITIQUE_MAX_TOKENS) is None:
+                calls += 1
+                p_tok += prompt_tokens(crit)
+                c_tok += CRITIQUE_MAX_TOKENS
+            else:
+                cached += 1
+        out: dict[str, Any] = {
+            "candidates": len(cs),
+            "calls": calls,
+            "cached_answers": cached,
+            "prompt_tokens": p_tok,
+            "completion_tokens_max": c_tok,
+        }
+        usd = judge_cost(config.judge, p_tok, c_tok)
+        if usd is not None:
+            out["cost_usd_max"] = usd
+        return out
+
+    return {
+        "n": settings.n,
+        "types": list(settings.types),
+        "seed": settings.seed,
+        "model": gen.identity,
+        "least": cost(candidates[: settings.n]),
+        "most": cost(candidates),
+    }

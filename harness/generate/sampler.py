@@ -1,0 +1,134 @@
+"""Sampling source passages across the documents, independent of any chunking.
+
+Every document gets a passage first; the rest go in proportion to the square root of
+the documents' lengths (long documents get more, short ones are not starved), handed out
+one at a time to the document whose share is furthest behind. Within a
+document, its passages are stratified over its length (the j-th of c passages starts in
+the j-th c-th of the text, at a seeded random point), then snapped to the start of a
+line and cut at a line or sentence end near `passage_chars`. The same corpus, count and
+seed give the same passages.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness.types import Document, SourceSpan
+
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A sampled passage: its span in the document, its text and a topic label."""
+
+    span: SourceSpan
+    text: str
+    topic: str
+    """The document's title, and the nearest markdown heading above the passage when it
+    is another ("Benefits / Pension")."""
+
+
+def topic_label(doc: Document, start: int) -> str:
+    """The topic of a passage starting at `start`: the document's title, and the last
+    markdown heading (`#`...) before the passage's first line when it differs."""
+    title = doc.title.strip() or doc.doc_id
+    heading = ""
+    for m in _HEADING.finditer(doc.text, 0, start + 1):
+        heading = m.group(1).strip()
+    return f"{title} / {heading}" if heading and heading != title else title
+
+
+def passage_at(doc: Document, start: int, length: int) -> Passage:
+    """The passage of about `length` characters from the line start at or before
+    `start`, ending at the last line or sentence end before start + length (or at the
+    hard cut when the text has none there). Leading blank space is skipped."""
+    text = doc.text
+    start = max(0, min(start, len(text) - 1))
+    start = text.rfind("\n", 0, start) + 1
+    while start < len(text) and text[start].isspace():
+        start += 1
+    if start >= len(text):  # only blank space after `start`: take the document's tail
+        start = max(0, len(text) - length)
+    hard = min(len(text), start + length)
+    end = hard
+    if hard < len(text):
+        ends = [m.end() for m in _SENTENCE_END.finditer(text, start + length // 2, hard)]
+        if ends:
+            end = ends[-1]
+    while end > start + 1 and text[end - 1].isspace():
+        end -= 1
+    return Passage(
+        span=SourceSpan(doc_id=doc.doc_id, start=start, end=end),
+        text=text[start:end],
+        topic=topic_label(doc, start),
+    )
+
+
+def allocate(docs: Sequence[Document], count: int, rng: random.Random) -> list[int]:
+    """The document index of each of `count` passages, in the order they are handed out:
+    one for each document first (in a seeded order), then each next passage to the
+    document with the largest sqrt(length) / (given + 1) (ties in the same order)."""
+    if not docs or count <= 0:
+        return []
+    weights = [math.sqrt(max(1, len(d.text))) for d in docs]
+    tiebreak = list(range(len(docs)))
+    rng.shuffle(tiebreak)
+    rank = {d: i for i, d in enumerate(tiebreak)}
+    given = [0] * len(docs)
+    order = tiebreak[:count]  # one passage for every document first
+    for d in order:
+        given[d] += 1
+    for _ in range(count - len(order)):
+        best = max(range(len(docs)), key=lambda d: (weights[d] / (given[d] + 1), -rank[d]))
+        given[best] += 1
+        order.append(best)
+    return order
+
+
+def sample_passages(
+    docs: Sequence[Document], count: int, *, seed: int = 0, passage_chars: int = 700
+) -> list[Passage]:
+    """`count` passages spread over the documents and over positions within each (see
+    the module's docstring); deterministic for a seed."""
+    rng = random.Random(seed)
+    order = allocate(docs, count, rng)
+    per_doc: dict[int, int] = {}
+    for d in order:
+        per_doc[d] = per_doc.get(d, 0) + 1
+    starts: dict[int, list[int]] = {}
+    for d, c in per_doc.items():
+        room = max(1, len(docs[d].text) - passage_chars)
+        strata = [int((j + rng.random()) / c * room) for j in range(c)]
+        rng.shuffle(strata)  # visit strata in a random order, so a short run still spreads
+        starts[d] = strata
+    seen: dict[int, int] = {}
+    out = []
+    for d in order:
+        j = seen.get(d, 0)
+        seen[d] = j + 1
+        out.append(passage_at(docs[d], starts[d][j], passage_chars))
+    return out
+
+
+def second_passage(
+    docs: Sequence[Document], first: Passage, rng: random.Random, passage_chars: int
+) -> Passage:
+    """A second passage for a multi-passage question: from the same document, away from
+    the first, when it is at least three passages long; else from another document (in
+    a seeded choice), so the question needs two places of the corpus."""
+    by_id = {d.doc_id: d for d in docs}
+    doc = by_id[first.span.doc_id]
+    if len(doc.text) >= 3 * passage_chars:
+        mid = (first.span.start + len(doc.text) // 2) % len(doc.text)
+        cand = passage_at(doc, mid, passage_chars)
+        if cand.span.end <= first.span.start or cand.span.start >= first.span.end:
+            return cand
+    others = [d for d in docs if d.doc_id != doc.doc_id] or [doc]
+    other = others[rng.randrange(len(others))]
+    return passage_at(other, rng.randrange(max(1, len(other.text) - passage_chars)), passage_chars)

@@ -1,0 +1,596 @@
+"""One self-contained HTML page from a page's data and figures.
+
+Everything is inline: the style sheet, plotly.js (once), the page's script and its data.
+The page makes no request: its Content-Security-Policy allows no source but its own
+inline scripts (by hash), inline styles and data: images.
+
+Escaping: every string from a log that goes into markup passes `html.escape`; the data
+and figures go into `<script type="application/json">` blocks as JSON in which `<`, `>`,
+`&`, U+2028 and U+2029 are written as `\\uXXXX`, so no text can close the block; the
+script builds the dynamic parts with `textContent`. Every string is redacted
+(`harness.secrets.redact_obj`) before any of this.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import os
+from collections.abc import Container, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.report.html.assets import CSS, JS
+from harness.report.html.data import OUTCOMES
+from harness.secrets import redact, redact_obj
+
+_JSON_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+
+
+def script_json(obj: Any) -> str:
+    """`obj` as JSON that is safe inside a `<script>` element: `<`, `>`, `&`, U+2028 and
+    U+2029 written as \\u escapes (JSON.parse reads them back), so `</script>` or
+    `<!--` in a string cannot end or alter the element."""
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    for ch, esc in _JSON_ESCAPES.items():
+        text = text.replace(ch, esc)
+    return text
+
+
+def esc(value: Any) -> str:
+    """A value as escaped HTML text (quotes too, so it is safe in attributes)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A number as the tables show it: "-" for None, integers and values >= 100 without
+    decimals, others to `digits` places; anything else as text."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.0f}" if abs(value) >= 100 else f"{value:.{digits}f}"
+    return str(value)
+
+
+def digits(metric: str) -> int:
+    """Decimals a metric is shown with: none for sizes and counts."""
+    name = metric.split("@")[0]
+    return 0 if name in ("context_chars", "errors") or name.startswith("failures") else 3
+
+
+def signed(value: float, metric: str) -> str:
+    """A difference with its sign, to the metric's decimals."""
+    return f"{value:+.{digits(metric)}f}"
+
+
+def _ci(ci: Sequence[float | None] | None) -> str:
+    if not ci or ci[0] is None or ci[1] is None:
+        return ""
+    return f' <span class="ci">[{fmt(ci[0])}, {fmt(ci[1])}]</span>'
+
+
+def table(
+    head: Sequence[str] | None,
+    rows: Iterable[Sequence[str]],
+    *,
+    num: Container[int] = range(1, 99),
+    classes: Sequence[str] = (),
+) -> str:
+    """A table from already escaped cells; the columns in `num` are right-aligned numbers.
+    `head` None: no header row. `classes`: a class per row ("" for none)."""
+    thead = ""
+    if head is not None:
+        th = "".join(
+            f'<th class="{"num" if i in num else ""}">{h}</th>' for i, h in enumerate(head)
+        )
+        thead = f"<thead><tr>{th}</tr></thead>"
+    body = []
+    for n, row in enumerate(rows):
+        cls = f' class="{classes[n]}"' if n < len(classes) and classes[n] else ""
+        tds = "".join(
+            f'<td class="{"num" if i in num else ""}">{c}</td>' for i, c in enumerate(row)
+        )
+        body.append(f"<tr{cls}>{tds}</tr>")
+    return f"<table>{thead}<tbody>{''.join(body)}</tbody></table>"
+
+
+def kv_table(rows: Iterable[Sequence[Any]], pairs: int = 1) -> str:
+    """A table of (name, value), both escaped, `pairs` of them side by side per row."""
+    cells = [[esc(k), esc(fmt(v))] for k, v in rows]
+    per = max(1, -(-len(cells) // pairs))
+    columns = [cells[i * per : (i + 1) * per] for i in range(pairs)]
+    out = []
+    for n in range(per):
+        row: list[str] = []
+        for col in columns:
+            row += col[n] if n < len(col) else ["", ""]
+        out.append(row)
+    return table(None, out, num=range(1, 2 * pairs, 2))
+
+
+def plot(fig_id: str, figures: Mapping[str, Any]) -> str:
+    """The placeholder a figure is drawn into (nothing when the page has no such figure)."""
+    if fig_id not in figures:
+        return ""
+    return f'<div class="plot" data-figure="{esc(fig_id)}" id="plot-{esc(fig_id)}"></div>'
+
+
+def section(sid: str, title: str, body: str) -> str:
+    """A titled section (`title` is escaped here, `body` must already be)."""
+    return f'<section id="{esc(sid)}"><h2>{esc(title)}</h2>{body}</section>'
+
+
+def pretty(obj: Any) -> str:
+    """A JSON value, indented, as escaped preformatted text."""
+    return f"<pre>{esc(json.dumps(obj, indent=2, ensure_ascii=False, default=str))}</pre>"
+
+
+# ---------------------------------------------------------------- runs
+
+
+def _run_sections(
+    page: Mapping[str, Any], figures: Mapping[str, Any]
+) -> list[tuple[str, str, str]]:
+    r = page["run"]
+    ks = page["ks"]
+    summary = [
+        f"<p>status <b>{esc(r['status'])}</b>, {esc(r['n_questions'])} questions, "
+        f"{esc(r['n_chunks'] if r['n_chunks'] is not None else '?')} chunks, k = {esc(r['k'])}; "
+        f"started {esc(r['started_at'])}, finished {esc(r['finished_at'] or '-')}</p>",
+        f'<p class="muted">{esc(r["run_dir"])}</p>',
+    ]
+    if r["error"]:
+        summary.append(f'<p class="warn">error: {esc(r["error"])}</p>')
+    summary += [f'<p class="warn">warning: {esc(w)}</p>' for w in r["warnings"]]
+    counts = page["failure_counts"]
+    if any(v is not None for v in counts.values()):
+        summary.append(
+            f"<p>failures at k={esc(r['k'])}: "
+            + ", ".join(f"{esc(fmt(v or 0, 0))} {esc(label)}" for label, v in counts.items())
+            + "</p>"
+        )
+    metric_rows = [
+        [esc(row["name"])]
+        + [
+            esc(fmt(v, digits(row["name"]))) + _ci(ci)
+            for v, ci in zip(row["values"], row["ci"], strict=True)
+        ]
+        for row in page["metrics"]
+    ]
+    metrics = (
+        table(["metric", *(f"@{k}" for k in ks)], metric_rows)
+        + '<p class="muted">95% intervals: bootstrap over questions.</p>'
+    )
+    f = page["filters"]
+    opts = [
+        '<option value="">all</option>',
+        '<option value="failures">failures (not complete)</option>',
+    ]
+    opts += [f'<option value="{esc(o)}">{esc(o)}</option>' for o in f["outcome"]]
+    filters = [
+        f'<label>outcome <select data-filter="outcome" id="filter-outcome">{"".join(opts)}</select></label>'
+    ]
+    for name in ("type", "topic"):
+        if f[name]:
+            choices = "".join(f'<option value="{esc(v)}">{esc(v)}</option>' for v in f[name])
+            filters.append(
+                f'<label>{name} <select data-filter="{name}" id="filter-{name}">'
+                f'<option value="">all</option>{choices}</select></label>'
+            )
+    filters.append(
+        '<label>search <input data-filter="search" id="filter-search" type="search"></label>'
+    )
+    filters.append('<span id="question-count" class="muted"></span>')
+    questions = (
+        f'<div class="filters">{"".join(filters)}</div>'
+        '<p class="muted">Open a question for its graded chunks; the question\'s words are marked.</p>'
+        '<div id="question-list"></div>'
+    )
+    components = table(
+        ["component", "name", "args"],
+        (
+            [esc(name), esc(spec["name"]), esc(json.dumps(spec["args"], ensure_ascii=False))]
+            for name, spec in page["components"].items()
+        ),
+        num=(),
+    )
+    out = [
+        ("summary", "Summary", "".join(summary)),
+        ("metrics", "Metrics at every k", metrics),
+        (
+            "curves",
+            "Curves",
+            f'<div class="grid2">{plot("curves", figures)}{plot("outcomes", figures)}</div>',
+        ),
+        ("questions", "Questions", questions),
+        ("judge", "Judge", kv_table(page["judge"], pairs=3)),
+    ]
+    out.append(("validation", "Judge against labels", _run_validation(page)))
+    out.append(
+        (
+            "config",
+            "Configuration",
+            "<h3>components</h3>"
+            + components
+            + "<h3>experiment</h3>"
+            + pretty(page["config"])
+            + "<h3>inputs</h3>"
+            + pretty(page["data"]),
+        )
+    )
+    return out
+
+
+def _run_validation(page: Mapping[str, Any]) -> str:
+    v = page.get("validation")
+    if not v:
+        note = page.get("validation_note") or "no labels given (harness report --qrels FILE)"
+        return f'<p class="muted">{esc(note)}</p>'
+    parts = [
+        f"<p>{esc(v['questions_labelled'])} of {esc(v['questions_in_run'])} questions labelled; "
+        f"k = {esc(v['k'])}; labels: relevant from grade {esc(v['relevant_grade'])}, complete "
+        f"from grade {esc(v['complete_grade'])}; unlabelled chunks count as {esc(v['unjudged'])}</p>"
+    ]
+    rows = []
+    for crit, a in v["agreement"].items():
+        if not a.get("n"):
+            rows.append([esc(crit), "0", "", "", "", "", "", "", "", ""])
+            continue
+        c = a["confusion"]
+        rows.append(
+            [
+                esc(crit),
+                esc(a["n"]),
+                esc(c["tp"]),
+                esc(c["fp"]),
+                esc(c["fn"]),
+                esc(c["tn"]),
+                esc(fmt(a["accuracy"])),
+                esc(fmt(a["kappa"])) + _ci(a.get("kappa_ci95")),
+                esc(fmt(a.get("auc"))),
+                f"{esc(fmt(a['judge_yes_rate'], 2))} / {esc(fmt(a['human_yes_rate'], 2))}",
+            ]
+        )
+    parts.append(
+        "<h3>confusion matrices (judge vs labels)</h3>"
+        + table(
+            [
+                "criterion",
+                "n",
+                "judge yes, label yes",
+                "judge yes, label no",
+                "judge no, label yes",
+                "judge no, label no",
+                "accuracy",
+                "kappa [95%]",
+                "AUC",
+                "yes rate judge / labels",
+            ],
+            rows,
+        )
+    )
+    k = v["k"]
+    mrows = [
+        [
+            esc(f"{name}@{k}"),
+            esc(fmt(v["metrics"]["judge"].get(f"{name}@{k}"))),
+            esc(fmt(v["metrics"]["human"].get(f"{name}@{k}"))),
+        ]
+        for name in ("hit_rate", "mrr", "relevancy_mrr", "precision", "ndcg")
+    ]
+    parts.append(
+        "<h3>metrics by the judge and by the labels</h3>"
+        + table(["metric", "judge", "labels"], mrows)
+    )
+    if v.get("ppi"):
+        prow = [
+            [
+                esc(key),
+                esc(fmt(p["judge_only"])),
+                esc(fmt(p["ppi"])) + _ci(p["ci95"]),
+                esc(p["n_labelled"]),
+            ]
+            for key, p in v["ppi"].items()
+        ]
+        parts.append(
+            "<h3>label-corrected estimates (PPI)</h3>"
+            + table(["metric", "judge only", "corrected [95%]", "labelled"], prow)
+        )
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------- sweeps
+
+
+def _params(params: Mapping[str, Any]) -> str:
+    return esc(" ".join(f"{k}={v}" for k, v in params.items()))
+
+
+def _sweep_sections(
+    page: Mapping[str, Any], figures: Mapping[str, Any]
+) -> list[tuple[str, str, str]]:
+    s = page["sweep"]
+    c = s["counts"]
+    summary = [
+        f"<p>status <b>{esc(s['status'])}</b>; objective {esc(' & '.join(s['objective']))} "
+        f"({esc(', '.join(s['directions']))}); sampler {esc(s['sampler']['name'])} seed "
+        f"{esc(s['sampler']['seed'])}, pruner {esc(s['pruner'])}; {esc(c['complete'])} complete, "
+        f"{esc(c['pruned'])} pruned, {esc(c['failed'])} failed of {esc(s['trials_requested'])} "
+        f"requested</p>",
+        f'<p class="muted">{esc(s["sweep_dir"])}; updated {esc(s["updated_at"])}</p>',
+    ]
+    if s["error"]:
+        summary.append(f'<p class="warn">error: {esc(s["error"])}</p>')
+    rec = page["recommendation"]
+    if rec:
+        summary.append(
+            f'<p class="note"><b>recommended: trial {esc(rec["trial"])}</b> '
+            f"{_params(rec['params'])}<br>{esc(rec['reason'])}<br>"
+            f'<span class="muted">test: {esc(rec["test"])}</span></p>'
+        )
+    elif len(s["objective"]) > 1:
+        summary.append(
+            '<p class="note">Two objectives: the Pareto front has no single best; pick a trial '
+            "of the front by the trade-off you accept.</p>"
+        )
+    else:
+        summary.append('<p class="muted">no recommendation yet (no complete trial)</p>')
+
+    rows, classes = [], []
+    multi = len(s["objective"]) > 1
+    varied = list(page["params"])
+    for r in page["leaderboard"]:
+        marks = []
+        if r["best"]:
+            marks.append("best")
+        if r["recommended"]:
+            marks.append("recommended")
+        if r["tie"]:
+            marks.append("tie")
+        if r["pareto"]:
+            marks.append("Pareto front")
+        values = ", ".join(fmt(v) for v in r["values"]) if r["values"] else "-"
+        diff = r["diff"]
+        rows.append(
+            [
+                esc(r["rank"] or ""),
+                esc(r["number"]),
+                esc(r["state"]),
+                esc(values) + ("" if multi else _ci(r["ci"])),
+                esc("" if diff is None else f"{diff['mean']:+.3f}")
+                + (_ci([diff["low"], diff["high"]]) if diff else ""),
+                esc(fmt(r["p_holm"])),
+                esc(fmt(r["context_chars"])),
+                *(esc(fmt(r["params"].get(name))) for name in varied),
+                esc(", ".join(marks))
+                + (f' <span class="muted">{esc(r["error"])}</span>' if r["error"] else ""),
+            ]
+        )
+        classes.append("best" if r["best"] else "tie" if r["tie"] or r["pareto"] else "")
+    fixed = {
+        name: value
+        for name, value in (page["leaderboard"][0]["params"] if page["leaderboard"] else {}).items()
+        if name not in varied
+    }
+    board = table(
+        [
+            "rank",
+            "trial",
+            "state",
+            f"{' & '.join(s['objective'])} [95%]",
+            "minus best [95% paired]",
+            "Holm p",
+            "context chars",
+            *(esc(name) for name in varied),
+            "",
+        ],
+        rows,
+        num=range(7 + len(varied)),
+        classes=classes,
+    ) + (
+        f'<p class="muted">Every trial: {_params(fixed)}. Intervals: bootstrap over questions '
+        "(the objective), paired bootstrap over the questions both trials answered (the "
+        "difference to the best). Shaded: the best and the ties, the trials its paired test "
+        "(Holm p) cannot separate from it.</p>"
+    )
+    board += plot("forest", figures)
+
+    search = [
+        plot("history", figures),
+        plot("slice", figures),
+        plot("parallel", figures),
+        plot("pareto", figures),
+    ]
+    if "importance" in figures:
+        search.append(plot("importance", figures))
+    else:
+        note = page["importances_note"] or "computed when the sweep ends"
+        search.append(f'<p class="muted">parameter importances: none ({esc(note)})</p>')
+    if not any(key in figures for key in ("history", "slice")):
+        search.insert(0, '<p class="muted">no complete trial to plot</p>')
+
+    legend = " ".join(
+        f'<span class="badge o-{esc(o.replace(" ", "-"))}">{esc(o)}</span>' for o in OUTCOMES
+    )
+    heat = (
+        f"<p>{legend}</p>{plot('heatmap', figures)}"
+        '<p class="muted">Click a cell to see the chunks that trial retrieved for that question.</p>'
+        '<div id="cell-panel"></div>'
+    )
+    cost = kv_table(page["cost"].items()) + (
+        '<p class="muted">distinct_verdicts: the floor (one call per distinct question, chunk text '
+        "and criterion); naive_calls: what a tool without a cache would make.</p>"
+    )
+    v = page.get("validation")
+    if v:
+        top = table(
+            ["rank", "by judge", "by labels"],
+            (
+                [
+                    esc(i),
+                    esc(f"#{a['number']} judge {fmt(a['judge'])} labels {fmt(a['human'])}"),
+                    esc(f"#{b['number']} judge {fmt(b['judge'])} labels {fmt(b['human'])}"),
+                ]
+                for i, (a, b) in enumerate(
+                    zip(v["top_by_judge"], v["top_by_human"], strict=True), 1
+                )
+            ),
+        )
+        validation = (
+            f"<p>Kendall tau between the judge's and the labels' ranking of {esc(v['trials'])} "
+            f"trials by {esc(v['metric'])}@k: <b>{esc(fmt(v['kendall_tau']))}</b></p>"
+            + top
+            + plot("validation", figures)
+        )
+    else:
+        note = page.get("validation_note") or "no labels given (harness report --qrels FILE)"
+        validation = f'<p class="muted">{esc(note)}</p>'
+    return [
+        ("summary", "Summary", "".join(summary)),
+        ("leaderboard", "Leaderboard", board),
+        ("heatmap", "Questions x trials", heat),
+        ("search", "Search", "".join(search)),
+        ("cost", "Cost", cost),
+        ("validation", "Judge against labels", validation),
+        (
+            "config",
+            "Configuration",
+            "<h3>space</h3>"
+            + pretty(page["space"])
+            + "<h3>experiment</h3>"
+            + pretty(page["config"]),
+        ),
+    ]
+
+
+# ---------------------------------------------------------------- comparisons
+
+
+def _compare_sections(
+    page: Mapping[str, Any], figures: Mapping[str, Any]
+) -> list[tuple[str, str, str]]:
+    runs = page["runs"]
+    run_rows = [
+        [
+            esc(r["label"]),
+            esc(r["name"]),
+            esc(r["status"]),
+            esc(r["n_questions"]),
+            esc(fmt(r["judge_calls"])),
+            esc(r["run_dir"]),
+        ]
+        for r in runs
+    ]
+    head = table(["", "run", "status", "questions", "judge calls", "folder"], run_rows, num=(3, 4))
+    if page["settings"]:
+        head += "<h3>settings that differ</h3>" + table(
+            ["setting", *(esc(r["label"]) for r in runs)],
+            ([esc(s["setting"]), *(esc(fmt(v)) for v in s["values"])] for s in page["settings"]),
+        )
+    metrics = table(
+        ["metric", *(esc(r["label"]) for r in runs)],
+        (
+            [esc(m["metric"]), *(esc(fmt(v, digits(m["metric"]))) for v in m["values"])]
+            for m in page["metrics"]
+        ),
+    )
+    metrics = f'<div class="side">{metrics}{plot("compare-bars", figures)}</div>'
+    diffs = (
+        table(
+            ["", "metric", "mean difference", "95% interval", "questions"],
+            (
+                [
+                    esc(f"[{d['run']}]-[0]"),
+                    esc(d["metric"]),
+                    esc(signed(d["mean"], d["metric"])) + (" *" if d["significant"] else ""),
+                    esc(f"[{signed(d['low'], d['metric'])}, {signed(d['high'], d['metric'])}]"),
+                    esc(d["n"]),
+                ]
+                for d in page["differences"]
+            ),
+            num=(2, 3, 4),
+        )
+        + '<p class="muted">* the interval excludes 0. Paired bootstrap over the questions every run answered.</p>'
+    )
+    diffs = f'<div class="side"><div>{diffs}</div>{plot("compare-forest", figures)}</div>'
+    changes = (
+        f"<p>{esc(len(page['changes']))} questions whose {esc(page['change_metric'])}@"
+        f"{esc(page['k'])} changed; open one for the graded chunks before and after.</p>"
+        '<div id="change-list"></div>'
+    )
+    return [
+        ("runs", "Runs", head),
+        (
+            "metrics",
+            f"Metrics at k={page['k']} over {page['shared_questions']} shared questions",
+            metrics,
+        ),
+        ("differences", "Paired differences to [0]", diffs),
+        ("changes", "Questions that changed", changes),
+    ]
+
+
+# ---------------------------------------------------------------- the page
+
+
+def _sha256(text: str) -> str:
+    return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
+
+
+def render_page(page: Mapping[str, Any], figures: Mapping[str, Any], plotly_js: str) -> str:
+    """The whole HTML document. `page` and `figures` are redacted here; `plotly_js` (the
+    library, inlined once) is not a log's text and goes in as it is."""
+    page = redact_obj(page)
+    figures = redact_obj(figures)
+    builders = {"run": _run_sections, "sweep": _sweep_sections, "compare": _compare_sections}
+    sections = builders[page["kind"]](page, figures)
+    nav = "".join(
+        f'<a href="#{esc(sid)}">{esc(title.split(" ")[0])}</a>' for sid, title, _ in sections
+    )
+    body = "".join(section(sid, title, html_) for sid, title, html_ in sections)
+    if "</script" in plotly_js.lower():  # never true of plotly.js; a guard, not a fix
+        raise ValueError("plotly.js holds a closing script tag")
+    scripts = [plotly_js, JS]
+    csp = (
+        "default-src 'none'; img-src data: blob:; style-src 'unsafe-inline'; font-src data:; "
+        "script-src " + " ".join(f"'sha256-{_sha256(s)}'" for s in scripts)
+    )
+    # The markup around the scripts is redacted too; the scripts are not log text.
+    markup = redact(
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(csp)}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(page['title'])} - harness report</title><style>{CSS}</style></head><body>"
+        f'<header class="top"><h1>{esc(page["title"])}</h1><nav>{nav}</nav></header>'
+        f"<main>{body}</main>"
+        f'<script type="application/json" id="page-data">{script_json(page)}</script>'
+        f'<script type="application/json" id="figure-data">{script_json(figures)}</script>'
+    )
+    return markup + "".join(f"<script>{s}</script>" for s in scripts) + "</body></html>\n"
+
+
+def write_page(path: Path, document: str) -> int:
+    """Write the page through a temporary file beside it, then rename: a reader never sees
+    half a page. Returns its size in bytes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    data = document.encode("utf-8")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return len(data)

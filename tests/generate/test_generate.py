@@ -1,0 +1,517 @@
+"""`harness generate` with a scripted model on a fake endpoint: sampling, spans, filters,
+duplicates, the files, the exam, source metrics, and a round trip through `harness run`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.analysis.sources import breakdown, source_qrels
+from harness.config import load_experiment
+from harness.corpus import chunk_documents, load_questions
+from harness.errors import ConfigError, HarnessError
+from harness.generate import (
+    Generator,
+    GenStats,
+    ReplyCache,
+    estimate_generation,
+    exam_rates,
+    generate_questions,
+    read_exam,
+    sample_passages,
+)
+from harness.generate.critique import Critique, failed_filters, mentions_source, parse_draft
+from harness.generate.dedup import near_duplicates
+from harness.llm.client import ChatClient
+from harness.metrics.source import source_hit, source_metrics, source_mrr
+from harness.testing import Act, FakeOpenAI
+from harness.types import Chunk, CriterionVerdict, Document, SourceSpan, Verdict
+
+WORDS = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+]
+
+
+def _doc_text(name: str, paragraphs: int, marker: str = "") -> str:
+    rng = random.Random(name)
+    lines = [f"# {name.title()}", ""]
+    for p in range(paragraphs):
+        lines.append(f"## Part {p + 1}")
+        body = " ".join(rng.choice(WORDS) for _ in range(40))
+        lines.append(f"{marker} {name}-fact-{p} is {body}.".strip())
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_corpus(root: Path, docs: dict[str, str]) -> Path:
+    folder = root / "corpus"
+    folder.mkdir(parents=True)
+    for name, text in docs.items():
+        (folder / f"{name}.md").write_text(text, encoding="utf-8")
+    exp = root / "exp.toml"
+    exp.write_text(
+        '[corpus]\nsources = ["corpus"]\n[questions]\nfile = "questions.jsonl"\n'
+        "[chunking]\nchunk_size = 300\nchunk_overlap = 50\n[retrieval]\nk = 3\n"
+        "[generate]\npassage_chars = 200\n",
+        encoding="utf-8",
+    )
+    return exp
+
+
+def fake_embed(texts):
+    """Deterministic unit-ish vectors from the text's sha256: equal texts are equal,
+    different texts nearly orthogonal."""
+    out = []
+    for t in texts:
+        digest = hashlib.sha256(t.lower().strip().encode()).digest()
+        out.append([b / 255 - 0.5 for b in digest])
+    return out
+
+
+_MARK = re.compile(r"MARK-([A-Z]+)")
+_FACT = re.compile(r"([a-z]+-fact-\d+)")
+
+
+def scripted_model(n: int, prompt: str) -> Act:
+    """A model whose answers the corpus's markers decide: MARK-GARBAGE answers no JSON,
+    MARK-PASSAGE writes "according to the passage", MARK-UNGROUNDED and MARK-USELESS get
+    low critique scores, MARK-DUP writes the same question whatever the passage."""
+    if "Rate the question" in prompt:
+        q = prompt.split("Question:", 1)[1].split("\n", 1)[0]
+        g = 2 if "MARK-UNGROUNDED" in q else 5
+        u = 1 if "MARK-USELESS" in q else 4
+        if "not answered" in q:
+            g = 1  # an unanswerable question, as it should be
+        body = {
+            "groundedness_why": "clear",
+            "groundedness": g,
+            "usefulness_why": "fine",
+            "usefulness": u,
+            "standalone_why": "ok",
+            "standalone": 5,
+        }
+        return Act(text=json.dumps(body))
+    passage = prompt.split("<<<\n", 1)[1].split("\n>>>", 1)[0]
+    mark = _MARK.search(passage)
+    fact = _FACT.search(passage)
+    name = fact.group(1) if fact else passage.strip()[:20]
+    kind = mark.group(1) if mark else ""
+    if kind == "GARBAGE":
+        return Act(text="I cannot do that")
+    if kind == "DUP":
+        return Act(text='{"question": "What is the duplicate fact?", "answer": "dup"}')
+    if kind == "PASSAGE":
+        q = f"According to the passage, what is {name}?"
+    elif "does NOT answer" in prompt:
+        q = f"Which thing about {name} is not answered?"
+    else:
+        q = f"What is {name}? MARK-{kind}" if kind else f"What is {name}?"
+    para = ', "paraphrase": "Tell me ' + name + '"' if '"paraphrase"' in prompt else ""
+    return Act(text=f'{{"question": "{q}"{para}, "answer": "{name} is a word list"}}')
+
+
+def make_generator(fake: FakeOpenAI, cache_dir: Path, seed: int = 0) -> Generator:
+    client = ChatClient(base_url=fake.base_url, model="fake", api_key="", logprobs=False)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    return Generator(
+        client,
+        "fake",
+        ReplyCache(cache_dir / "generations.sqlite"),
+        seed=seed,
+        stats=GenStats(),
+    )
+
+
+MARKED = {
+    "plain-one": _doc_text("plain-one", 6),
+    "plain-two": _doc_text("plain-two", 6),
+    "garbage": _doc_text("garbage", 1, "MARK-GARBAGE"),
+    "passage": _doc_text("passage", 1, "MARK-PASSAGE"),
+    "ungrounded": _doc_text("ungrounded", 1, "MARK-UNGROUNDED"),
+    "useless": _doc_text("useless", 1, "MARK-USELESS"),
+    "dup-a": _doc_text("dup-a", 1, "MARK-DUP"),
+    "dup-b": _doc_text("dup-b", 1, "MARK-DUP"),
+}
+
+
+# ----------------------------------------------------------------------- sampling
+
+
+def _docs(lengths: dict[str, int]) -> list[Document]:
+    return [
+        Document(doc_id=name, text=_doc_text(name, n), source=name, title=name)
+        for name, n in lengths.items()
+    ]
+
+
+def test_sampler_spreads_over_documents_and_positions():
+    docs = _docs({"a": 30, "b": 10, "c": 3, "d": 1, "e": 20})
+    passages = sample_passages(docs, 25, seed=3, passage_chars=200)
+    per_doc = {d.doc_id: [p for p in passages if p.span.doc_id == d.doc_id] for d in docs}
+    # every document, the first five passages already one per document
+    assert all(per_doc[d.doc_id] for d in docs)
+    assert {p.span.doc_id for p in passages[:5]} == {"a", "b", "c", "d", "e"}
+    # longer documents get more, but not in proportion to length (sqrt)
+    assert len(per_doc["a"]) > len(per_doc["b"]) > len(per_doc["d"])
+    # positions spread over the longest document: a passage in each third
+    n = len(docs[0].text)
+    thirds = {min(2, 3 * p.span.start // n) for p in per_doc["a"]}
+    assert thirds == {0, 1, 2}
+    # spans are the passage text, and the same seed gives the same passages
+    for p in passages:
+        doc = next(d for d in docs if d.doc_id == p.span.doc_id)
+        assert doc.text[p.span.start : p.span.end] == p.text
+        assert 0 < p.span.end - p.span.start <= 200
+    assert sample_passages(docs, 25, seed=3, passage_chars=200) == passages
+    assert sample_passages(docs, 25, seed=4, passage_chars=200) != passages
+
+
+def test_topic_is_title_and_heading():
+    docs = _docs({"benefits": 3})
+    p = sample_passages(docs, 1, seed=0, passage_chars=150)[0]
+    assert p.topic.startswith("benefits / Part ")
+
+
+@pytest.mark.parametrize("size,overlap", [(50, 0), (120, 30), (300, 0), (300, 299), (5000, 100)])
+def test_spans_map_to_chunks_under_any_chunk_size(size, overlap):
+    docs = _docs({"a": 12, "b": 4})
+    passages = sample_passages(docs, 12, seed=1, passage_chars=250)
+    chunks = chunk_documents(docs, chunk_size=size, chunk_overlap=overlap)
+    for p in passages:
+        hits = [c for c in chunks if source_metrics([c], [p.span], [1])["source_hit@1"] == 1.0]
+        assert hits, (size, overlap, p.span)
+        # the overlapping chunks cover the whole span (no character of it is lost)
+        covered = set()
+        for c in hits:
+            covered |= set(range(c.start_char, c.start_char + len(c.text)))
+        text = next(d.text for d in docs if d.doc_id == p.span.doc_id)
+        missing = [
+            i for i in range(p.span.start, p.span.end) if i not in covered and not text[i].isspace()
+        ]
+        assert not missing
+
+
+# ----------------------------------------------------------------------- source metrics
+
+
+def test_source_metrics_by_hand():
+    span = SourceSpan("d", 100, 200)
+    chunks = [
+        Chunk("x#0", "x", "a" * 300, 0),  # other document
+        Chunk("d#0", "d", "a" * 100, 0),  # ends exactly where the span starts: no overlap
+        Chunk("d#150", "d", "a" * 100, 150),  # overlaps
+        Chunk("d#190", "d", "a" * 100, 190),  # overlaps
+    ]
+    m = source_metrics(chunks, [span], [1, 2, 3, 4])
+    assert m == {
+        "source_hit@1": 0.0,
+        "source_mrr@1": 0.0,
+        "source_hit@2": 0.0,
+        "source_mrr@2": 0.0,
+        "source_hit@3": 1.0,
+        "source_mrr@3": pytest.approx(1 / 3),
+        "source_hit@4": 1.0,
+        "source_mrr@4": pytest.approx(1 / 3),
+    }
+    assert source_metrics(chunks, [], [1]) == {}  # no source: no value, not 0
+    assert source_hit([], 3) == 0.0 and source_mrr([False, True], 5) == 0.5
+    with pytest.raises(ValueError):
+        source_mrr([True], 0)
+
+
+# ----------------------------------------------------------------------- critique pieces
+
+
+def test_standalone_violations_are_recognised():
+    for q in (
+        "According to the passage, when is the deadline?",
+        "What does the text say about pensions?",
+        "In this excerpt, who approves expenses?",
+        "Based on the context, how many days?",
+    ):
+        assert mentions_source(q), q
+    for q in ("How many days of leave do I get?", "Who approves a text message campaign?"):
+        assert not mentions_source(q), q
+
+
+def test_parse_draft_limits():
+    assert isinstance(parse_draft("no json here"), str)
+    assert isinstance(parse_draft('{"question": "Q?", "answer": "' + "x" * 300 + '"}'), str)
+    d = parse_draft('Sure! ```json\n{"question": " What  is X? ", "answer": "Y"}\n```')
+    assert not isinstance(d, str) and d.question == "What is X?" and d.answer == "Y"
+
+
+def test_unanswerable_groundedness_is_inverted():
+    crit = Critique(
+        scores={"groundedness": 1, "usefulness": 4, "standalone": 5},
+        reasons={"groundedness": "", "usefulness": "", "standalone": ""},
+    )
+    assert failed_filters("unanswerable", crit, 4) == []
+    assert failed_filters("simple", crit, 4) == ["groundedness"]
+
+
+def test_near_duplicates_by_cosine():
+    vecs = {"a": [1.0, 0.0], "a2": [0.99, 0.05], "b": [0.0, 1.0], "A ": [1.0, 0.0]}
+    twins = near_duplicates(["a", "b", "a2", "A "], lambda ts: [vecs[t] for t in ts], 0.9)
+    assert twins == [None, None, 0, 0]
+    assert near_duplicates(["a", "a2"], lambda ts: [vecs[t] for t in ts], 0.9999) == [None, None]
+
+
+# ----------------------------------------------------------------------- end to end
+
+
+def _generate(tmp_path: Path, fake: FakeOpenAI, n: int, **kw):
+    exp = load_experiment(tmp_path / "exp.toml", kw.pop("overrides", []))
+    gen = make_generator(fake, tmp_path / "cache", seed=kw.get("seed") or 0)
+    try:
+        return generate_questions(
+            exp,
+            out=tmp_path / "q" / "generated.jsonl",
+            n=n,
+            cache_dir=tmp_path / "cache",
+            generator=gen,
+            embed=fake_embed,
+            **kw,
+        )
+    finally:
+        gen.cache.close()
+
+
+def test_each_filter_drops_what_it_should(tmp_path):
+    write_corpus(tmp_path, MARKED)
+    with FakeOpenAI(scripted_model) as fake:
+        report = _generate(tmp_path, fake, 14, types=("simple",))
+    c = report.counts
+    assert c["malformed"] >= 1 and c["standalone"] >= 1
+    assert c["groundedness"] >= 1 and c["usefulness"] >= 1 and c["duplicates"] >= 1
+    assert c["generated"] == c["kept"] + c["dropped"] + c["surplus"]
+    kept = [json.loads(line) for line in (tmp_path / "q" / "generated.jsonl").open()]
+    assert len(kept) == c["kept"] > 0
+    for q in kept:
+        assert "MARK" not in q["text"] and "passage" not in q["text"].lower()
+        assert set(q) >= {"id", "text", "answer", "type", "topic", "source", "scores"}
+        assert q["type"] == "simple" and len(q["source"]) == 1
+        assert all(v >= 4 for v in q["scores"].values())
+    texts = [q["text"] for q in kept]
+    assert texts.count("What is the duplicate fact?") == 1
+    # every dropped question is in the report, with its scores and reasons
+    rep = json.loads((tmp_path / "q" / "generated.report.json").read_text())
+    assert rep["counts"] == c and len(rep["dropped"]) == c["dropped"]
+    by = {tuple(d["dropped_by"]): d for d in rep["dropped"]}
+    assert by[("groundedness",)]["scores"]["groundedness"] == 2
+    assert "MARK-UNGROUNDED" in by[("groundedness",)]["text"]
+    assert by[("usefulness",)]["reasons"]["usefulness"] == "fine"
+    assert "passage" in by[("standalone",)]["reason"]
+    assert by[("duplicates",)]["duplicate_of"].startswith("gen-")
+    assert "not a JSON object" in by[("malformed",)]["reason"]
+
+
+def test_rerun_with_the_same_seed_pays_nothing(tmp_path):
+    write_corpus(tmp_path, MARKED)
+    with FakeOpenAI(scripted_model) as fake:
+        first = _generate(tmp_path, fake, 6, seed=5)
+        paid = fake.requests
+        est = estimate_generation(
+            load_experiment(tmp_path / "exp.toml"),
+            n=6,
+            seed=5,
+            cache_dir=tmp_path / "cache",
+            generator=make_generator(fake, tmp_path / "cache", seed=5),
+        )
+        second = _generate(tmp_path, fake, 6, seed=5)
+        assert fake.requests == paid
+    assert second.kept == first.kept and second.stats["calls"] == 0
+    assert second.stats["cache_hits"] > 0
+    assert est["least"]["calls"] == 0
+
+
+def test_dry_run_estimates_calls_and_tokens(tmp_path):
+    write_corpus(tmp_path, MARKED)
+    exp = load_experiment(tmp_path / "exp.toml")
+    with FakeOpenAI(scripted_model) as fake:
+        est = estimate_generation(
+            exp, n=10, cache_dir=tmp_path / "cache", generator=make_generator(fake, tmp_path / "c2")
+        )
+        assert fake.requests == 0
+    assert est["least"]["candidates"] == 10 and est["least"]["calls"] == 20
+    assert est["most"]["candidates"] == 15 and est["most"]["calls"] == 30
+    assert est["least"]["prompt_tokens"] > 0
+    assert est["least"]["completion_tokens_max"] == 10 * (160 + 150)
+
+
+def test_types_paraphrases_exam_and_round_trip_through_run(tmp_path, cache_dir):
+    from harness.pipeline import run_experiment
+    from harness.testing import ScriptedJudge
+
+    docs = {k: v for k, v in MARKED.items() if k.startswith("plain")}
+    docs["third"] = _doc_text("third", 6)
+    exp_path = write_corpus(tmp_path, docs)
+    with FakeOpenAI(scripted_model) as fake:
+        report = _generate(
+            tmp_path,
+            fake,
+            6,
+            types=("simple", "multi-passage", "unanswerable"),
+            overrides=["generate.phrasings=2"],
+        )
+    out = tmp_path / "q" / "generated.jsonl"
+    kept = [json.loads(line) for line in out.open()]
+    assert {q["type"] for q in kept} == {"simple", "multi-passage", "unanswerable"}
+    for q in kept:
+        n_src = {"simple": 1, "multi-passage": 2, "unanswerable": 0}[q["type"]]
+        assert len(q["source"]) == n_src
+    paras = [json.loads(line) for line in (tmp_path / "q" / "generated.paraphrases.jsonl").open()]
+    assert len(paras) == len(kept) and all(p["paraphrase_of"] for p in paras)
+    # the exam: a source and an unrelated passage for each simple question
+    items = read_exam(tmp_path / "q" / "generated.exam.jsonl")
+    simple = [q for q in kept if q["type"] == "simple"]
+    assert len(items) == 2 * len(simple) == report.exam["items"]
+    assert all(i.span.doc_id != s.span.doc_id for i, s in zip(items[1::2], items[::2], strict=True))
+    qrels = (tmp_path / "q" / "generated.exam.qrels.tsv").read_text().splitlines()
+    assert len(qrels) == 1 + len(items) and qrels[1].endswith("\t2")
+
+    # the file reads as a questions file, and a run keeps its fields and reports sources
+    questions = load_questions(out)
+    assert questions[0].source and questions[0].extra["scores"]
+    script = tmp_path / "script.jsonl"
+    script.write_text(
+        "".join(
+            json.dumps({"text": q["text"], "topic": ["fact"], "answer": q["answer"][:8]}) + "\n"
+            for q in kept
+        )
+    )
+    exp_path.write_text(exp_path.read_text().replace("questions.jsonl", "q/generated.jsonl"))
+    run = run_experiment(
+        load_experiment(exp_path),
+        results_dir=tmp_path / "results",
+        cache_dir=cache_dir,
+        judge=ScriptedJudge(script),
+    )
+    assert run.header.status == "done"
+    logged = {q.question.question_id: q.question for q in run.questions}
+    for q in kept:
+        assert logged[q["id"]].type == q["type"] and logged[q["id"]].topic == q["topic"]
+        assert logged[q["id"]].extra["scores"] == q["scores"]
+    assert "source_hit@3" in run.header.metrics and "hit_rate@3" in run.header.metrics
+    with_source = [q for q in run.questions if q.question.source]
+    assert all("source_mrr@3" in q.metrics for q in with_source)
+    assert all("source_mrr@3" not in q.metrics for q in run.questions if not q.question.source)
+    rows = breakdown(run.questions, 3, "type")
+    assert [r["type"] for r in rows] == ["multi-passage", "simple", "unanswerable"]
+    assert rows[2]["source_hit"] is None
+    labels = source_qrels(run)
+    assert set(labels) == {q.question.question_id for q in with_source}
+
+
+def test_exam_rates_count():
+    from harness.generate.exam import ExamItem
+
+    def v(rel, comp):
+        return Verdict(
+            relevant=CriterionVerdict("relevant", rel),
+            complete=CriterionVerdict("complete", comp),
+        )
+
+    def item(kind):
+        return ExamItem("i", "q", "Q?", "text", SourceSpan("d", 0, 4), kind)
+
+    items = [item("source")] * 4 + [item("unrelated")] * 3
+    verdicts = [
+        v(True, True),
+        v(True, True),
+        v(True, False),
+        v(False, False),
+        v(False, False),
+        v(True, False),
+        Verdict(
+            relevant=CriterionVerdict("relevant", None, error="boom"),
+            complete=CriterionVerdict("complete", None, error="boom"),
+        ),
+    ]
+    r = exam_rates(items, verdicts)
+    assert r["source_items"] == 4 and r["unrelated_items"] == 2 and r["errors"] == 1
+    assert r["relevant"] == {"tpr": 0.75, "tnr": 0.5}
+    assert r["complete"] == {"tpr": 0.5, "tnr": 1.0}
+
+
+# ----------------------------------------------------------------------- bad input
+
+
+def test_bad_source_in_questions_file_is_one_line(tmp_path):
+    p = tmp_path / "q.jsonl"
+    p.write_text('{"id": "a", "text": "Q?", "source": [{"doc_id": "d", "start": 5, "end": 2}]}\n')
+    with pytest.raises(ConfigError) as e:
+        load_questions(p)
+    assert str(e.value).count("\n") == 0 and "q.jsonl:1" in str(e.value)
+
+
+def test_bad_generate_settings_are_one_line(tmp_path):
+    exp = write_corpus(tmp_path, {"a": _doc_text("a", 2)})
+    for bad in ("generate.min_score=7", 'generate.types=["nope"]', "generate.phrasings=3"):
+        with pytest.raises(ConfigError) as e:
+            load_experiment(exp, [bad])
+        assert "generate." in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(HarnessError):
+        generate_questions(load_experiment(exp), out=tmp_path / "x.txt", n=1, embed=fake_embed)
+
+
+def test_cli_bad_input_is_one_line(tmp_path, capsys):
+    from harness.cli.app import main
+
+    exp = write_corpus(tmp_path, {"a": _doc_text("a", 2)})
+    with pytest.raises(SystemExit) as e:  # argparse's own error for a bad option value
+        main(["generate", str(exp), "--types", "simple,bogus"])
+    assert e.value.code == 2
+    assert main(["generate", str(exp), "--set", "generate.dedup_threshold=2", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("harness: error:") and "generate.dedup_threshold" in err[-1]
+
+
+def test_judge_exam_rates_and_calibration_input(tmp_path):
+    from harness.analysis import read_qrels
+    from harness.analysis.calibrate import labelled_hits
+    from harness.analysis.sources import judge_exam
+    from harness.config import CriteriaConfig
+    from harness.log import read_run
+    from harness.testing import ScriptedJudge
+
+    write_corpus(tmp_path, {k: v for k, v in MARKED.items() if k.startswith("plain")})
+    with FakeOpenAI(scripted_model) as fake:
+        _generate(tmp_path, fake, 4, types=("simple",))
+    exam = tmp_path / "q" / "generated.exam.jsonl"
+    items = read_exam(exam)
+    # a judge that knows each question's fact: yes on the source passage only
+    script = tmp_path / "script.jsonl"
+    script.write_text(
+        "".join(
+            json.dumps({"text": i.question, "topic": [i.question.split()[2][:-1]],
+                        "answer": i.question.split()[2][:-1]}) + "\n"
+            for i in items if i.kind == "source"
+        )
+    )  # fmt: skip
+    res = judge_exam(
+        exam, ScriptedJudge(script), CriteriaConfig(), out_dir=tmp_path / "run" / "exam"
+    )
+    assert res["source_items"] == res["unrelated_items"] == len(items) // 2
+    assert res["relevant"] == {"tpr": 1.0, "tnr": 1.0}
+    assert res["complete"] == {"tpr": 1.0, "tnr": 1.0}
+    run = read_run(tmp_path / "run" / "exam")
+    qrels = read_qrels(tmp_path / "q" / "generated.exam.qrels.tsv")
+    grades = [g for _, g in labelled_hits([run], qrels)]
+    assert sorted(grades) == [0] * (len(items) // 2) + [2] * (len(items) // 2)

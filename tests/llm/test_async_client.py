@@ -1,0 +1,113 @@
+"""The asynchronous client (issue 17): requests on one event loop keep the retry,
+Retry-After, budget and cancellation behaviour, and pairs sharing a chunk are not
+serialised against an endpoint without a prompt cache. All against FakeOpenAI."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from harness.config import CriteriaConfig
+from harness.judge import JudgeStats, RateLimiter, judge_pairs
+from harness.judge.chat import ChatJudge
+from harness.testing import Act, FakeOpenAI
+
+
+def _judge(server: FakeOpenAI, **kw) -> ChatJudge:
+    kw.setdefault("retry_base_s", 0.002)
+    kw.setdefault("retry_cap_s", 0.01)
+    return ChatJudge(base_url=server.base_url, model="fake", api_key="sk-test-not-a-key", **kw)
+
+
+def _no(n: int, prompt: str) -> Act:
+    return Act(text="no")
+
+
+def test_in_flight_is_the_concurrency_and_a_shared_chunk_is_no_critical_path():
+    pairs = [(f"question {i}?", "the same passage") for i in range(16)]
+    with FakeOpenAI(_no, latency_s=0.1) as server:
+        verdicts = judge_pairs(
+            pairs, _judge(server), criteria=CriteriaConfig(), cache=None, stats=JudgeStats(),
+            concurrency=8,
+        )  # fmt: skip
+        # 8 of the chunk's 16 pairs at once, not one after another
+        assert server.max_in_flight == 8
+    assert all(v.grade == 0 for v in verdicts)
+    # a server with a prompt cache (the local llama.cpp one) gets the chunk's pairs in a row
+    with FakeOpenAI(_no, latency_s=0.01) as server:
+        judge_pairs(
+            pairs, _judge(server, prompt_cache=True), criteria=CriteriaConfig(), cache=None,
+            stats=JudgeStats(), concurrency=8,
+        )  # fmt: skip
+        assert server.max_in_flight == 1
+
+
+def test_retry_after_waits_overlap_on_the_loop():
+    """Every prompt is rate limited once with Retry-After 0.3 s: each is retried after the
+    wait, and the waits of the 8 requests in flight run at once, not one after another."""
+    seen: set[str] = set()
+
+    def behave(n: int, prompt: str) -> Act:
+        if prompt in seen:
+            return Act(text="no")
+        seen.add(prompt)
+        return Act("429", retry_after_s=0.3)
+
+    pairs = [(f"question {i}?", f"passage {i}") for i in range(8)]
+    with FakeOpenAI(behave) as server:
+        stats = JudgeStats()
+        t0 = time.perf_counter()
+        verdicts = judge_pairs(
+            pairs, _judge(server), criteria=CriteriaConfig(), cache=None, stats=stats,
+            concurrency=8,
+        )  # fmt: skip
+        elapsed = time.perf_counter() - t0
+        assert server.requests == 16
+    assert all(v.grade == 0 and v.relevant.retries == 1 for v in verdicts)
+    assert stats.retries == 8 and stats.failed_attempts == 8 and stats.calls == 16
+    assert 0.3 <= elapsed < 2.4  # 8 waits of 0.3 s overlapped (2.4 s one after another)
+
+
+def test_requests_per_minute_budget_holds_on_the_loop():
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:  # a fake clock: waiting advances it
+        slept.append(s)
+        now[0] += s
+
+    limiter = RateLimiter(requests_per_minute=2, clock=lambda: now[0], sleep=sleep)
+    pairs = [(f"question {i}?", f"passage {i}") for i in range(5)]
+    with FakeOpenAI(_no) as server:
+        judge_pairs(
+            pairs, _judge(server, limiter=limiter), criteria=CriteriaConfig(), cache=None,
+            stats=JudgeStats(), concurrency=4,
+        )  # fmt: skip
+        assert server.requests == 5
+    # a full bucket of 2, then one request every 30 s of the fake clock
+    assert now[0] == pytest.approx(90.0) and limiter.waited_s == pytest.approx(sum(slept))
+
+
+def test_an_error_in_the_caller_cancels_the_requests_in_flight():
+    pairs = [(f"question {i}?", f"passage {i}") for i in range(64)]
+
+    def stop(i, verdict):
+        raise RuntimeError("the caller gave up")
+
+    with FakeOpenAI(_no, latency_s=0.3) as server:
+        t0 = time.perf_counter()
+        with pytest.raises(RuntimeError, match="gave up"):
+            judge_pairs(
+                pairs, _judge(server), criteria=CriteriaConfig(), cache=None,
+                stats=JudgeStats(), concurrency=8, on_done=stop,
+            )  # fmt: skip
+        assert time.perf_counter() - t0 < 2.0
+        time.sleep(0.8)  # nothing new starts once the work is cancelled
+        assert server.requests <= 16
+    # the loop survives for the next caller
+    with FakeOpenAI(_no) as server:
+        verdicts = judge_pairs(
+            pairs[:4], _judge(server), criteria=CriteriaConfig(), cache=None, stats=JudgeStats()
+        )
+    assert [v.grade for v in verdicts] == [0, 0, 0, 0]
