@@ -418,6 +418,27 @@ def test_types_paraphrases_exam_and_round_trip_through_run(tmp_path, cache_dir):
     labels = source_qrels(run)
     assert set(labels) == {q.question.question_id for q in with_source}
 
+    # a sweep reads the same file and keeps source metrics beside the judge's in each trial
+    from harness.log import read_run
+    from harness.sweep import run_sweep
+
+    exp_path.write_text(
+        exp_path.read_text()
+        + '\n[sweep]\ntrials = 2\nsampler = "grid"\npruner = "none"\nbaseline = false\n'
+        + "[sweep.space]\nk = [2, 3]\n"
+    )
+    swept = run_sweep(
+        load_experiment(exp_path),
+        results_dir=tmp_path / "results",
+        cache_dir=cache_dir,
+        judge=ScriptedJudge(script),
+    )
+    assert [t.state for t in swept.trials] == ["complete", "complete"]
+    for t in swept.trials:
+        k = t.params["k"]
+        metrics = read_run(Path(t.run_dir)).header.metrics
+        assert f"source_hit@{k}" in metrics and f"mrr@{k}" in metrics
+
 
 def test_exam_rates_count():
     from harness.generate.exam import ExamItem
