@@ -401,8 +401,9 @@ class _Engine:
         rel, comp = self.judge.grade_both(q, c, self.criteria)
         return _store(self.judge, self.cache, self.stats, q, c, self.criteria, rel, comp)
 
-    def listwise_blocking(self, indices: list[int]) -> list[tuple[int, Verdict]]:
-        """`listwise` for a judge without coroutines, on a pool thread."""
+    def _cached_list(self, indices: list[int]) -> tuple[list[tuple[int, Verdict]], list[int]]:
+        """A question's pairs split in two: (index, verdict) from the cache, and the indices
+        the listwise call must still grade."""
         q = self.pairs[indices[0]][0]
         out: list[tuple[int, Verdict]] = []
         todo = []
@@ -414,12 +415,25 @@ class _Engine:
                 out.append((i, cached))
             else:
                 todo.append(i)
+        return out, todo
+
+    def _stored_list(
+        self, todo: list[int], graded: Sequence[tuple[CriterionVerdict, CriterionVerdict]]
+    ) -> list[tuple[int, Verdict]]:
+        """The listwise call's verdicts for `todo`, stored in the cache and counted."""
+        judge, cache, stats, criteria = self.judge, self.cache, self.stats, self.criteria
+        return [
+            (i, _store(judge, cache, stats, *self.pairs[i], criteria, rel, comp))
+            for i, (rel, comp) in zip(todo, graded, strict=True)
+        ]
+
+    def listwise_blocking(self, indices: list[int]) -> list[tuple[int, Verdict]]:
+        """`listwise` for a judge without coroutines, on a pool thread."""
+        out, todo = self._cached_list(indices)
         if todo:
+            q = self.pairs[todo[0]][0]
             graded = self.judge.grade_list(q, [self.pairs[i][1] for i in todo], self.criteria)
-            judge, cache, stats, criteria = self.judge, self.cache, self.stats, self.criteria
-            for i, (rel, comp) in zip(todo, graded, strict=True):
-                v = _store(judge, cache, stats, q, self.pairs[i][1], criteria, rel, comp)
-                out.append((i, v))
+            out += self._stored_list(todo, graded)
         return out
 
     async def _call(self, name: str, *args: Any) -> Any:
@@ -507,37 +521,13 @@ class _Engine:
 
     async def listwise(self, indices: list[int]) -> list[tuple[int, Verdict]]:
         """A question's pairs: the cached ones, then one call for the rest."""
-        q = self.pairs[indices[0]][0]
-        out: list[tuple[int, Verdict]] = []
-        todo = []
-        for i in indices:
-            cached = _from_cache(
-                self.judge, self.cache, self.stats, q, self.pairs[i][1], self.criteria
-            )
-            if cached is not None:
-                out.append((i, cached))
-            else:
-                todo.append(i)
+        out, todo = self._cached_list(indices)
         if todo:
+            q = self.pairs[todo[0]][0]
             graded = await self._call(
                 "grade_list", q, [self.pairs[i][1] for i in todo], self.criteria
             )
-            for i, (rel, comp) in zip(todo, graded, strict=True):
-                out.append(
-                    (
-                        i,
-                        _store(
-                            self.judge,
-                            self.cache,
-                            self.stats,
-                            q,
-                            self.pairs[i][1],
-                            self.criteria,
-                            rel,
-                            comp,
-                        ),
-                    )
-                )
+            out += self._stored_list(todo, graded)
         return out
 
 

@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.log.io import parse_record
+from harness.log.io import parse_record, sweep_entry
 from harness.log.models import RunHeader, RunLog, SweepLog, SweepSummary, TrialRecord
-from harness.log.status import effective_status
 from harness.secrets import redact, redact_obj, redact_url
 from harness.types import QuestionResult
 
@@ -203,24 +202,7 @@ class SweepDatabase:
         out: list[dict[str, Any]] = []
         for name, text in rows:
             sw = parse_record(SweepSummary, json.loads(text), f"{self.where} sweep {name}")
-            best = sw.best[0] if sw.best else None
-            out.append(
-                {
-                    "kind": "sweep",
-                    "id": name,
-                    "path": f"{self.where}#{name}",
-                    "status": effective_status(sw),
-                    "name": sw.config.get("name", ""),
-                    "counts": {
-                        "complete": sw.counts.complete,
-                        "pruned": sw.counts.pruned,
-                        "failed": sw.counts.failed,
-                    },
-                    "objective": sw.objective,
-                    "best_values": best.values if best else None,
-                    "best_trial": best.number if best else None,
-                }
-            )
+            out.append(sweep_entry(sw, name, f"{self.where}#{name}"))
         return out
 
     def close(self) -> None:

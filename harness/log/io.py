@@ -324,6 +324,27 @@ def _unreadable(kind: str, folder: Path, name: str, exc: Exception) -> dict[str,
     }
 
 
+def sweep_entry(sw: SweepSummary, sweep_id: str, path: str) -> dict[str, Any]:
+    """A sweep's line in `list_results` (and in a database's list): id, where it is,
+    status, counts, objective and the best trial's values."""
+    best = sw.best[0] if sw.best else None
+    return {
+        "kind": "sweep",
+        "id": sweep_id,
+        "path": path,
+        "status": effective_status(sw),
+        "name": sw.config.get("name", ""),
+        "counts": {
+            "complete": sw.counts.complete,
+            "pruned": sw.counts.pruned,
+            "failed": sw.counts.failed,
+        },
+        "objective": sw.objective,
+        "best_values": best.values if best else None,
+        "best_trial": best.number if best else None,
+    }
+
+
 def list_results(results_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Runs and sweeps directly under `results_dir`, from their headers only.
 
@@ -342,24 +363,7 @@ def list_results(results_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
             except (HarnessError, OSError, ValueError) as exc:  # ValueError: not UTF-8
                 out.append(_unreadable("sweep", folder, SWEEP_FILE, exc))
                 continue
-            best = sw.best[0] if sw.best else None
-            out.append(
-                {
-                    "kind": "sweep",
-                    "id": folder.name,
-                    "path": str(folder),
-                    "status": effective_status(sw),
-                    "name": sw.config.get("name", ""),
-                    "counts": {
-                        "complete": sw.counts.complete,
-                        "pruned": sw.counts.pruned,
-                        "failed": sw.counts.failed,
-                    },
-                    "objective": sw.objective,
-                    "best_values": best.values if best else None,
-                    "best_trial": best.number if best else None,
-                }
-            )
+            out.append(sweep_entry(sw, folder.name, str(folder)))
         elif (folder / HEADER).is_file():
             try:
                 h = read_header(folder)
