@@ -363,6 +363,11 @@ UNTRUSTED_HINT = (
 """What to run when a run's judge has no measured error rates."""
 
 
+MIN_MEASURED = 20
+"""Answers and non-answers each that error rates must rest on before a run's rates are
+called trusted: with fewer, a rate of 1.0 may be one lucky pair."""
+
+
 def trust_summary(
     per_question: Sequence[tuple[int, int, int]],
     cal: Calibration | None,
@@ -377,7 +382,9 @@ def trust_summary(
     judge's measured error rates (`Calibration.rates`, from the exam or labels), each
     judged rate comes with its Rogan-Gladen correction and interval
     (`metrics.trust.corrected_rate`) and a one-line statement; "trusted" when the raw
-    rate lies inside the corrected rate's interval, else "biased". Without rates, the
+    rate lies inside the corrected rate's interval, "biased" when it does not,
+    "untrusted" when the rates rest on fewer than MIN_MEASURED answers or non-answers
+    or cannot correct (TPR <= FPR). Without rates, the
     warning says what to run. Hit rate and MRR are not corrected: they are maxima over
     k chunks, not a share of chunks, and Rogan-Gladen does not apply to them. A lazily
     judged run's rates are over the chunks it chose to judge (it stops at the first
@@ -431,11 +438,16 @@ def trust_summary(
                 f"{label} {c.raw:.0%} cannot be corrected (TPR {r.tpr:.2f} <= FPR {r.fpr:.2f})"
             )
             continue
-        if not c.low <= c.raw <= c.high and verdict == "trusted":
+        few = r.positives < MIN_MEASURED or r.negatives < MIN_MEASURED
+        if few:
+            verdict = "untrusted"
+        elif not c.low <= c.raw <= c.high and verdict == "trusted":
             verdict = "biased"
         parts.append(
             f"judged {label} {c.raw:.0%}, corrected {c.corrected:.0%} "
-            f"[{c.low:.0%}, {c.high:.0%}] (TPR {r.tpr:.2f}, FPR {r.fpr:.2f}, {r.basis})"
+            f"[{c.low:.0%}, {c.high:.0%}] (TPR {r.tpr:.2f}, FPR {r.fpr:.2f}, {r.basis}"
+            + (f"; only {r.positives} answers and {r.negatives} non-answers" if few else "")
+            + ")"
         )
     out["verdict"] = verdict
     out["statement"] = f"{verdict}: " + "; ".join(parts)

@@ -239,3 +239,47 @@ def test_a_run_with_an_exam_calibration_reports_corrected_rates(tmp_path):
         )
     assert plain.header.stats["trust"]["basis"] is None
     assert any("harness calibrate --exam" in w for w in plain.header.warnings)
+
+
+def _constant(n: int, prompt: str) -> Act:
+    """P(yes) 0.9 of everything: nothing to fit a map on."""
+    return Act(text="yes", top_logprobs=(("yes", math.log(0.9)), ("no", math.log(0.1))))
+
+
+@pytest.mark.parametrize("behave", [_graded_like, _constant])
+def test_harness_calibrate_exam_writes_a_file_or_refuses_a_degenerate_fit(tmp_path, behave):
+    from tests.cli.test_cli import assert_user_error, harness
+
+    exam = _write_exam(tmp_path / "q.exam.jsonl", _exam_for_data())
+    out = tmp_path / "cal.json"
+    with FakeOpenAI(behave) as server:
+        proc = harness(
+            "calibrate",
+            "--exam",
+            str(exam),
+            "--experiment",
+            str(DATA / "experiment.toml"),
+            "--set",
+            f"judge.base_url={server.base_url}",
+            "--set",
+            "judge.model=fake",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(tmp_path / "c"),
+        )
+    if behave is _constant:
+        assert_user_error(proc, "calibrate", "same P(yes)")
+        assert not out.exists()
+        return
+    assert proc.returncode == 0, proc.stderr
+    assert "from the judge exam" in proc.stdout and "TPR" in proc.stdout
+    cal = read_calibration(out)
+    assert cal.basis == "exam" and set(cal.rates) == {"relevant", "complete"}
+
+
+def test_calibrate_without_target_or_exam_is_one_line():
+    from tests.cli.test_cli import assert_user_error, harness
+
+    assert_user_error(harness("calibrate"), "--exam")
+    assert_user_error(harness("calibrate", "--exam", "x.jsonl"), "--experiment")
