@@ -85,9 +85,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         complete_grade=args.complete_grade or comp_default,
         source={"target": str(args.target), "qrels": str(qrels_path), "runs": len(runs)},
     )
-    if not cal.criteria:
+    if not cal.criteria and not cal.rates:
         raise HarnessError(
-            f"{args.target}: no labelled chunk has a probability (the judge gave no logprobs?)"
+            f"{args.target}: no labelled chunk has a probability (the judge gave no logprobs?) "
+            "and none has both an answer and a non-answer label to measure error rates on"
         )
     path = write_calibration(cal, args.out)
     return emit(args, {"out": str(path), **cal.to_dict()}, text.format_calibration(cal, path))

@@ -283,3 +283,35 @@ def test_calibrate_without_target_or_exam_is_one_line():
 
     assert_user_error(harness("calibrate"), "--exam")
     assert_user_error(harness("calibrate", "--exam", "x.jsonl"), "--experiment")
+
+
+def test_labels_give_error_rates_too_even_without_logprobs(tmp_path, scripted_judge):
+    """`harness calibrate RUN --qrels` measures the calibrated verdicts' error rates on
+    the labelled pairs (basis "labels"); a judge without logprobs gets rates, no map."""
+    from harness.analysis import calibrate, read_qrels
+
+    run = run_experiment(
+        load_experiment(DATA / "experiment.toml", ["failures.explain=false"]),
+        results_dir=tmp_path,
+        cache_dir=tmp_path / "c",
+        judge=scripted_judge,
+    )
+    # the labels disagree with the scripted judge on purpose: every chunk mentioning
+    # "the" is called an answer, so both kinds of error occur
+    qrels = tmp_path / "q.tsv"
+    rows = [
+        f"{q.question.question_id}\t{h.chunk.chunk_id}\t{2 if ' the ' in h.chunk.text else 0}\n"
+        for q in run.questions
+        for h in q.hits
+    ]
+    qrels.write_text("query_id\tdoc_id\trelevance\n" + "".join(rows))
+    cal = calibrate([run], read_qrels(qrels))
+    assert cal.criteria == {} and cal.basis == "labels"
+    hits = [(h, " the " in h.chunk.text) for q in run.questions for h in q.hits]
+    answers = [h for h, y in hits if y]
+    others = [h for h, y in hits if not y]
+    assert answers and others
+    comp = cal.rates["complete"]
+    assert comp.tpr == pytest.approx(sum(h.verdict.grade == 2 for h in answers) / len(answers))
+    assert comp.fpr == pytest.approx(sum(h.verdict.grade == 2 for h in others) / len(others))
+    assert (comp.positives, comp.negatives) == (len(answers), len(others))
