@@ -1,5 +1,10 @@
 """Compare runs (or trials of a sweep) that share questions: metrics side by side, paired
-bootstrap intervals for the difference to the first run, and the questions that changed."""
+bootstrap intervals for the difference to the first run, and the questions that changed.
+
+The questions that changed are those whose value of the runs' objective statistic moved:
+the first run's `sweep.objective` (soft_mrr by default, the statistic that ranked
+configurations best against labels, #22), unless another metric is asked for. Every
+other metric, the hard counts (mrr, hit_rate) among them, keeps its paired difference."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.log import RunLog
-from harness.metrics import METRIC_NAMES, paired_bootstrap
+from harness.metrics import METRIC_NAMES, METRICS, paired_bootstrap, parse_metric_id
 from harness.types import JudgedHit, QuestionResult
 
 COMPARED = METRIC_NAMES
@@ -61,6 +66,29 @@ class Comparison:
     bounds: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     """run -> metric id -> (least, most): a lazily judged run's metrics that depend on
     chunks it left unjudged (never in `metrics`, never given a difference)."""
+    change_metric: str = "mrr"
+    """The metric the changed questions are read on (the objective's, unless asked)."""
+
+
+DEFAULT_CHANGE_METRIC = "soft_mrr"
+"""The statistic compared when the runs name no usable objective (sweep.objective's
+default metric)."""
+
+
+def objective_metric(run: RunLog) -> str:
+    """The metric name of the run's first `sweep.objective` ("soft_mrr@k" -> "soft_mrr"),
+    or DEFAULT_CHANGE_METRIC when it names none that is a per-question metric (a count,
+    a size, a config recorded before objectives were)."""
+    sweep = run.header.config.get("sweep") if isinstance(run.header.config, dict) else None
+    objective = sweep.get("objective") if isinstance(sweep, dict) else None
+    if isinstance(objective, (list, tuple)) and objective and isinstance(objective[0], str):
+        try:
+            name, _ = parse_metric_id(objective[0])
+        except ValueError:
+            return DEFAULT_CHANGE_METRIC
+        if name in METRIC_NAMES and name != "context_chars":
+            return name
+    return DEFAULT_CHANGE_METRIC
 
 
 def _first_answer(q: QuestionResult) -> JudgedHit | None:
@@ -77,17 +105,21 @@ def compare_runs(
     runs: Sequence[RunLog],
     *,
     k: int | None = None,
-    change_metric: str = "mrr",
+    change_metric: str | None = None,
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
 ) -> Comparison:
-    """Compare runs at a shared k (default: the largest k every run has).
+    """Compare runs at a shared k (default: the largest k every run has); the changed
+    questions on `change_metric` (default: the first run's objective, `objective_metric`).
 
     Differences use only questions that every run answered without judge errors at k.
     """
     if len(runs) < 2:
         raise HarnessError("compare needs at least two runs")
+    defaulted = change_metric is None
+    if change_metric is None:
+        change_metric = objective_metric(runs[0])
     if change_metric not in METRIC_NAMES:
         raise HarnessError(f"--metric: expected one of {list(METRIC_NAMES)}, got {change_metric!r}")
     common_k = (
@@ -99,6 +131,9 @@ def compare_runs(
         raise HarnessError(f"--k: expected 1..{common_k} (the largest k every run has), got {k}")
     names = [str(r.run_dir) for r in runs]
     by_q = [{q.question.question_id: q for q in r.questions} for r in runs]
+    if defaulted and not any(f"{change_metric}@{k}" in q.metrics for m in by_q for q in m.values()):
+        # runs judged lazily have the soft metric as bounds only: read the hard one
+        change_metric = METRICS[change_metric].hard or change_metric
     key = f"{change_metric}@{k}"
     shared = [qid for qid in by_q[0] if all(qid in m and key in m[qid].metrics for m in by_q)]
     if not shared:
@@ -151,4 +186,4 @@ def compare_runs(
                     )
                 )
     changes.sort(key=lambda c: (c.run, c.after - c.before))
-    return Comparison(names, k, metrics, diffs, changes, len(shared), bounds)
+    return Comparison(names, k, metrics, diffs, changes, len(shared), bounds, change_metric)

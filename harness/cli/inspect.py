@@ -122,9 +122,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _db_run(db, a) if db else read_run(resolve_run_dir(a, args.results_dir)) for a in args.runs
     ]
     comp = compare_runs(runs, k=args.k, change_metric=args.metric)
-    out = text.format_compare(comp, args.metric)
+    out = text.format_compare(comp, comp.change_metric)
     if args.by:
-        out += "\n\n" + text.format_compare_breakdown(runs, comp.k, args.by, args.metric)
+        out += "\n\n" + text.format_compare_breakdown(runs, comp.k, args.by, comp.change_metric)
     return emit(args, dataclasses.asdict(comp), out)
 
 
@@ -157,7 +157,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p_cmp.add_argument("runs", nargs="+", metavar="RUN_OR_TRIAL")
     p_cmp.add_argument("--k", type=int, help="compare at this k (default: the largest shared k)")
     p_cmp.add_argument(
-        "--metric", default="mrr", help="metric for the changed questions (default: mrr)"
+        "--metric",
+        default=None,
+        help="metric for the changed questions (default: the runs' objective, soft_mrr)",
     )
     p_cmp.add_argument(
         "--by", choices=("type", "topic"), help="also the metric per question type or topic"

@@ -65,10 +65,15 @@ def _runs_of(target: str, results_dir: str) -> tuple[list[RunLog], RunHeader | N
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    """Fit a calibration of the judge on labelled pairs of a run or sweep and write it."""
+    """Fit a calibration of the judge on labelled pairs of a run or sweep and write it;
+    with --exam, on the judge exam and the corpus's near misses (no labels)."""
     from harness.analysis import calibrate, read_qrels
     from harness.judge.calibration import write_calibration
 
+    if args.exam is not None:
+        return _calibrate_exam(args)
+    if args.target is None:
+        raise HarnessError("calibrate: give a RUN_OR_SWEEP with labels (--qrels), or --exam FILE")
     runs, header = _runs_of(args.target, args.results_dir)
     qrels_path = _qrels_path(args.qrels, header)
     qrels = read_qrels(qrels_path)
@@ -80,12 +85,56 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         complete_grade=args.complete_grade or comp_default,
         source={"target": str(args.target), "qrels": str(qrels_path), "runs": len(runs)},
     )
-    if not cal.criteria:
+    if not cal.criteria and not cal.rates:
         raise HarnessError(
-            f"{args.target}: no labelled chunk has a probability (the judge gave no logprobs?)"
+            f"{args.target}: no labelled chunk has a probability (the judge gave no logprobs?) "
+            "and none has both an answer and a non-answer label to measure error rates on"
         )
     path = write_calibration(cal, args.out)
     return emit(args, {"out": str(path), **cal.to_dict()}, text.format_calibration(cal, path))
+
+
+def _calibrate_exam(args: argparse.Namespace) -> int:
+    """`calibrate --exam`: judge the exam and its near misses with the experiment's judge
+    (through the verdict cache) and write the calibration (analysis/exam_calibration.py)."""
+    from harness.analysis.exam_calibration import calibrate_from_exam, format_exam_calibration
+    from harness.config import load_experiment
+    from harness.judge import check_endpoint, open_judge
+    from harness.judge.calibration import write_calibration
+    from harness.pipeline import default_cache_dir
+    from harness.pipeline.prepare import load_inputs
+    from harness.stores import VerdictCache
+    from harness.stores.verdicts import FILE
+
+    if not args.experiment:
+        raise HarnessError(
+            "calibrate --exam: give --experiment FILE (its judge is calibrated, its corpus "
+            "gives the near misses)"
+        )
+    config = load_experiment(args.experiment, args.set or [])
+    check_endpoint(config.judge, config.path or args.experiment)
+    inputs = load_inputs(config)
+    cache = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    verdicts = VerdictCache(cache / FILE)
+    try:
+        with open_judge(config.judge, cache_dir=cache) as judge:
+            cal, info = calibrate_from_exam(
+                args.exam,
+                inputs.chunks,
+                judge,
+                config.judge.criteria,
+                cache=verdicts,
+                concurrency=config.judge.concurrency,
+                near=args.near,
+                near_weight=args.near_weight,
+            )
+    finally:
+        verdicts.close()
+    path = write_calibration(cal, args.out)
+    return emit(
+        args, {"out": str(path), **info, **cal.to_dict()}, format_exam_calibration(cal, path, info)
+    )
 
 
 def _sweep_source_qrels(sweep_dir: Path) -> dict[str, dict[str, int]]:
@@ -304,10 +353,37 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p_val.set_defaults(func=cmd_validate)
 
     p_cal = sub.add_parser(
-        "calibrate", help="fit the judge's probabilities to labels (Platt, per criterion)"
+        "calibrate",
+        help="fit the judge's probabilities to labels, or with --exam to the judge exam and "
+        "the corpus (Platt, per criterion), and measure its error rates",
     )
-    p_cal.add_argument("target", metavar="RUN_OR_SWEEP")
+    p_cal.add_argument("target", metavar="RUN_OR_SWEEP", nargs="?")
     qrels_option(p_cal)
+    p_cal.add_argument(
+        "--exam",
+        metavar="EXAM.jsonl",
+        help="instead of labels: the judge exam harness generate writes (questions with their "
+        "source passages), plus near misses from the corpus; needs --experiment",
+    )
+    p_cal.add_argument(
+        "--experiment", metavar="FILE", help="with --exam: the experiment whose judge and corpus"
+    )
+    p_cal.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="with --exam: override a setting"
+    )
+    p_cal.add_argument(
+        "--near",
+        type=int,
+        default=2,
+        help="with --exam: near misses per question (same document, then BM25; default 2)",
+    )
+    p_cal.add_argument(
+        "--near-weight",
+        type=float,
+        default=0.5,
+        help="with --exam: a near miss's weight as a non-answer for complete (default 0.5)",
+    )
+    cache_dir_option(p_cal)
     p_cal.add_argument(
         "--out",
         default="judge-calibration.json",

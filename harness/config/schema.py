@@ -229,9 +229,12 @@ class SweepConfig:
     seed: int = 0
     sampler: str = "tpe"
     """`tpe` (Optuna's TPE, seeded) or `grid` (every combination, for small spaces)."""
-    objective: tuple[str, ...] = ("mrr@k",)
+    objective: tuple[str, ...] = ("soft_mrr@k",)
     """One or two metric ids; `@k` means at each trial's own k, `@3` at a fixed k. Two ids
-    (e.g. mrr@k and context_chars@k) give a Pareto front."""
+    (e.g. mrr@k and context_chars@k) give a Pareto front. The default, soft_mrr@k (MRR
+    from the judge's probabilities), ranked configurations best against labels (Kendall
+    tau 0.72-0.84 vs 0.39 for mrr@k, #22); it needs every chunk judged (no lazy judging),
+    and without logprobs it equals mrr@k."""
     pruner: str = "median"
     """`median` (Optuna's MedianPruner on the running objective) or `none`."""
     batches: tuple[float, ...] = (0.25, 0.5, 1.0)

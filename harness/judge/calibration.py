@@ -21,6 +21,7 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,14 @@ from typing import Any
 from harness.errors import ConfigError
 from harness.types import ComponentSpec, CriterionVerdict, Verdict
 
-CALIBRATION_VERSION = 1
+CALIBRATION_VERSION = 2
+"""2 added `basis` and the judge's measured error rates (`rates`); version 1 files read."""
+CRITERIA = ("relevant", "complete")
+"""The criteria a calibration may hold."""
+PARAM_LIMIT = 100.0
+"""Largest |a| or |b| a calibration file may hold. logit(p) lies within +-9.2 (p is
+clipped to 1e-4), so a slope past this turns the map into a step at one raw P(yes): a
+degenerate fit (constant probabilities), never a calibration."""
 _EPS = 1e-4
 
 
@@ -64,8 +72,40 @@ class PlattMap:
 
 
 @dataclass(frozen=True)
+class ErrorRates:
+    """How often the judge's (calibrated) verdict on one criterion is right, measured on
+    pairs whose truth is known: the judge exam or labels. For "complete" the verdict is
+    the one the metrics count, relevant and complete (grade 2)."""
+
+    tpr: float
+    """True-positive rate: share of the true answers judged yes."""
+    fpr: float
+    """False-positive rate: share of the non-answers judged yes."""
+    positives: int
+    """True answers it was measured on (effective count when pairs are weighted)."""
+    negatives: int
+    """Non-answers it was measured on (effective count when pairs are weighted)."""
+    basis: str = "labels"
+    """"exam" (generated questions and corpus negatives) or "labels" (qrels)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """What else was measured (near misses' yes-rate, unrelated passages' FPR...)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON object in the calibration file."""
+        return {
+            "tpr": self.tpr,
+            "fpr": self.fpr,
+            "positives": self.positives,
+            "negatives": self.negatives,
+            "basis": self.basis,
+            **({"extra": self.extra} if self.extra else {}),
+        }
+
+
+@dataclass(frozen=True)
 class Calibration:
-    """Per-criterion maps from the judge's raw P(yes) to a calibrated probability."""
+    """Per-criterion maps from the judge's raw P(yes) to a calibrated probability, and
+    (version 2) the calibrated verdicts' measured error rates."""
 
     criteria: dict[str, PlattMap]
     judge: str = ""
@@ -78,6 +118,11 @@ class Calibration:
     sha256: str = ""
     """Of the file it was read from (set on read)."""
     path: str = ""
+    rates: dict[str, ErrorRates] = field(default_factory=dict)
+    """Criterion -> the judge's error rates with this calibration applied (empty in a
+    version 1 file). A judge without logprobs gets rates and no map."""
+    basis: str = "labels"
+    """What the truth came from: "labels" (qrels) or "exam" (the corpus itself)."""
 
     def apply(self, v: CriterionVerdict) -> CriterionVerdict:
         """The verdict with P(yes) calibrated and its value re-cut at 0.5; the raw P(yes)
@@ -95,17 +140,22 @@ class Calibration:
         return Verdict(relevant=self.apply(v.relevant), complete=self.apply(v.complete))
 
     def spec(self) -> ComponentSpec:
-        """The calibration as logged with a run: the file, its hash and the maps."""
+        """The calibration as logged with a run: the file, its hash, the maps and the
+        measured error rates (what the run's trust statement rests on)."""
         return ComponentSpec(
             name="platt",
             args={
                 "file": self.path,
                 "sha256": self.sha256,
                 "judge": self.judge,
+                "basis": self.basis,
                 "criteria": {
                     k: {"a": m.a, "b": m.b, "n": m.n, "threshold": m.threshold}
                     for k, m in self.criteria.items()
                 },
+                **(
+                    {"rates": {k: r.to_dict() for k, r in self.rates.items()}} if self.rates else {}
+                ),
             },
         )
 
@@ -114,6 +164,7 @@ class Calibration:
         return {
             "calibration_version": CALIBRATION_VERSION,
             "method": "platt",
+            "basis": self.basis,
             "judge": self.judge,
             "relevant_grade": self.relevant_grade,
             "complete_grade": self.complete_grade,
@@ -129,6 +180,7 @@ class Calibration:
                 }
                 for k, m in self.criteria.items()
             },
+            "rates": {k: r.to_dict() for k, r in self.rates.items()},
         }
 
 
@@ -139,38 +191,157 @@ def write_calibration(cal: Calibration, path: str | os.PathLike[str]) -> Path:
     return out
 
 
+class _Fields:
+    """Typed reads of a calibration file's JSON, each failure one ConfigError naming the
+    file and the field (never a TypeError, ValueError or OverflowError)."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def fail(self, name: str, expected: str) -> ConfigError:
+        return ConfigError(self.where, name, expected)
+
+    def number(self, d: dict[str, Any], key: str, name: str, limit: float = math.inf) -> float:
+        v = d.get(key)
+        # bool is an int to Python, never a number to a user
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self.fail(_at(name, key), f"expected a number, got {_shown(v)}")
+        try:
+            x = float(v)
+        except OverflowError:  # an integer too large for a float
+            raise self.fail(_at(name, key), "expected a finite number") from None
+        if not math.isfinite(x) or abs(x) > limit:
+            raise self.fail(
+                _at(name, key), f"expected a finite number within +-{limit:g}, got {_shown(v)}"
+            )
+        return x
+
+    def count(self, d: dict[str, Any], key: str, name: str, default: int | None = None) -> int:
+        v = d.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise self.fail(_at(name, key), f"expected a whole number >= 0, got {_shown(v)}")
+        return v
+
+    def share(self, d: dict[str, Any], key: str, name: str) -> float:
+        x = self.number(d, key, name)
+        if not 0 <= x <= 1:
+            raise self.fail(_at(name, key), f"expected a rate between 0 and 1, got {x:g}")
+        return x
+
+    def text(self, d: dict[str, Any], key: str) -> str:
+        v = d.get(key, "")
+        if not isinstance(v, str):
+            raise self.fail(key, f"expected a string, got {_shown(v)}")
+        return v
+
+
+def _at(name: str, key: str) -> str:
+    return f"{name}.{key}" if name else key
+
+
+def _shown(v: Any) -> str:
+    """A JSON value as an error message shows it: short, whatever its size."""
+    text = json.dumps(v)[:40] if not isinstance(v, float) else repr(v)
+    return f"{type(v).__name__} {text}"
+
+
 def read_calibration(path: str | os.PathLike[str]) -> Calibration:
-    """A calibration file, checked: one ConfigError naming the file and field otherwise."""
+    """A calibration file, checked field by field before anything uses it: a missing,
+    empty, BOM-prefixed or non-JSON file, a number that is a string, huge or infinite,
+    a grade that is not a whole number, an unknown criterion or none of the known ones
+    each raise one ConfigError naming the file and the field."""
     p = Path(path)
     where = str(p)
     try:
         raw = p.read_bytes()
-        d = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(where, "judge.calibration", "calibration file not found") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except IsADirectoryError:
+        raise ConfigError(where, "judge.calibration", "expected a file, got a folder") from None
+    except OSError as exc:
+        raise ConfigError(where, "judge.calibration", exc.strerror or "unreadable") from None
+    if not raw.strip():
+        raise ConfigError(where, "judge.calibration", "the calibration file is empty")
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raise ConfigError(
+            where,
+            "judge.calibration",
+            "starts with a byte-order mark: save it as UTF-8 without BOM",
+        )
+    try:
+        d = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # bad UTF-8, bad JSON, a 5000-digit integer
         raise ConfigError(where, "", "expected a JSON calibration file") from None
-    if not isinstance(d, dict) or not isinstance(d.get("criteria"), dict):
-        raise ConfigError(where, "criteria", "expected an object of per-criterion maps")
-    if d.get("calibration_version", 0) > CALIBRATION_VERSION:
+    f = _Fields(where)
+    if not isinstance(d, dict):
+        raise ConfigError(where, "", "expected a JSON object (written by harness calibrate)")
+    version = f.count(d, "calibration_version", "", default=1)
+    if version > CALIBRATION_VERSION:
         raise ConfigError(where, "calibration_version", "written by a newer harness")
+    criteria = d.get("criteria")
+    rates_in = d.get("rates", {})
+    if not isinstance(criteria, dict):
+        raise ConfigError(where, "criteria", "expected an object of per-criterion maps")
+    if not isinstance(rates_in, dict):
+        raise ConfigError(where, "rates", "expected an object of per-criterion rates")
+    for section, table in (("criteria", criteria), ("rates", rates_in)):
+        for name in table:
+            if name not in CRITERIA:
+                raise ConfigError(
+                    where,
+                    f"{section}.{name}",
+                    f"unknown criterion: expected {' or '.join(CRITERIA)}",
+                )
+    if not criteria and not rates_in:
+        raise ConfigError(
+            where, "criteria", f"expected a map (or rates) for {' and/or '.join(CRITERIA)}"
+        )
     maps: dict[str, PlattMap] = {}
-    for name, m in d["criteria"].items():
-        try:
-            maps[name] = PlattMap(float(m["a"]), float(m["b"]), int(m["n"]), int(m["positives"]))
-        except (KeyError, TypeError, ValueError):
-            raise ConfigError(where, f"criteria.{name}", "expected a, b, n, positives") from None
-        if not (math.isfinite(maps[name].a) and math.isfinite(maps[name].b)):
-            raise ConfigError(where, f"criteria.{name}", "expected finite a and b")
+    for name, m in criteria.items():
+        field_ = f"criteria.{name}"
+        if not isinstance(m, dict):
+            raise ConfigError(where, field_, "expected an object {a, b, n, positives}")
+        n = f.count(m, "n", field_)
+        positives = f.count(m, "positives", field_)
+        if positives > n:
+            raise ConfigError(where, f"{field_}.positives", f"expected at most n = {n}")
+        maps[name] = PlattMap(
+            f.number(m, "a", field_, PARAM_LIMIT),
+            f.number(m, "b", field_, PARAM_LIMIT),
+            n,
+            positives,
+        )
+    rates: dict[str, ErrorRates] = {}
+    for name, r in rates_in.items():
+        field_ = f"rates.{name}"
+        if not isinstance(r, dict):
+            raise ConfigError(where, field_, "expected an object {tpr, fpr, positives, negatives}")
+        extra = r.get("extra", {})
+        rates[name] = ErrorRates(
+            tpr=f.share(r, "tpr", field_),
+            fpr=f.share(r, "fpr", field_),
+            positives=f.count(r, "positives", field_),
+            negatives=f.count(r, "negatives", field_),
+            basis=f.text(r, "basis") or "labels",
+            extra=extra if isinstance(extra, dict) else {},
+        )
+    grades = {}
+    for key, default in (("relevant_grade", 1), ("complete_grade", 2)):
+        grades[key] = f.count(d, key, "", default=default)
+    source = d.get("source", {})
+    if not isinstance(source, dict):
+        raise ConfigError(where, "source", "expected an object")
     return Calibration(
         criteria=maps,
-        judge=str(d.get("judge", "")),
-        relevant_grade=int(d.get("relevant_grade", 1)),
-        complete_grade=int(d.get("complete_grade", 2)),
-        created_at=str(d.get("created_at", "")),
-        source=d.get("source", {}) if isinstance(d.get("source"), dict) else {},
+        judge=f.text(d, "judge"),
+        relevant_grade=grades["relevant_grade"],
+        complete_grade=grades["complete_grade"],
+        created_at=f.text(d, "created_at"),
+        source=source,
         sha256=hashlib.sha256(raw).hexdigest(),
         path=str(p),
+        rates=rates,
+        basis=f.text(d, "basis") or "labels",
     )
 
 
@@ -182,3 +353,102 @@ def judge_key(spec: ComponentSpec) -> str:
         {"name": spec.name, **{k: spec.args.get(k) for k in keep if k in spec.args}},
         sort_keys=True,
     )
+
+
+UNTRUSTED_HINT = (
+    "run harness generate (it writes the judge exam beside the questions), then harness "
+    "calibrate --exam QUESTIONS.exam.jsonl --experiment EXPERIMENT, and set "
+    "judge.calibration to the file it writes"
+)
+"""What to run when a run's judge has no measured error rates."""
+
+
+MIN_MEASURED = 20
+"""Answers and non-answers each that error rates must rest on before a run's rates are
+called trusted: with fewer, a rate of 1.0 may be one lucky pair."""
+
+
+def trust_summary(
+    per_question: Sequence[tuple[int, int, int]],
+    cal: Calibration | None,
+    *,
+    lazy: bool = False,
+) -> tuple[dict[str, Any], str | None]:
+    """How far a run's judged rates can be trusted: (the run header's `stats["trust"]`,
+    a warning line or None).
+
+    `per_question` holds (chunks judged relevant, chunks judged relevant and complete,
+    chunks judged) per question, after calibration. With a calibration that carries the
+    judge's measured error rates (`Calibration.rates`, from the exam or labels), each
+    judged rate comes with its Rogan-Gladen correction and interval
+    (`metrics.trust.corrected_rate`) and a one-line statement; "trusted" when the raw
+    rate lies inside the corrected rate's interval, "biased" when it does not,
+    "untrusted" when the rates rest on fewer than MIN_MEASURED answers or non-answers
+    or cannot correct (TPR <= FPR). Without rates, the
+    warning says what to run. Hit rate and MRR are not corrected: they are maxima over
+    k chunks, not a share of chunks, and Rogan-Gladen does not apply to them. A lazily
+    judged run's rates are over the chunks it chose to judge (it stops at the first
+    answer), a biased sample: they are reported uncorrected, with a note.
+    """
+    from harness.metrics.trust import corrected_rate
+
+    judged = sum(n for _, _, n in per_question)
+    out: dict[str, Any] = {"basis": cal.basis if cal and cal.rates else None}
+    if cal is None or not cal.rates:
+        why = (
+            "the judge's error rates are unknown, so its complete-rate and hit rate carry no "
+            "error bar"
+            if cal is None
+            else f"the calibration {cal.path} holds no measured error rates (written by an "
+            "older harness)"
+        )
+        out["statement"] = f"untrusted: {why}"
+        return out, f"{why}: {UNTRUSTED_HINT}"
+    out["calibration"] = cal.path
+    out["rates"] = {c: r.to_dict() for c, r in cal.rates.items()}
+    if judged == 0:
+        out["statement"] = "untrusted: no chunk was judged"
+        return out, None
+    if lazy:
+        out["statement"] = (
+            "not corrected: lazy judging stopped at each question's first answer, so the "
+            "judged chunks are not a sample of the retrieved ones"
+        )
+        return out, None
+    parts = []
+    verdict = "trusted"
+    for name, crit, col in (("complete_rate", "complete", 1), ("relevant_rate", "relevant", 0)):
+        r = cal.rates.get(crit)
+        if r is None:
+            continue
+        c = corrected_rate(
+            [(q[col], q[2]) for q in per_question], r.tpr, r.fpr, r.positives, r.negatives
+        )
+        out[name] = {
+            "raw": round(c.raw, 4),
+            "corrected": None if c.corrected is None else round(c.corrected, 4),
+            "low": None if c.low is None else round(c.low, 4),
+            "high": None if c.high is None else round(c.high, 4),
+            "undefined_share": round(c.undefined_share, 4),
+        }
+        label = name.replace("_", "-")
+        if c.corrected is None or c.low is None or c.high is None:
+            verdict = "untrusted"
+            parts.append(
+                f"{label} {c.raw:.0%} cannot be corrected (TPR {r.tpr:.2f} <= FPR {r.fpr:.2f})"
+            )
+            continue
+        few = r.positives < MIN_MEASURED or r.negatives < MIN_MEASURED
+        if few:
+            verdict = "untrusted"
+        elif not c.low <= c.raw <= c.high and verdict == "trusted":
+            verdict = "biased"
+        parts.append(
+            f"judged {label} {c.raw:.0%}, corrected {c.corrected:.0%} "
+            f"[{c.low:.0%}, {c.high:.0%}] (TPR {r.tpr:.2f}, FPR {r.fpr:.2f}, {r.basis}"
+            + (f"; only {r.positives} answers and {r.negatives} non-answers" if few else "")
+            + ")"
+        )
+    out["verdict"] = verdict
+    out["statement"] = f"{verdict}: " + "; ".join(parts)
+    return out, None if verdict == "trusted" else out["statement"]

@@ -6,7 +6,13 @@
 - `stats`: one bootstrap, paired differences, agreement (kappa, tau) and PPI.
 """
 
-from harness.metrics.ids import OBJECTIVE_NAMES, direction, metric_key, parse_metric_id
+from harness.metrics.ids import (
+    OBJECTIVE_NAMES,
+    direction,
+    hard_twin,
+    metric_key,
+    parse_metric_id,
+)
 from harness.metrics.ir import (
     COUNTS,
     GRADE_COMPLETE,
@@ -65,6 +71,7 @@ __all__ = [
     "context_chars",
     "direction",
     "failure_count_name",
+    "hard_twin",
     "hit_rate",
     "holm",
     "kendall_tau",

@@ -32,6 +32,14 @@ def metric_key(metric_id: str, k: int) -> str:
     return f"{name}@{fixed if fixed is not None else k}"
 
 
+def hard_twin(metric_id: str) -> str | None:
+    """The yes/no counterpart of a soft metric id ("soft_mrr@k" -> "mrr@k"); None for a
+    metric that has none (it is on the verdicts already, or a size)."""
+    name, fixed = parse_metric_id(metric_id)
+    hard = METRICS[name].hard if name in METRICS else None
+    return None if hard is None else f"{hard}@{'k' if fixed is None else fixed}"
+
+
 def direction(name: str) -> str:
     """ "minimize" for sizes and counts (context_chars, failures), else "maximize"."""
     if name in COUNTS:

@@ -209,6 +209,9 @@ class Metric:
     relevant-and-complete hit in rank order settles the value, "relevant" when its first
     relevant hit does; None when every hit must be judged (sizes and source metrics need
     no verdict at all)."""
+    hard: str | None = None
+    """A soft metric's counterpart on the yes/no verdicts (soft_mrr -> mrr), shown beside
+    it wherever a decision rests on the soft one."""
 
 
 METRICS: dict[str, Metric] = {
@@ -220,9 +223,9 @@ METRICS: dict[str, Metric] = {
         Metric("precision", precision),
         Metric("ndcg", ndcg),
         Metric("context_chars", context_chars, on="lengths", direction="minimize", interval=False),
-        Metric("soft_hit_rate", soft_hit_rate, on="p_answer"),  # type: ignore[arg-type]
-        Metric("soft_mrr", soft_mrr, on="p_answer"),  # type: ignore[arg-type]
-        Metric("soft_relevancy_mrr", soft_relevancy_mrr, on="p_relevant"),  # type: ignore[arg-type]
+        Metric("soft_hit_rate", soft_hit_rate, on="p_answer", hard="hit_rate"),  # type: ignore[arg-type]
+        Metric("soft_mrr", soft_mrr, on="p_answer", hard="mrr"),  # type: ignore[arg-type]
+        Metric("soft_relevancy_mrr", soft_relevancy_mrr, on="p_relevant", hard="relevancy_mrr"),  # type: ignore[arg-type]
         Metric("ap", average_precision),
         Metric("relevancy_mrr_found", relevancy_mrr_found, settles="relevant"),
         Metric("relevant_share", relevant_share, on="evidence"),

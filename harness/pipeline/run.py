@@ -10,7 +10,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from harness import judge as judge_stage
 from harness import metrics as metrics_stage
 from harness.config import ExperimentConfig, JudgeConfig
 from harness.errors import HarnessError, os_error_message
-from harness.judge.calibration import Calibration, judge_key, read_calibration
+from harness.judge.calibration import Calibration, judge_key, read_calibration, trust_summary
 from harness.judge.injection import injection_flags, text_for_judge
 from harness.log import (
     STATUS_DONE,
@@ -84,6 +84,8 @@ def run_experiment(
         judge_stage.check_endpoint(config.judge, config.path or "<experiment>")
     # Bad documents or questions stop the run here, before it has a folder to leave behind.
     inputs = load_inputs(config)
+    if config.judge.calibration:  # a bad calibration file stops the run before its folder
+        read_calibration(config.resolve_path(config.judge.calibration))
     config = cap_k(config, len(inputs.chunks))
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
@@ -172,7 +174,10 @@ def run_experiment(
             warnings = tally.warnings()
             for w in warnings:
                 logger.warning(w)
-            header = replace(header, warnings=warnings)
+            run_stats["trust"], note = trust_summary(
+                tally.per_question, calibration, lazy=tally.lazy
+            )
+            header = replace(header, warnings=warnings + ([note] if note else []))
         run_stats["judge_s"] = round(time.perf_counter() - t_judge, 3)
         # Lazy judging: a metric that needs unjudged chunks is bounds, never a mean.
         means, bounds = aggregate_partial(per_question, per_bounds, ks)
@@ -294,9 +299,15 @@ class VerdictTally:
     lazy: bool = False
     not_judged: int = 0
     """Chunks lazy judging left unjudged once their question was settled."""
+    per_question: list[tuple[int, int, int]] = field(default_factory=list)
+    """(judged relevant, judged complete, judged) per question, for the trust summary."""
 
     def add(self, verdicts: Sequence[Verdict]) -> None:
         """Count a question's verdicts (failed ones are left out)."""
+        ok = [v for v in verdicts if v.grade is not None]
+        self.per_question.append(
+            (sum(1 for v in ok if v.grade), sum(v.grade == 2 for v in ok), len(ok))
+        )
         for v in verdicts:
             if v.grade is None:
                 continue

@@ -6,6 +6,11 @@ sign-flip test over the questions both answered, the p-values are adjusted for t
 number of trials compared (Holm), and of the best and the trials the test cannot
 separate from it the cheapest is recommended: the fewest characters handed to a
 generator (context_chars at the trial's k), then the smallest k, then no reranker.
+
+The tests and the pick use the sweep's objective, by default soft_mrr@k: the statistic
+that ranked configurations best against labels (#22). When it is a soft metric, its
+yes/no counterpart (mrr@k) is quoted beside it in the reason, so the saturated hard
+count stays visible without deciding anything.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from statistics import NormalDist, fmean, variance
 from typing import Any
 
 from harness.log import Recommendation, TrialRecord, TrialTest
-from harness.metrics import holm
+from harness.metrics import hard_twin, holm, metric_key
 
 ALPHA = 0.05
 """Holm-adjusted p-values below this separate a trial from the best."""
@@ -89,6 +94,25 @@ def _num(value: float) -> str:
     return f"{value:.3f}" if abs(value) < 100 else f"{value:.0f}"
 
 
+def _hard_beside(
+    objective: str,
+    trials: Sequence[TrialRecord],
+    metrics: Mapping[int, Mapping[str, float]],
+) -> str:
+    """The objective's yes/no counterpart for these trials (first the one the sentence
+    is about) as ` (mrr@k 0.900 vs 0.875)`, or "" when it has none or it is unknown."""
+    hard = hard_twin(objective)
+    if hard is None:
+        return ""
+    values = []
+    for t in trials:
+        v = metrics.get(t.number, {}).get(metric_key(hard, int(t.params["k"])))
+        if v is None:
+            return ""
+        values.append(_num(v))
+    return f" ({hard} {' vs '.join(values)})"
+
+
 def _reason(
     objective: str,
     rec: TrialRecord,
@@ -100,7 +124,8 @@ def _reason(
 ) -> str:
     vb = _num((best.values or [0.0])[0])
     if rec.number == best.number:
-        head = f"trial {best.number} is recommended: it is the best ({objective} {vb})"
+        beside = _hard_beside(objective, [best], metrics)
+        head = f"trial {best.number} is recommended: it is the best ({objective} {vb}){beside}"
         if ties:
             listed = ("trials " if len(ties) > 1 else "trial ") + ", ".join(str(n) for n in ties)
             return (
@@ -117,6 +142,7 @@ def _reason(
     head = (
         f"trial {rec.number} is recommended: it cannot be told apart from the best (trial "
         f"{best.number}, {objective} {_num(t.value)} vs {vb}, Holm-adjusted p = {t.p_holm:.2f})"
+        f"{_hard_beside(objective, [rec, best], metrics)}"
     )
     rc, rk, _ = cost_key(rec.params, metrics.get(rec.number, {}))
     bc, bk, _ = cost_key(best.params, metrics.get(best.number, {}))

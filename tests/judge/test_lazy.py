@@ -222,7 +222,7 @@ def test_lazy_run_then_complete_run_pays_only_the_missing_verdicts(tmp_path):
         judge=full_judge,
     )  # fmt: skip
     # lazily, then complete, on another
-    lazy_config = load_experiment(EXPERIMENT, ["judge.lazy=true"])
+    lazy_config = load_experiment(EXPERIMENT, ["judge.lazy=true", "sweep.objective=['mrr@k']"])
     est = estimate_run(lazy_config, cache_dir=tmp_path / "c2")
     lazy_judge = ScriptedJudge()
     lazy = run_experiment(
@@ -303,9 +303,11 @@ def test_dry_run_lazy_bound_reads_the_cache(tmp_path):
 
 
 def test_lazy_config_defaults_and_refusals():
-    plain = load_experiment(EXPERIMENT)
+    plain = load_experiment(EXPERIMENT, ["sweep.objective=['mrr@k']"])
     assert plain.judge.lazy is None  # `harness run`: complete judging
     assert with_lazy_default(plain).judge.lazy is True  # a sweep on mrr@k: lazy
+    # the default objective, soft_mrr@k, needs every chunk's probability: never lazy
+    assert with_lazy_default(load_experiment(EXPERIMENT)).judge.lazy is None
     off = load_experiment(EXPERIMENT, ["judge.lazy=false"])
     assert with_lazy_default(off).judge.lazy is False
     precision = load_experiment(EXPERIMENT, ["sweep.objective=['precision@k']"])
