@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.config import CriteriaConfig
-from harness.judge import MODES, Judge, JudgeStats, judge_pairs
+from harness.config import JUDGE_MODES, CriteriaConfig
+from harness.judge import Judge, JudgeStats, judge_pairs
 from harness.judge.chat import ChatJudge
 from harness.testing import FakeOpenAI, answer_any
 from harness.types import ComponentSpec, CriterionVerdict
@@ -52,7 +52,7 @@ def _well_formed(v: CriterionVerdict, criterion: str) -> None:
 def test_declares_the_whole_surface(judge):
     assert isinstance(judge, Judge)
     assert isinstance(judge.spec, ComponentSpec) and judge.spec.name
-    assert judge.mode in MODES
+    assert judge.mode in JUDGE_MODES
     assert judge.concurrency >= 1
     assert isinstance(judge.identity(), str) and judge.identity() == judge.identity()
 
@@ -90,7 +90,7 @@ def test_other_options_are_another_judge(judge):
     assert (judge.mode, judge.identity()) == before  # the original is unchanged
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", JUDGE_MODES)
 def test_judge_pairs_in_every_mode(judge, mode):
     pairs = [(QUESTION, p) for p in PASSAGES] + [("Who keeps the shed key?", PASSAGES[2])]
     stats = JudgeStats()
