@@ -58,7 +58,7 @@ def test_the_cap_is_configurable_and_checked():
         small = _judge(server, max_reply_bytes=50, max_retries=0)
         v = small.grade("q", "p", "relevant", "c")
     assert v.value is None and "over 50 bytes" in v.error
-    with pytest.raises(ConfigError, match="judge.max_reply_bytes"):
+    with pytest.raises(ConfigError, match=r"judge\.max_reply_bytes"):
         load_experiment(DATA / "experiment.toml", ["judge.max_reply_bytes=0"])
 
 
