@@ -1,8 +1,9 @@
 """A misbehaving OpenAI-compatible chat server on 127.0.0.1, for tests and benchmarks.
 
 `behave(n, prompt)` decides, for the n-th request (1-based) and its prompt text, what the
-server does: answer, answer garbage, rate-limit (429 with Retry-After), fail (500), or
-hang past the client's timeout. The server counts requests, requests in flight (and
+server does: answer, answer garbage, rate-limit (429 with Retry-After), fail (500, 413),
+hang past the client's timeout, or reply as a hostile endpoint would (a huge answer, a
+gzip bomb, a body dripped a byte at a time). The server counts requests, requests in flight (and
 the most ever in flight) and the token usage it reported, so tests can check the
 client's accounting against it.
 """
