@@ -28,12 +28,26 @@ PASSAGES = [
 CRITERIA = CriteriaConfig()
 
 
+class AwaitingScripted(ScriptedJudge):
+    """The scripted judge as a backend written the preferred way: an `async agrade`."""
+
+    async def agrade(self, question, chunk_text, criterion, criterion_text):
+        return ScriptedJudge.grade(self, question, chunk_text, criterion, criterion_text)
+
+
 @pytest.fixture(
-    params=["scripted", "fake-endpoint", pytest.param("llama-server", marks=pytest.mark.llama)]
+    params=[
+        "scripted",
+        "scripted-async",
+        "fake-endpoint",
+        pytest.param("llama-server", marks=pytest.mark.llama),
+    ]
 )
 def judge(request: pytest.FixtureRequest) -> Iterator[Judge]:
     if request.param == "scripted":
         yield ScriptedJudge()
+    elif request.param == "scripted-async":
+        yield AwaitingScripted()
     elif request.param == "fake-endpoint":
         with FakeOpenAI(answer_any) as server:
             yield ChatJudge(base_url=server.base_url, model="fake", api_key="sk-test-not-a-key")
