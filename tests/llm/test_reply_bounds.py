@@ -173,3 +173,34 @@ def test_413_through_the_blocking_client():
             client.chat([{"role": "user", "content": "hi"}], max_tokens=2)
         assert server.requests == 1
     assert failed.value.cost.calls == 1 and failed.value.cost.retries == 0
+
+
+def test_judge_timeout_s_from_the_experiment_is_the_whole_call_deadline(tmp_path: Path):
+    """Through a run: the compost chunk's prompts drip a byte a second; with
+    judge.timeout_s = 1 each of those verdicts ends after about a second, as an error,
+    and the run finishes."""
+
+    def behave(n: int, prompt: str) -> Act:
+        if "compost" in prompt.lower():
+            return Act("drip", text="yes", hang_s=1.0)
+        return Act(text="yes")
+
+    with FakeOpenAI(behave) as server:
+        config = load_experiment(
+            DATA / "experiment.toml",
+            [
+                f"judge.base_url={server.base_url}",
+                "judge.model=fake-drip",
+                "judge.max_retries=0",
+                "judge.timeout_s=1",
+            ],
+        )
+        t0 = time.perf_counter()
+        run = run_experiment(config, results_dir=tmp_path / "r", cache_dir=tmp_path / "c")
+        elapsed = time.perf_counter() - t0
+    assert run.header.status == "done"
+    errs = [h for q in run.questions for h in q.hits if h.verdict.relevant.error]
+    assert errs and all("compost" in h.chunk.text.lower() for h in errs)
+    assert all(h.verdict.relevant.error.startswith("APITimeoutError") for h in errs)
+    # a dripped reply is ~250 bytes: read to its end, each call would take minutes
+    assert server.kinds["drip"] >= 1 and elapsed < 150
