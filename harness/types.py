@@ -166,6 +166,60 @@ class ComponentSpec:
 
 
 @dataclass(frozen=True)
+class Cost:
+    """What some LLM calls cost: HTTP requests, tokens, time, retries and failed attempts.
+
+    `calls` counts every HTTP request (retried and failed ones included), `retries` the
+    requests made again, `failed_attempts` those that brought no usable answer (429, 5xx,
+    timeouts, dropped connections, malformed 200s); `latency_s` is the time of the
+    answered ones. Costs add up with `+` and `sum(costs, Cost())`."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    retries: int = 0
+    failed_attempts: int = 0
+
+    def __add__(self, other: Cost) -> Cost:
+        """Both costs together, field by field."""
+        if not isinstance(other, Cost):
+            return NotImplemented
+        return Cost(**{n: getattr(self, n) + getattr(other, n) for n in _COST_FIELDS})
+
+    def __radd__(self, other: object) -> Cost:
+        """`0 + cost` is the cost, so `sum(costs)` needs no start value."""
+        if other == 0:
+            return self
+        return NotImplemented
+
+    @classmethod
+    def of(cls, record: Any) -> Cost:
+        """The cost fields of a record that carries them flat (a `CriterionVerdict`)."""
+        return cls(**{n: getattr(record, n) for n in _COST_FIELDS})
+
+    def to_dict(self) -> dict[str, Any]:
+        """This record as plain JSON values (the keys a verdict carries them under)."""
+        return plain(self)
+
+    @property
+    def answered(self) -> int:
+        """The requests that brought a usable answer."""
+        return self.calls - self.failed_attempts
+
+    def usd(self, prompt_per_mtok: float, completion_per_mtok: float) -> float | None:
+        """Dollars for these tokens at prices per million tokens, rounded to 6 places;
+        None when no price is set."""
+        if not (prompt_per_mtok or completion_per_mtok):
+            return None
+        paid = self.prompt_tokens * prompt_per_mtok + self.completion_tokens * completion_per_mtok
+        return round(paid / 1e6, 6)
+
+
+_COST_FIELDS = tuple(f.name for f in dataclasses.fields(Cost))
+
+
+@dataclass(frozen=True)
 class CriterionVerdict:
     """The judge's answer on one criterion for one (question, chunk).
 
@@ -210,6 +264,15 @@ class CriterionVerdict:
         """The record back from `to_dict()`."""
         dist = d.get("distribution")
         return cls(**{**d, "distribution": tuple(dist) if dist is not None else None})
+
+    @property
+    def cost(self) -> Cost:
+        """What this verdict cost when it was paid for (its flat cost fields)."""
+        return Cost.of(self)
+
+    def with_cost(self, cost: Cost) -> CriterionVerdict:
+        """This verdict with its cost fields replaced by `cost`."""
+        return dataclasses.replace(self, **cost.to_dict())
 
     @property
     def asked(self) -> bool:

@@ -163,6 +163,10 @@ class JudgeConfig:
     verdicts. Applying or changing it costs no judge call."""
     temperature: float = 0.0
     timeout_s: float = 120.0
+    """Each request's deadline as a whole (connecting, sending, reading every byte)."""
+    max_reply_bytes: int = 1_000_000
+    """The most of a reply's body read, decoded (a gzip reply is inflated only up to it);
+    a bigger 200 answer is malformed, retried, then an error verdict."""
     max_retries: int = 5
     """Retries of a call after a rate limit (429), timeout, dropped connection or 5xx."""
     max_retry_after_s: float = 300.0

@@ -114,7 +114,7 @@ def validate(config: ExperimentConfig) -> None:
         )
     if j.concurrency < 1:
         raise ConfigError(where, "judge.concurrency", "expected an integer >= 1")
-    for name in ("timeout_s",):
+    for name in ("timeout_s", "max_reply_bytes"):
         if getattr(j, name) <= 0:
             raise ConfigError(where, f"judge.{name}", "expected a number > 0")
     for name in (

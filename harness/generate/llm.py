@@ -144,16 +144,16 @@ class Generator:
             c = exc.cost
             self.stats.book(c.calls, c.prompt_tokens, c.completion_tokens, error=True)
             raise
-        self.stats.book(reply.calls, reply.prompt_tokens, reply.completion_tokens)
+        self.stats.book(reply.cost.calls, reply.cost.prompt_tokens, reply.cost.completion_tokens)
         if self.cache is not None:
             self.cache.put(self.key(messages, max_tokens), reply.text)
         return reply.text
 
 
 def _no_cost() -> Any:
-    from harness.llm.client import Attempts
+    from harness.types import Cost
 
-    return Attempts()
+    return Cost()
 
 
 def endpoint_settings(config: ExperimentConfig, cache_dir: Path) -> dict[str, Any]:

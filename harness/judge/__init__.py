@@ -1,13 +1,13 @@
 """The LLM judge: the Judge protocol, prompts, parsing, grading many pairs, estimates.
 
-Judge, BaseJudge       the complete interface (judge/protocol.py)
+Judge, BaseJudge       the complete interface, async first (judge/protocol.py)
 ChatJudge              any OpenAI-compatible endpoint (judge/chat.py)
 open_judge(config)     the configured judge, local llama.cpp server included
 judge_pairs(...)       verdicts for many pairs, cache first, as the mode says
 estimate_calls(...)    what judging would still cost
 """
 
-from harness.judge.chat import ChatJudge, OpenAIJudge
+from harness.judge.chat import ChatJudge
 from harness.judge.estimate import CallEstimate, estimate_calls, judge_cost, judge_estimator
 from harness.judge.factory import check_endpoint, judge_identity, judge_settings, open_judge
 from harness.judge.grading import (
@@ -28,13 +28,10 @@ from harness.judge.parsing import (
     parse_list,
 )
 from harness.judge.prompts import CRITERIA, PROMPT_VERSION, build_messages
-from harness.judge.protocol import MODES, BaseJudge, Judge
-from harness.llm.ratelimit import RateLimiter
-from harness.stores import VerdictCache, verdict_key
+from harness.judge.protocol import BaseJudge, Judge
 
 __all__ = [
     "CRITERIA",
-    "MODES",
     "NOT_JUDGED",
     "PROMPT_VERSION",
     "BaseJudge",
@@ -44,9 +41,6 @@ __all__ = [
     "JudgeStats",
     "LazyPlan",
     "MalformedOutput",
-    "OpenAIJudge",
-    "RateLimiter",
-    "VerdictCache",
     "build_messages",
     "cached_pair",
     "check_endpoint",
@@ -64,5 +58,4 @@ __all__ = [
     "parse_answer",
     "parse_both",
     "parse_list",
-    "verdict_key",
 ]

@@ -2,18 +2,20 @@
 
 Each criterion is one call answered "yes" or "no" (optionally with a one-sentence
 reason); when the endpoint returns logprobs, P(yes) is kept as the judge's confidence.
-Transport (retries, budgets, logprobs, tokens) is `harness.llm.ChatClient`'s; this
-module owns what is the judge's own: prompts, parsing, a re-ask after malformed output,
-and declaring the endpoint down after too many failures in a row.
+Transport (retries, budgets, logprobs, tokens, reply caps) is `harness.llm.ChatClient`'s;
+this module owns what is the judge's own: prompts, parsing, a re-ask after malformed
+output, and declaring the endpoint down after too many failures in a row. Grading is
+asynchronous (`agrade`, `agrade_both`, `agrade_list`); `BaseJudge` gives the blocking
+methods.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from harness.config import CriteriaConfig
 from harness.errors import JudgeUnavailable
@@ -46,23 +48,23 @@ from harness.judge.prompts import (
     grammar_extract,
     grammar_list,
 )
-from harness.judge.protocol import BaseJudge
-from harness.llm.client import ChatClient, ChatFailed, Reply
+from harness.judge.protocol import BaseJudge, Pair
+from harness.llm.client import MAX_REPLY_BYTES, ChatClient, ChatFailed
 from harness.llm.ratelimit import RateLimiter
 from harness.secrets import redact_url
-from harness.types import ComponentSpec, CriterionVerdict
+from harness.types import ComponentSpec, Cost, CriterionVerdict
 
-T = TypeVar("T")
+RAW_KEPT_CHARS = 4000
+"""The most of an answer's text a verdict keeps in `raw` (the log and the verdict cache);
+a longer one is cut there, the cut said at its end."""
 
 
-@dataclass(frozen=True)
-class _Chat:
-    """One request a grading step asks for (sent by `_drive` or `_adrive`)."""
-
-    messages: list[dict[str, str]]
-    grammar: str | None
-    max_tokens: int
-    top_logprobs: int
+def kept_raw(text: str, limit: int = RAW_KEPT_CHARS) -> str:
+    """`text` as a verdict keeps it: whole up to `limit` characters, else cut there with
+    the number of characters left out said at the end."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}[... {len(text) - limit} more characters not kept]"
 
 
 @dataclass(frozen=True)
@@ -72,14 +74,19 @@ class _Asked:
     parsed: Any
     p_yes: list[float | None]
     raws: list[str]
-    cost: dict[str, Any]
+    cost: Cost
     error: str | None
     tokens: list[tuple[str, list[tuple[str, float]]]] = field(default_factory=list)
     """The answer's tokens with their alternatives (graded and extractive modes read them)."""
 
     @property
     def raw(self) -> str:
-        return "\n---\n".join(self.raws)
+        return kept_raw("\n---\n".join(self.raws))
+
+    @property
+    def costs(self) -> dict[str, Any]:
+        """The cost as a verdict's keyword arguments."""
+        return self.cost.to_dict()
 
     def p(self, i: int) -> float | None:
         return self.p_yes[i] if i < len(self.p_yes) else None
@@ -116,10 +123,12 @@ class ChatJudge(BaseJudge):
         retry_cap_s: float = 30.0,
         max_retry_after_s: float = 300.0,
         prompt_cache: bool = False,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
         """`prompt_cache`: the server keeps a prompt cache across requests (the local
-        llama.cpp server), so `judge_pairs` judges the pairs sharing a chunk back to back."""
-        self.prompt_cache = prompt_cache
+        llama.cpp server), so `judge_pairs` judges the pairs sharing a chunk back to back.
+        `timeout_s` is each request's deadline as a whole; `max_reply_bytes` caps a
+        reply's body (see `ChatClient`)."""
         self.client = ChatClient(
             base_url=base_url,
             model=model,
@@ -132,19 +141,17 @@ class ChatJudge(BaseJudge):
             retry_base_s=retry_base_s,
             retry_cap_s=retry_cap_s,
             max_retry_after_s=max_retry_after_s,
+            max_reply_bytes=max_reply_bytes,
         )
-        self.base_url = base_url
-        self.model = model
-        self.reasons = reasons
+        self.base_url, self.model, self.reasons = base_url, model, reasons
         self.temperature = temperature
         self.max_tokens = 60 if reasons else 2
         # llama.cpp servers accept a GBNF grammar that makes a malformed answer impossible;
         # other endpoints may reject the unknown field, so it is opt-in.
         self.use_grammar = grammar
         self.grammar = (GRAMMAR_REASON if reasons else GRAMMAR_SHORT) if grammar else None
-        self.mode = mode
-        self.variant = variant
-        self.concurrency = concurrency
+        self.mode, self.variant, self.concurrency = mode, variant, concurrency
+        self.prompt_cache = prompt_cache
         self.grade_cuts = (relevant_grade, complete_grade)
         self._failures = 0
         self._max_failures = max_consecutive_failures
@@ -153,18 +160,28 @@ class ChatJudge(BaseJudge):
             name="openai-chat",
             args={
                 "base_url": redact_url(base_url),  # the spec is logged: no password in it
-                "model": model,
-                "prompt_version": PROMPT_VERSION,
-                "reasons": reasons,
-                "temperature": temperature,
-                "max_tokens": self.max_tokens,
-                "grammar": self.grammar,
-                "mode": mode,
+                **self._answer_settings(),
                 "prompt_variant": variant,
-                **({"grade_cuts": list(self.grade_cuts)} if mode == "graded" else {}),
+                **self._graded_settings(),
                 **(spec_extra or {}),
             },
         )
+
+    def _answer_settings(self) -> dict[str, Any]:
+        """What shapes an answer besides the inputs, as both `spec` and `identity` say it."""
+        return {
+            "model": self.model,
+            "prompt_version": PROMPT_VERSION,
+            "reasons": self.reasons,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "grammar": self.grammar,
+            "mode": self.mode,
+        }
+
+    def _graded_settings(self) -> dict[str, Any]:
+        # the cut-offs decide a graded verdict's value and p_yes, which are cached
+        return {"grade_cuts": list(self.grade_cuts)} if self.mode == "graded" else {}
 
     def identity(self) -> str:
         """Model (and its file hash), prompt version, sampling settings and mode, as sorted JSON.
@@ -173,17 +190,9 @@ class ChatJudge(BaseJudge):
         """
         return json.dumps(
             {
-                "model": self.model,
+                **self._answer_settings(),
                 "model_sha256": self.spec.args.get("model_sha256"),
-                "prompt_version": PROMPT_VERSION,
-                "reasons": self.reasons,
-                "temperature": self.temperature,
-                "max_tokens": self.max_tokens,
-                "grammar": self.grammar,
-                "mode": self.mode,
-                # the cut-offs decide a graded verdict's value and p_yes, which are cached
-                **({"grade_cuts": list(self.grade_cuts)} if self.mode == "graded" else {}),
-                # "main" is left out so verdicts paid before variants existed stay valid
+                **self._graded_settings(),
                 **({"variant": self.variant} if self.variant != "main" else {}),
             },
             sort_keys=True,
@@ -196,47 +205,17 @@ class ChatJudge(BaseJudge):
         other._fail_lock = threading.Lock()
         return other
 
-    def _drive(self, steps: Generator[_Chat, Reply, T]) -> T:
-        """Run grading steps with the synchronous client."""
-        sent: Reply | None = None
-        thrown: ChatFailed | None = None
-        while True:
-            try:
-                ask = steps.throw(thrown) if thrown else steps.send(sent)  # type: ignore[arg-type]
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            sent, thrown = None, None
-            try:
-                sent = self.client.chat(
-                    ask.messages,
-                    grammar=ask.grammar,
-                    max_tokens=ask.max_tokens,
-                    top_logprobs=ask.top_logprobs,
-                )
-            except ChatFailed as exc:
-                thrown = exc
+    def _count_failure(self, error: str) -> None:
+        """One more verdict failed in a row; past the limit the endpoint is declared down."""
+        with self._fail_lock:
+            self._failures += 1
+            failures = self._failures
+        if failures >= self._max_failures:
+            raise JudgeUnavailable(
+                f"{self.client.describe()} failed {failures} verdicts in a row; last error: {error}"
+            ) from None
 
-    async def _adrive(self, steps: Generator[_Chat, Reply, T]) -> T:
-        """Run grading steps with the asynchronous client (`ChatClient.achat`)."""
-        sent: Reply | None = None
-        thrown: ChatFailed | None = None
-        while True:
-            try:
-                ask = steps.throw(thrown) if thrown else steps.send(sent)  # type: ignore[arg-type]
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            sent, thrown = None, None
-            try:
-                sent = await self.client.achat(
-                    ask.messages,
-                    grammar=ask.grammar,
-                    max_tokens=ask.max_tokens,
-                    top_logprobs=ask.top_logprobs,
-                )
-            except ChatFailed as exc:
-                thrown = exc
-
-    def _ask(
+    async def _ask(
         self,
         messages: list[dict[str, str]],
         parse: Callable[[str], Any],
@@ -245,55 +224,25 @@ class ChatJudge(BaseJudge):
         max_tokens: int,
         reminder: str = STRICT_REMINDER,
         top_logprobs: int = 5,
-    ) -> Generator[_Chat, Reply, _Asked]:
-        """Steps to one answer, parsed (each request is yielded as a `_Chat` for `_drive`
-        or `_adrive` to send); a malformed answer is re-asked once with a stricter
-        instruction (`reminder`). Endpoint failures come back as an error (and count toward the
-        consecutive-failure limit, past which the judge is declared down). Every HTTP
+    ) -> _Asked:
+        """One answer, parsed; a malformed answer is re-asked once with a stricter
+        instruction (`reminder`). Endpoint failures come back as an error (and count toward
+        the consecutive-failure limit, past which the judge is declared down). Every HTTP
         request is booked in the cost, failed ones included."""
         raws: list[str] = []
-        cost: dict[str, Any] = {
-            "calls": 0,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
-            "latency_s": 0.0,
-            "retries": 0,
-            "failed_attempts": 0,
-        }
+        cost = Cost()
         for attempt in range(2):
             try:
-                reply = yield _Chat(messages, grammar, max_tokens, top_logprobs)
+                reply = await self.client.achat(
+                    messages, grammar=grammar, max_tokens=max_tokens, top_logprobs=top_logprobs
+                )
             except ChatFailed as exc:
-                # the client already retried what is worth retrying (a malformed 200 too).
-                error = exc.error
-                for name in (
-                    "calls",
-                    "prompt_tokens",
-                    "completion_tokens",
-                    "retries",
-                    "failed_attempts",
-                ):
-                    cost[name] += getattr(exc.cost, name)
-                with self._fail_lock:
-                    self._failures += 1
-                    failures = self._failures
-                if failures >= self._max_failures:
-                    raise JudgeUnavailable(
-                        f"{self.client.describe()} failed {failures} verdicts in a row; "
-                        f"last error: {error}"
-                    ) from None
-                return _Asked(None, [], raws, cost, error)
+                # the client already retried what is worth retrying (a malformed 200 too)
+                self._count_failure(exc.error)
+                return _Asked(None, [], raws, cost + exc.cost, exc.error)
             with self._fail_lock:
                 self._failures = 0  # the endpoint answered; what it said is another matter
-            for name in (
-                "calls",
-                "prompt_tokens",
-                "completion_tokens",
-                "latency_s",
-                "retries",
-                "failed_attempts",
-            ):
-                cost[name] += getattr(reply, name)
+            cost += reply.cost
             raws.append(reply.text)
             try:
                 parsed = parse(reply.text)
@@ -301,7 +250,7 @@ class ChatJudge(BaseJudge):
                 if attempt == 0:
                     messages = [
                         *messages,
-                        {"role": "assistant", "content": reply.text},
+                        {"role": "assistant", "content": kept_raw(reply.text)},
                         {"role": "user", "content": reminder},
                     ]
                     continue
@@ -309,43 +258,28 @@ class ChatJudge(BaseJudge):
             return _Asked(parsed, p_yes_per_answer(reply.tokens), raws, cost, None, reply.tokens)
         raise AssertionError("unreachable")
 
-    def grade(
+    async def agrade(
         self, question: str, chunk_text: str, criterion: str, criterion_text: str
     ) -> CriterionVerdict:
         """One criterion: one yes/no call (re-asked once if malformed); in extractive mode
         "complete" asks for the answering sentence; in ensemble mode the main and the
         reworded prompt are both asked and their P(yes) averaged."""
-        return self._drive(self._grade(question, chunk_text, criterion, criterion_text))
-
-    async def agrade(
-        self, question: str, chunk_text: str, criterion: str, criterion_text: str
-    ) -> CriterionVerdict:
-        """`grade` on the shared event loop (what `judge_pairs` uses)."""
-        return await self._adrive(self._grade(question, chunk_text, criterion, criterion_text))
-
-    def _grade(
-        self, question: str, chunk_text: str, criterion: str, criterion_text: str
-    ) -> Generator[_Chat, Reply, CriterionVerdict]:
         if self.mode == "extractive" and criterion == "complete":
-            return (yield from self._grade_extractive(question, chunk_text))
+            return await self._grade_extractive(question, chunk_text)
         if self.mode == "ensemble":
-            parts = []
-            for v in ("main", "reworded"):
-                verdict = yield from self._grade_yes_no(
-                    question, chunk_text, criterion, criterion_text, v
-                )
-                parts.append(verdict)
+            parts = [
+                await self._grade_yes_no(question, chunk_text, criterion, criterion_text, v)
+                for v in ("main", "reworded")
+            ]
             return self._ensemble(parts)
-        return (
-            yield from self._grade_yes_no(
-                question, chunk_text, criterion, criterion_text, self.variant
-            )
+        return await self._grade_yes_no(
+            question, chunk_text, criterion, criterion_text, self.variant
         )
 
-    def _grade_yes_no(
+    async def _grade_yes_no(
         self, question: str, chunk_text: str, criterion: str, criterion_text: str, variant: str
-    ) -> Generator[_Chat, Reply, CriterionVerdict]:
-        a = yield from self._ask(
+    ) -> CriterionVerdict:
+        a = await self._ask(
             build_messages(
                 question, chunk_text, criterion_text, reasons=self.reasons, variant=variant
             ),
@@ -354,13 +288,9 @@ class ChatJudge(BaseJudge):
             max_tokens=self.max_tokens,
         )
         if a.error:
-            return CriterionVerdict(
-                criterion=criterion, value=None, raw=a.raw, error=a.error, **a.cost
-            )
+            return CriterionVerdict(criterion, None, raw=a.raw, error=a.error, **a.costs)
         value, reason = a.parsed
-        return CriterionVerdict(
-            criterion=criterion, value=value, p_yes=a.p(0), reason=reason, raw=a.raw, **a.cost
-        )
+        return CriterionVerdict(criterion, value, p_yes=a.p(0), reason=reason, raw=a.raw, **a.costs)
 
     @staticmethod
     def _ensemble(parts: Sequence[CriterionVerdict]) -> CriterionVerdict:
@@ -368,10 +298,7 @@ class ChatJudge(BaseJudge):
         verdict P >= 0.5 (without probabilities, the first wording's answer); a wording
         that failed is left out, and the verdict fails only if all did. Costs add up."""
         ok = [v for v in parts if v.error is None]
-        cost = {
-            name: sum(getattr(v, name) for v in parts)
-            for name in ("calls", "prompt_tokens", "completion_tokens", "latency_s", "retries")
-        }
+        cost = sum((v.cost for v in parts), Cost()).to_dict()
         raw = " | ".join(f"{w}: {v.raw}" for w, v in zip(("main", "reworded"), parts, strict=False))
         first = parts[0]
         if not ok:
@@ -382,9 +309,7 @@ class ChatJudge(BaseJudge):
         reason = "; ".join(v.reason for v in ok if v.reason)
         return CriterionVerdict(first.criterion, value, p_yes=p, reason=reason, raw=raw, **cost)
 
-    def _grade_extractive(
-        self, question: str, chunk_text: str
-    ) -> Generator[_Chat, Reply, CriterionVerdict]:
+    async def _grade_extractive(self, question: str, chunk_text: str) -> CriterionVerdict:
         """The "complete" criterion as evidence: the judge copies the sentence that answers, or says
         NONE; a copy not found in the passage counts as NONE. With a grammar (llama.cpp)
         the answer can only be NONE or one of the passage's sentences, and P(complete) is
@@ -392,7 +317,7 @@ class ChatJudge(BaseJudge):
         sentences = split_sentences(chunk_text)
         use_grammar = self.use_grammar and sentences
         longest = max((len(s) for s in sentences), default=0)
-        a = yield from self._ask(
+        a = await self._ask(
             build_messages_extract(question, chunk_text),
             lambda raw: parse_extract(raw, chunk_text),
             grammar=grammar_extract(sentences) if use_grammar else None,
@@ -402,7 +327,7 @@ class ChatJudge(BaseJudge):
             top_logprobs=10,
         )
         if a.error:
-            return CriterionVerdict("complete", None, raw=a.raw, error=a.error, **a.cost)
+            return CriterionVerdict("complete", None, raw=a.raw, error=a.error, **a.costs)
         answered, copy = a.parsed
         p_no = p_none(first_token_alternatives(a.tokens), sentences)
         reason = (
@@ -419,50 +344,41 @@ class ChatJudge(BaseJudge):
             evidence=copy if answered else None,
             reason=reason,
             raw=a.raw,
-            **a.cost,
+            **a.costs,
         )
 
-    def grade_both(
-        self, question: str, chunk_text: str, criteria: CriteriaConfig
-    ) -> tuple[CriterionVerdict, CriterionVerdict]:
+    @staticmethod
+    def _failed_pair(a: _Asked) -> Pair:
+        """Both criteria failed with one call's error, its cost on the relevant verdict."""
+        return (
+            CriterionVerdict("relevant", None, raw=a.raw, error=a.error, **a.costs),
+            CriterionVerdict("complete", None, raw=a.raw, error=a.error),
+        )
+
+    async def agrade_both(self, question: str, chunk_text: str, criteria: CriteriaConfig) -> Pair:
         """Both criteria in one call ("both": two yes/no lines; "graded": a 0-3 grade).
-        The call's cost is booked on the relevant verdict."""
-        return self._drive(self._grade_both(question, chunk_text, criteria))
-
-    async def agrade_both(
-        self, question: str, chunk_text: str, criteria: CriteriaConfig
-    ) -> tuple[CriterionVerdict, CriterionVerdict]:
-        """`grade_both` on the shared event loop."""
-        return await self._adrive(self._grade_both(question, chunk_text, criteria))
-
-    def _grade_both(
-        self, question: str, chunk_text: str, criteria: CriteriaConfig
-    ) -> Generator[_Chat, Reply, tuple[CriterionVerdict, CriterionVerdict]]:
+        The call's cost is booked on the relevant verdict. (Other modes never ask for
+        both at once: `judge_pairs` asks them one criterion at a time.)"""
         if self.mode == "graded":
-            return (yield from self._grade_graded(question, chunk_text, criteria))
-        a = yield from self._ask(
+            return await self._grade_graded(question, chunk_text, criteria)
+        a = await self._ask(
             build_messages_both(question, chunk_text, criteria),
             parse_both,
             grammar=GRAMMAR_BOTH if self.use_grammar else None,
             max_tokens=12,
         )
         if a.error:
-            return (
-                CriterionVerdict("relevant", None, raw=a.raw, error=a.error, **a.cost),
-                CriterionVerdict("complete", None, raw=a.raw, error=a.error),
-            )
+            return self._failed_pair(a)
         rel, comp = a.parsed
         return (
-            CriterionVerdict("relevant", rel, p_yes=a.p(0), raw=a.raw, **a.cost),
+            CriterionVerdict("relevant", rel, p_yes=a.p(0), raw=a.raw, **a.costs),
             CriterionVerdict("complete", comp, p_yes=a.p(1), raw=a.raw),
         )
 
-    def _grade_graded(
-        self, question: str, chunk_text: str, criteria: CriteriaConfig
-    ) -> Generator[_Chat, Reply, tuple[CriterionVerdict, CriterionVerdict]]:
+    async def _grade_graded(self, question: str, chunk_text: str, criteria: CriteriaConfig) -> Pair:
         """A 0-3 grade; with logprobs, P(grade >= cut-off) per criterion from the grade
         distribution (the verdict is that P >= 0.5), else the answered grade decides."""
-        a = yield from self._ask(
+        a = await self._ask(
             build_messages_graded(question, chunk_text, criteria),
             parse_grade,
             grammar=GRAMMAR_GRADE if self.use_grammar else None,
@@ -471,10 +387,7 @@ class ChatJudge(BaseJudge):
             top_logprobs=10,  # all four digits, even where other tokens rank above some
         )
         if a.error:
-            return (
-                CriterionVerdict("relevant", None, raw=a.raw, error=a.error, **a.cost),
-                CriterionVerdict("complete", None, raw=a.raw, error=a.error),
-            )
+            return self._failed_pair(a)
         grade: int = a.parsed
         dist = grade_distribution(first_token_alternatives(a.tokens))
         out = []
@@ -488,50 +401,36 @@ class ChatJudge(BaseJudge):
                     distribution=tuple(dist) if dist is not None else None,
                     reason=f"grade {grade}",
                     raw=a.raw,
-                    **(a.cost if name == "relevant" else {}),
+                    **(a.costs if name == "relevant" else {}),
                 )
             )
         return out[0], out[1]
 
-    def grade_list(
-        self, question: str, chunk_texts: Sequence[str], criteria: CriteriaConfig
-    ) -> list[tuple[CriterionVerdict, CriterionVerdict]]:
-        """Every passage of a question in one call (listwise). The call's cost is booked on
-        the first passage's relevant verdict."""
-        return self._drive(self._grade_list(question, chunk_texts, criteria))
-
     async def agrade_list(
         self, question: str, chunk_texts: Sequence[str], criteria: CriteriaConfig
-    ) -> list[tuple[CriterionVerdict, CriterionVerdict]]:
-        """`grade_list` on the shared event loop."""
-        return await self._adrive(self._grade_list(question, chunk_texts, criteria))
-
-    def _grade_list(
-        self, question: str, chunk_texts: Sequence[str], criteria: CriteriaConfig
-    ) -> Generator[_Chat, Reply, list[tuple[CriterionVerdict, CriterionVerdict]]]:
+    ) -> list[Pair]:
+        """Every passage of a question in one call (listwise). The call's cost is booked on
+        the first passage's relevant verdict."""
         n = len(chunk_texts)
-        a = yield from self._ask(
+        a = await self._ask(
             build_messages_list(question, chunk_texts, criteria),
             lambda raw: parse_list(raw, n),
             grammar=grammar_list(n) if self.use_grammar else None,
             max_tokens=14 * n + 8,
         )
-        out: list[tuple[CriterionVerdict, CriterionVerdict]] = []
-        for i in range(n):
-            cost = a.cost if i == 0 else {}
-            if a.error:
-                out.append((
-                    CriterionVerdict("relevant", None, raw=a.raw, error=a.error, **cost),
-                    CriterionVerdict("complete", None, raw=a.raw, error=a.error),
-                ))  # fmt: skip
-                continue
-            rel, comp = a.parsed[i]
+        if a.error:
+            failed = self._failed_pair(a)
+            return [failed if i == 0 else self._failed_pair(_no_cost(a)) for i in range(n)]
+        out: list[Pair] = []
+        for i, (rel, comp) in enumerate(a.parsed):
+            costs = a.costs if i == 0 else {}
             out.append((
-                CriterionVerdict("relevant", rel, p_yes=a.p(2 * i), raw=a.raw, **cost),
+                CriterionVerdict("relevant", rel, p_yes=a.p(2 * i), raw=a.raw, **costs),
                 CriterionVerdict("complete", comp, p_yes=a.p(2 * i + 1), raw=a.raw),
             ))  # fmt: skip
         return out
 
 
-OpenAIJudge = ChatJudge
-"""The name this judge had before the llm client moved out of it."""
+def _no_cost(a: _Asked) -> _Asked:
+    """The same answer at no cost (booked once, on the first verdict of a shared call)."""
+    return _Asked(a.parsed, a.p_yes, a.raws, Cost(), a.error, a.tokens)

@@ -44,6 +44,7 @@ def judge_settings(config: JudgeConfig, cache_dir: Path) -> tuple[dict[str, Any]
         temperature=config.temperature,
         mode=config.effective_mode,
         timeout_s=config.timeout_s,
+        max_reply_bytes=config.max_reply_bytes,
         max_retries=config.max_retries,
         max_retry_after_s=config.max_retry_after_s,
         concurrency=config.concurrency,

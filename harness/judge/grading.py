@@ -4,7 +4,8 @@
 `judge.concurrency` calls in flight; against a server with a prompt cache it groups the
 pairs that share a chunk; with a `LazyPlan` it judges each question in rank order and
 stops once the objective is settled. It hands each verdict back as it finishes so the
-caller can write results as they come.
+caller can write results as they come. `grade_cached` and `judge_pair` are the same
+logic for one verdict or one pair, waited for.
 """
 
 from __future__ import annotations
@@ -15,36 +16,57 @@ import contextlib
 import queue
 import statistics
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.config import CriteriaConfig
-from harness.judge.protocol import PAIRWISE_MODES, Judge
+from harness.judge.protocol import PAIRWISE_MODES, Judge, Pair, not_asked, relevant_first
 from harness.llm import aio
 from harness.stores import VerdictCache, verdict_key
-from harness.types import CriterionVerdict, Verdict
+from harness.types import Cost, CriterionVerdict, Verdict
 
 
 @dataclass
 class JudgeStats:
     """What judging cost in one run, summed from the verdicts. Thread-safe.
 
-    `calls` counts every HTTP request (retries and failed ones included), `retries` the
-    requests made again, `failed_attempts` those that brought no usable answer; the
+    `cost.calls` counts every HTTP request (retries and failed ones included), `retries`
+    the requests made again, `failed_attempts` those that brought no usable answer; the
     median latency is over answered requests."""
 
-    calls: int = 0
+    cost: Cost = field(default_factory=Cost)
     paid_verdicts: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     errors: int = 0
     cache_hits: int = 0
-    retries: int = 0
-    failed_attempts: int = 0
     call_latencies_s: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def calls(self) -> int:
+        """HTTP requests made, retried and failed ones included."""
+        return self.cost.calls
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Prompt tokens the endpoint reported."""
+        return self.cost.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        """Completion tokens the endpoint reported."""
+        return self.cost.completion_tokens
+
+    @property
+    def retries(self) -> int:
+        """Requests made again after a failed one."""
+        return self.cost.retries
+
+    @property
+    def failed_attempts(self) -> int:
+        """Requests that brought no usable answer."""
+        return self.cost.failed_attempts
 
     def record(self, verdict: CriterionVerdict) -> None:
         """Add one verdict's cost; a cached verdict counts only as a cache hit."""
@@ -52,31 +74,27 @@ class JudgeStats:
             if verdict.cached:
                 self.cache_hits += 1
                 return
+            cost = verdict.cost
             self.paid_verdicts += 1
-            self.calls += verdict.calls
-            self.prompt_tokens += verdict.prompt_tokens
-            self.completion_tokens += verdict.completion_tokens
-            self.retries += verdict.retries
-            self.failed_attempts += verdict.failed_attempts
-            answered = verdict.calls - verdict.failed_attempts
-            if answered > 0:
-                self.call_latencies_s.append(verdict.latency_s / answered)
+            self.cost += cost
+            if cost.answered > 0:
+                self.call_latencies_s.append(cost.latency_s / cost.answered)
             if verdict.error:
                 self.errors += 1
 
     def to_dict(self) -> dict[str, Any]:
         """The totals as run-header stats; median call latency in seconds (None: no calls)."""
         with self.lock:
-            lat = self.call_latencies_s
+            lat, cost = self.call_latencies_s, self.cost
             return {
-                "judge_calls": self.calls,
+                "judge_calls": cost.calls,
                 "judge_paid_verdicts": self.paid_verdicts,
                 "judge_cache_hits": self.cache_hits,
                 "judge_errors": self.errors,
-                "judge_retries": self.retries,
-                "judge_failed_attempts": self.failed_attempts,
-                "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens,
+                "judge_retries": cost.retries,
+                "judge_failed_attempts": cost.failed_attempts,
+                "prompt_tokens": cost.prompt_tokens,
+                "completion_tokens": cost.completion_tokens,
                 "judge_call_median_s": round(statistics.median(lat), 4) if lat else None,
             }
 
@@ -92,24 +110,10 @@ def grade_cached(
 ) -> CriterionVerdict:
     """One criterion, from the cache when it was ever paid for, else from the judge (and
     then cached if it succeeded). A miss first claims the key (`VerdictCache.claim`): a
-    worker paying for the same verdict right now is waited for, not paid again."""
-    key = verdict_key(judge.identity(), criterion_text, question, chunk_text)
-    hit = cache.get(key) if cache is not None else None
-    if hit is None and cache is not None:
-        hit = cache.claim(key)
-    if hit is not None:
-        verdict = CriterionVerdict(**{**hit.to_dict(), "cached": True})
-    else:
-        try:
-            verdict = judge.grade(question, chunk_text, criterion, criterion_text)
-        except BaseException:
-            if cache is not None:
-                cache.release(key)
-            raise
-        if cache is not None:
-            cache.put(key, verdict)
-    stats.record(verdict)
-    return verdict
+    worker paying for the same verdict right now is waited for, not paid again. Waits
+    for the answer (from a thread without an event loop)."""
+    grader = _Grader(judge, cache, stats)
+    return aio.run(grader.criterion(question, chunk_text, criterion, criterion_text))
 
 
 def judge_pair(
@@ -120,33 +124,9 @@ def judge_pair(
     chunk_text: str,
     criteria: CriteriaConfig,
 ) -> Verdict:
-    """Both criteria for one (question, chunk), cache first.
-
-    "complete" is only asked when the chunk was judged relevant: a complete but irrelevant
-    chunk grades 0 anyway, so the answer could not change a metric. The skipped verdict is
-    recorded as "no" with the reason saying it was not asked.
-    """
-    relevant = grade_cached(
-        judge, cache, stats, question, chunk_text, "relevant", criteria.relevant
-    )
-    if relevant.value is True:
-        complete = grade_cached(
-            judge, cache, stats, question, chunk_text, "complete", criteria.complete
-        )
-    elif relevant.error:
-        complete = CriterionVerdict(
-            criterion="complete", value=None, error="not asked: relevance failed"
-        )
-    else:
-        complete = _not_asked()
-    return Verdict(relevant=relevant, complete=complete)
-
-
-def _not_asked() -> CriterionVerdict:
-    """The "complete" of a chunk judged not relevant: implied "no", never paid for."""
-    return CriterionVerdict(
-        criterion="complete", value=False, reason="not asked: judged not relevant"
-    )
+    """Both criteria for one (question, chunk), one at a time, cache first: "complete"
+    is asked only when the chunk was judged relevant (`relevant_first`)."""
+    return aio.run(_Grader(judge, cache, stats, criteria).pointwise(question, chunk_text))
 
 
 def cached_pair(
@@ -158,46 +138,6 @@ def cached_pair(
     if rel is None or not rel.value:
         return rel, None
     return rel, cache.get(verdict_key(identity, criteria.complete, q, c))
-
-
-def _from_cache(
-    judge: Judge,
-    cache: VerdictCache | None,
-    stats: JudgeStats,
-    q: str,
-    c: str,
-    criteria: CriteriaConfig,
-) -> Verdict | None:
-    """Both criteria from the cache, or None if either is missing (a relevant "no" needs
-    no "complete")."""
-    if cache is None:
-        return None
-    rel, comp = cached_pair(cache, judge.identity(), criteria, q, c)
-    if rel is None or (rel.value and comp is None):
-        return None
-    comp = CriterionVerdict(**{**comp.to_dict(), "cached": True}) if comp else _not_asked()
-    rel = CriterionVerdict(**{**rel.to_dict(), "cached": True})
-    stats.record(rel)
-    if comp.cached:
-        stats.record(comp)
-    return Verdict(relevant=rel, complete=comp)
-
-
-def _store(
-    judge: Judge,
-    cache: VerdictCache | None,
-    stats: JudgeStats,
-    q: str,
-    c: str,
-    criteria: CriteriaConfig,
-    rel: CriterionVerdict,
-    comp: CriterionVerdict,
-) -> Verdict:
-    for v, text in ((rel, criteria.relevant), (comp, criteria.complete)):
-        stats.record(v)
-        if cache is not None:
-            cache.put(verdict_key(judge.identity(), text, q, c), v)
-    return Verdict(relevant=rel, complete=comp)
 
 
 @dataclass(frozen=True)
@@ -243,10 +183,10 @@ def judge_pairs(
     relevance, then "complete" of relevant chunks; "both" and "graded" make one call per
     pair; "listwise" one call per question for its uncached chunks.
 
-    Requests run on one event loop (`harness.llm.aio`) when the judge can answer
-    asynchronously (ChatJudge), else in `concurrency` threads; `concurrency` (default:
-    the judge's own) calls are in flight. A verdict that is already being asked for is
-    awaited, not asked twice. Against a judge with a prompt cache of its own
+    Requests run on one event loop (`harness.llm.aio`): `concurrency` (default: the
+    judge's own) workers each await one call at a time (a judge that only blocks runs
+    on one thread per worker). A verdict that is already being asked for is awaited,
+    not asked twice. Against a judge with a prompt cache of its own
     (`judge.prompt_cache`, the local llama.cpp server) the pairs that share a chunk are
     judged one after another, so the server keeps the passage; elsewhere every pair is
     independent, so no chunk group becomes a critical path.
@@ -258,102 +198,66 @@ def judge_pairs(
     as they come. An exception (a judge that is down, Ctrl-C) stops the work at once;
     verdicts already paid are in the cache.
     """
-    mode = judge.mode
     width = max(1, concurrency or judge.concurrency)
-    items: list[tuple[list[int], bool]] = []  # (pair indices judged in order, a lazy chain)
-    if mode == "listwise":
-        by_question: dict[str, list[int]] = {}
-        for i, (question, _) in enumerate(pairs):
-            by_question.setdefault(question, []).append(i)
-        items = [(ix, False) for ix in by_question.values()]
-    elif lazy is not None:
-        items = [(list(chain), True) for chain in lazy.chains if chain]
-    elif getattr(judge, "prompt_cache", True):
-        by_chunk: dict[str, list[int]] = {}
-        for i, (_, chunk) in enumerate(pairs):
-            by_chunk.setdefault(chunk, []).append(i)
-        items = [(ix, False) for ix in by_chunk.values()]
-    else:
-        items = [([i], False) for i in range(len(pairs))]
-    done: queue.Queue[tuple[int, Verdict | None, BaseException | None]] = queue.Queue()
-    engine = _Engine(judge, cache, stats, criteria, pairs, width)
-    settled = lazy.settled if lazy is not None else None
+    items = _work_items(pairs, judge, lazy)
+    done: queue.Queue[_Done] = queue.Queue()
+    grader = _Grader(judge, cache, stats, criteria)
+    run = _Run(grader, pairs, lazy.settled if lazy is not None else None, done.put)
+    future = aio.submit(run.all(items, width)) if items else None
+    return _collect(done, len(pairs), future, on_done)
 
-    def stop_here(got: list[Verdict], rest: Sequence[int]) -> bool:
-        if settled is None or not settled(got):
-            return False
-        for j in rest:
-            done.put((j, not_judged(), None))
-        return True
 
-    def work_blocking(indices: list[int], chain: bool) -> None:
-        """An item on one thread of the pool (a judge without coroutines)."""
-        if mode == "listwise":
-            for i, verdict in engine.listwise_blocking(indices):
-                done.put((i, verdict, None))
-            return
-        got: list[Verdict] = []
-        for n, i in enumerate(indices):
-            if engine.stopped.is_set():
-                return
-            verdict = engine.pair_blocking(i)
-            done.put((i, verdict, None))
-            got.append(verdict)
-            if chain and stop_here(got, indices[n + 1 :]):
-                return
+_Done = tuple[int, Verdict | None, BaseException | None]
+"""(pair index, its verdict, or the exception that stops the work)."""
 
-    async def work(indices: list[int], chain: bool) -> None:
-        if not engine.is_async:
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(engine.pool, work_blocking, indices, chain)
-            return
-        if mode == "listwise":
-            for i, verdict in await engine.listwise(indices):
-                done.put((i, verdict, None))
-            return
-        got: list[Verdict] = []
-        for n, i in enumerate(indices):
-            verdict = await engine.pair(i)
-            done.put((i, verdict, None))
-            got.append(verdict)
-            if chain and stop_here(got, indices[n + 1 :]):
-                return
+_Item = tuple[list[int], bool]
+"""Pair indices a worker judges in order, and whether they are a lazy chain."""
 
-    async def main() -> None:
-        todo = collections.deque(items)
 
-        async def worker() -> None:
-            while todo:
-                indices, chain = todo.popleft()
-                try:
-                    await work(indices, chain)
-                except asyncio.CancelledError:
-                    raise
-                except BaseException as exc:  # handed to the calling thread, which re-raises
-                    # (and cancels the rest); raised here, a KeyboardInterrupt from a judge's
-                    # thread would end the loop every later call needs
-                    done.put((indices[0], None, exc))
-                    return
+def _work_items(
+    pairs: Sequence[tuple[str, str]], judge: Judge, lazy: LazyPlan | None
+) -> list[_Item]:
+    """The pairs as the workers take them: a question's (listwise), a lazy chain, a
+    chunk's (a judge with a prompt cache), or one pair each."""
+    if judge.mode == "listwise":
+        return [(ix, False) for ix in _group(pairs, 0)]
+    if lazy is not None:
+        return [(list(chain), True) for chain in lazy.chains if chain]
+    if judge.prompt_cache:
+        return [(ix, False) for ix in _group(pairs, 1)]
+    return [([i], False) for i in range(len(pairs))]
 
-        try:
-            await asyncio.gather(*(worker() for _ in range(min(width, len(items)))))
-        finally:
-            engine.close()
 
-    results: list[Verdict | None] = [None] * len(pairs)
-    future = aio.submit(main()) if items else None
+def _group(pairs: Sequence[tuple[str, str]], by: int) -> list[list[int]]:
+    """Pair indices grouped by question (by=0) or chunk (by=1), in first-seen order."""
+    groups: dict[str, list[int]] = {}
+    for i, pair in enumerate(pairs):
+        groups.setdefault(pair[by], []).append(i)
+    return list(groups.values())
+
+
+def _collect(
+    done: queue.Queue[_Done],
+    n: int,
+    future: Future[None] | None,
+    on_done: Callable[[int, Verdict], None] | None,
+) -> list[Verdict]:
+    """The n verdicts as the workers hand them over, passed to `on_done` on this thread;
+    the first exception cancels the rest and is raised here."""
+    results: list[Verdict | None] = [None] * n
     try:
-        for _ in range(len(pairs)):
+        for _ in range(n):
             i, verdict, exc = done.get()
             if exc is not None:
                 raise exc
+            assert verdict is not None
             results[i] = verdict
             if on_done:
-                on_done(i, verdict)  # type: ignore[arg-type]
+                on_done(i, verdict)
     except BaseException:
         if future is not None:
             future.cancel()
-            # the requests in flight end at once; a thread of a synchronous judge is left
+            # the requests in flight end at once; a thread of a blocking judge is left
             with contextlib.suppress(BaseException):
                 future.result(timeout=5)
         raise
@@ -362,87 +266,72 @@ def judge_pairs(
     return [r for r in results if r is not None]
 
 
-class _Engine:
-    """The calls of one `judge_pairs`, on the event loop: the cache first, a verdict
-    already in flight awaited rather than asked twice, then the judge (its coroutine
-    methods when it has them, else its blocking ones in a thread pool)."""
+class _Run:
+    """The workers of one `judge_pairs` on the loop, each taking the next item."""
+
+    def __init__(
+        self,
+        grader: _Grader,
+        pairs: Sequence[tuple[str, str]],
+        settled: Callable[[Sequence[Verdict]], bool] | None,
+        put: Callable[[_Done], None],
+    ) -> None:
+        self.grader, self.pairs, self.settled, self.put = grader, pairs, settled, put
+
+    async def all(self, items: list[_Item], width: int) -> None:
+        """Judge every item with `width` workers."""
+        todo = collections.deque(items)
+
+        async def worker() -> None:
+            with aio.own_thread():
+                while todo:
+                    indices, chain = todo.popleft()
+                    try:
+                        await self.item(indices, chain)
+                    except asyncio.CancelledError:
+                        raise
+                    except BaseException as exc:  # handed to the calling thread, which
+                        # re-raises (and cancels the rest); raised here, a KeyboardInterrupt
+                        # from a judge's thread would end the loop every later call needs
+                        self.put((indices[0], None, exc))
+                        return
+
+        await asyncio.gather(*(worker() for _ in range(min(width, len(items)))))
+
+    async def item(self, indices: list[int], chain: bool) -> None:
+        """One item's pairs in order; a lazy chain stops once settled."""
+        if self.grader.judge.mode == "listwise":
+            for i, verdict in await self.grader.listwise(self.pairs, indices):
+                self.put((i, verdict, None))
+            return
+        got: list[Verdict] = []
+        for n, i in enumerate(indices):
+            verdict = await self.grader.pair(*self.pairs[i])
+            self.put((i, verdict, None))
+            got.append(verdict)
+            if chain and self.settled is not None and self.settled(got):
+                for j in indices[n + 1 :]:
+                    self.put((j, not_judged(), None))
+                return
+
+
+class _Grader:
+    """The calls for some pairs, on the event loop: the cache first, a verdict already in
+    flight awaited rather than asked twice, then the judge's coroutines."""
 
     def __init__(
         self,
         judge: Judge,
         cache: VerdictCache | None,
         stats: JudgeStats,
-        criteria: CriteriaConfig,
-        pairs: Sequence[tuple[str, str]],
-        width: int,
+        criteria: CriteriaConfig | None = None,
     ) -> None:
-        self.judge, self.cache, self.stats, self.criteria = judge, cache, stats, criteria
-        self.pairs = pairs
+        self.judge, self.cache, self.stats = judge, cache, stats
+        self.criteria = criteria or CriteriaConfig()
         self.identity = judge.identity()
-        self.is_async = hasattr(judge, "agrade")
-        self.pool = None if self.is_async else ThreadPoolExecutor(max_workers=width)
         self.flying: dict[str, asyncio.Future[Any]] = {}
-        self.stopped = threading.Event()
 
-    def close(self) -> None:
-        """Let the thread pool go (a blocking call still running finishes on its own)."""
-        self.stopped.set()
-        if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
-
-    def pair_blocking(self, i: int) -> Verdict:
-        """`pair` for a judge without coroutines, on a pool thread."""
-        q, c = self.pairs[i]
-        if self.judge.mode not in PAIRWISE_MODES:  # pointwise, extractive, ensemble
-            return judge_pair(self.judge, self.cache, self.stats, q, c, self.criteria)
-        cached = _from_cache(self.judge, self.cache, self.stats, q, c, self.criteria)
-        if cached is not None:
-            return cached
-        rel, comp = self.judge.grade_both(q, c, self.criteria)
-        return _store(self.judge, self.cache, self.stats, q, c, self.criteria, rel, comp)
-
-    def _cached_list(self, indices: list[int]) -> tuple[list[tuple[int, Verdict]], list[int]]:
-        """A question's pairs split in two: (index, verdict) from the cache, and the indices
-        the listwise call must still grade."""
-        q = self.pairs[indices[0]][0]
-        out: list[tuple[int, Verdict]] = []
-        todo = []
-        for i in indices:
-            cached = _from_cache(
-                self.judge, self.cache, self.stats, q, self.pairs[i][1], self.criteria
-            )
-            if cached is not None:
-                out.append((i, cached))
-            else:
-                todo.append(i)
-        return out, todo
-
-    def _stored_list(
-        self, todo: list[int], graded: Sequence[tuple[CriterionVerdict, CriterionVerdict]]
-    ) -> list[tuple[int, Verdict]]:
-        """The listwise call's verdicts for `todo`, stored in the cache and counted."""
-        judge, cache, stats, criteria = self.judge, self.cache, self.stats, self.criteria
-        return [
-            (i, _store(judge, cache, stats, *self.pairs[i], criteria, rel, comp))
-            for i, (rel, comp) in zip(todo, graded, strict=True)
-        ]
-
-    def listwise_blocking(self, indices: list[int]) -> list[tuple[int, Verdict]]:
-        """`listwise` for a judge without coroutines, on a pool thread."""
-        out, todo = self._cached_list(indices)
-        if todo:
-            q = self.pairs[todo[0]][0]
-            graded = self.judge.grade_list(q, [self.pairs[i][1] for i in todo], self.criteria)
-            out += self._stored_list(todo, graded)
-        return out
-
-    async def _call(self, name: str, *args: Any) -> Any:
-        if self.is_async:
-            return await getattr(self.judge, "a" + name)(*args)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.pool, getattr(self.judge, name), *args)
-
-    async def _once(self, key: str, ask: Callable[[], Any]) -> tuple[Any, bool]:
+    async def _once(self, key: str, ask: Callable[[], Awaitable[Any]]) -> tuple[Any, bool]:
         """(ask()'s result, False), or (the result of the same ask in flight, True)."""
         if key in self.flying:
             return await asyncio.shield(self.flying[key]), True
@@ -460,11 +349,11 @@ class _Engine:
         return result, False
 
     async def criterion(self, q: str, c: str, name: str, text: str) -> CriterionVerdict:
-        """One criterion: `grade_cached` on the loop."""
+        """One criterion: the cache, the same ask in flight, or the judge."""
         key = verdict_key(self.identity, text, q, c)
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
-            verdict = CriterionVerdict(**{**hit.to_dict(), "cached": True})
+            verdict = replace(hit, cached=True)
         else:
             verdict, shared = await self._once(key, lambda: self._pay(key, q, c, name, text))
             if shared:
@@ -476,59 +365,88 @@ class _Engine:
         """Claim the verdict across workers (`VerdictCache.claim`, which may wait for
         another process, so off the loop), ask the judge, keep what it said."""
         cache = self.cache
-        if cache is not None and hasattr(cache, "claim"):
+        if cache is not None:
             claimed = await asyncio.to_thread(cache.claim, key)
             if claimed is not None:  # another worker paid for it meanwhile
-                return CriterionVerdict(**{**claimed.to_dict(), "cached": True})
+                return replace(claimed, cached=True)
         try:
-            verdict = await self._call("grade", q, c, name, text)
+            verdict = await self.judge.agrade(q, c, name, text)
         except BaseException:
-            if cache is not None and hasattr(cache, "release"):
+            if cache is not None:
                 cache.release(key)
             raise
         if cache is not None:
             cache.put(key, verdict)
         return verdict
 
-    async def pair(self, i: int) -> Verdict:
-        """Both criteria of pair i, as the judge's mode spends calls."""
-        q, c = self.pairs[i]
-        criteria = self.criteria
+    async def pointwise(self, q: str, c: str) -> Verdict:
+        """Both criteria one at a time, "complete" only of a relevant chunk."""
+
+        async def ask(name: str, text: str) -> CriterionVerdict:
+            return await self.criterion(q, c, name, text)
+
+        rel, comp = await relevant_first(ask, self.criteria)
+        return Verdict(relevant=rel, complete=comp)
+
+    async def pair(self, q: str, c: str) -> Verdict:
+        """Both criteria of a pair, as the judge's mode spends calls."""
         if self.judge.mode not in PAIRWISE_MODES:  # pointwise, extractive, ensemble
-            rel = await self.criterion(q, c, "relevant", criteria.relevant)
-            if rel.value is True:
-                comp = await self.criterion(q, c, "complete", criteria.complete)
-            elif rel.error:
-                comp = CriterionVerdict(
-                    criterion="complete", value=None, error="not asked: relevance failed"
-                )
-            else:
-                comp = _not_asked()
-            return Verdict(relevant=rel, complete=comp)
-        cached = _from_cache(self.judge, self.cache, self.stats, q, c, criteria)
+            return await self.pointwise(q, c)
+        cached = self._from_cache(q, c)
         if cached is not None:
             return cached
-        key = "both\0" + verdict_key(self.identity, criteria.relevant, q, c)
+        key = "both\0" + verdict_key(self.identity, self.criteria.relevant, q, c)
         (rel, comp), shared = await self._once(
-            key, lambda: self._call("grade_both", q, c, criteria)
+            key, lambda: self.judge.agrade_both(q, c, self.criteria)
         )
-        if shared:
-            rel, comp = _shared_copy(rel), _shared_copy(comp)
-            for v in (rel, comp):
-                self.stats.record(v)
-            return Verdict(relevant=rel, complete=comp)
-        return _store(self.judge, self.cache, self.stats, q, c, criteria, rel, comp)
+        if not shared:
+            return self._store(q, c, (rel, comp))
+        rel, comp = _shared_copy(rel), _shared_copy(comp)
+        for v in (rel, comp):
+            self.stats.record(v)
+        return Verdict(relevant=rel, complete=comp)
 
-    async def listwise(self, indices: list[int]) -> list[tuple[int, Verdict]]:
+    async def listwise(
+        self, pairs: Sequence[tuple[str, str]], indices: list[int]
+    ) -> list[tuple[int, Verdict]]:
         """A question's pairs: the cached ones, then one call for the rest."""
-        out, todo = self._cached_list(indices)
+        out: list[tuple[int, Verdict]] = []
+        todo: list[int] = []
+        for i in indices:
+            cached = self._from_cache(*pairs[i])
+            if cached is not None:
+                out.append((i, cached))
+            else:
+                todo.append(i)
         if todo:
-            q = self.pairs[todo[0]][0]
-            graded = await self._call(
-                "grade_list", q, [self.pairs[i][1] for i in todo], self.criteria
-            )
-            out += self._stored_list(todo, graded)
+            q = pairs[todo[0]][0]
+            graded = await self.judge.agrade_list(q, [pairs[i][1] for i in todo], self.criteria)
+            out += [(i, self._store(*pairs[i], g)) for i, g in zip(todo, graded, strict=True)]
         return out
+
+    def _from_cache(self, q: str, c: str) -> Verdict | None:
+        """Both criteria from the cache, or None if either is missing (a relevant "no"
+        needs no "complete")."""
+        if self.cache is None:
+            return None
+        rel, comp = cached_pair(self.cache, self.identity, self.criteria, q, c)
+        if rel is None or (rel.value and comp is None):
+            return None
+        rel = replace(rel, cached=True)
+        self.stats.record(rel)
+        if comp is not None:
+            comp = replace(comp, cached=True)
+            self.stats.record(comp)
+        return Verdict(relevant=rel, complete=comp or not_asked())
+
+    def _store(self, q: str, c: str, graded: Pair) -> Verdict:
+        """A pair's fresh verdicts, counted and kept in the cache."""
+        rel, comp = graded
+        for v, text in ((rel, self.criteria.relevant), (comp, self.criteria.complete)):
+            self.stats.record(v)
+            if self.cache is not None:
+                self.cache.put(verdict_key(self.identity, text, q, c), v)
+        return Verdict(relevant=rel, complete=comp)
 
 
 def _shared_copy(verdict: CriterionVerdict) -> CriterionVerdict:
@@ -536,12 +454,4 @@ def _shared_copy(verdict: CriterionVerdict) -> CriterionVerdict:
     succeeded; an error is this pair's error too, at no cost of its own."""
     if verdict.error is None:
         return replace(verdict, cached=True)
-    return replace(
-        verdict,
-        calls=0,
-        prompt_tokens=0,
-        completion_tokens=0,
-        latency_s=0.0,
-        retries=0,
-        failed_attempts=0,
-    )
+    return verdict.with_cost(Cost())

@@ -1,33 +1,34 @@
 """The judge interface: everything its callers use, declared in one place.
 
 `Judge` is the protocol the pipeline, the sweep, the llm reranker and judge-check rely
-on; `BaseJudge` gives a judge that can answer one criterion at a time (`grade`) the rest
-of the surface for free (both criteria, a list of passages, other options), so a new
-backend writes one method. tests/judge/test_contract.py runs the same suite against
-every implementation: the scripted judge, the chat judge against a fake endpoint, and
-the chat judge against a real llama.cpp server.
+on. Judges are asynchronous first: `judge_pairs` awaits `agrade`, `agrade_both` and
+`agrade_list` on one event loop. `BaseJudge` gives a backend the rest of the surface
+from one method: an `async agrade` (preferred: no thread per call), or a blocking
+`grade` (run on a worker thread); both criteria and a list of passages are then asked
+one criterion at a time, and the blocking methods wait for the asynchronous ones.
+tests/judge/test_contract.py runs the same suite against every implementation: the
+scripted judge, the chat judge against a fake endpoint, and the chat judge against a
+real llama.cpp server.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from harness.config import JUDGE_MODES, CriteriaConfig
+from harness.config import CriteriaConfig
+from harness.llm import aio
 from harness.types import ComponentSpec, CriterionVerdict
 
-MODES = JUDGE_MODES
-"""pointwise: a call per criterion; graded: one call per (question, chunk) for a 0-3
-grade; extractive: relevance, then the answering sentence or NONE; ensemble: pointwise
-over two wordings; both: a call per (question, chunk) for both criteria; listwise: a
-call per question for all its open chunks."""
-
 PAIRWISE_MODES = ("both", "graded")
-"""Modes that judge both criteria of a (question, chunk) in one call (`grade_both`)."""
+"""Modes that judge both criteria of a (question, chunk) in one call (`agrade_both`)."""
 
 VARIANTS = ("main", "reworded")
 """Prompt wordings: the main one, and the same criteria in other words (judge-check)."""
+
+Pair = tuple[CriterionVerdict, CriterionVerdict]
+"""(relevant, complete) for one (question, chunk)."""
 
 
 @runtime_checkable
@@ -37,34 +38,50 @@ class Judge(Protocol):
     spec: ComponentSpec
     """The judge as written to the log: enough to rebuild it (never a key)."""
     mode: str
-    """One of MODES: how `judge_pairs` spends calls."""
+    """One of harness.config.JUDGE_MODES: how `judge_pairs` spends calls."""
     concurrency: int
     """How many calls may be in flight at once (1 for a judge that is not thread-safe)."""
+    prompt_cache: bool
+    """Whether the pairs that share a chunk are judged back to back (`judge_pairs`)."""
 
     def identity(self) -> str:
         """Everything that changes an answer apart from the inputs: model, prompt version,
         sampling settings, mode. Part of the verdict cache key."""
         ...
 
-    def grade(
+    async def agrade(
         self, question: str, chunk_text: str, criterion: str, criterion_text: str
     ) -> CriterionVerdict:
         """One criterion for one (question, chunk). Returns an error verdict for a
         malformed answer; raises JudgeUnavailable when the endpoint cannot serve."""
         ...
 
-    def grade_both(
-        self, question: str, chunk_text: str, criteria: CriteriaConfig
-    ) -> tuple[CriterionVerdict, CriterionVerdict]:
+    async def agrade_both(self, question: str, chunk_text: str, criteria: CriteriaConfig) -> Pair:
         """(relevant, complete) for one (question, chunk). The cost of a shared call is
         booked on the relevant verdict."""
         ...
 
-    def grade_list(
+    async def agrade_list(
         self, question: str, chunk_texts: Sequence[str], criteria: CriteriaConfig
-    ) -> list[tuple[CriterionVerdict, CriterionVerdict]]:
+    ) -> list[Pair]:
         """(relevant, complete) for every passage of a question, in the order given. The
         cost of a shared call is booked on the first passage's relevant verdict."""
+        ...
+
+    def grade(
+        self, question: str, chunk_text: str, criterion: str, criterion_text: str
+    ) -> CriterionVerdict:
+        """`agrade`, waited for (from a thread without an event loop)."""
+        ...
+
+    def grade_both(self, question: str, chunk_text: str, criteria: CriteriaConfig) -> Pair:
+        """`agrade_both`, waited for."""
+        ...
+
+    def grade_list(
+        self, question: str, chunk_texts: Sequence[str], criteria: CriteriaConfig
+    ) -> list[Pair]:
+        """`agrade_list`, waited for."""
         ...
 
     def with_options(self, *, mode: str | None = None, variant: str | None = None) -> Judge:
@@ -72,10 +89,39 @@ class Judge(Protocol):
         ...
 
 
+NOT_ASKED = "not asked: judged not relevant"
+"""The reason of the implied "no" for "complete" of a chunk judged not relevant."""
+
+
+def not_asked() -> CriterionVerdict:
+    """The "complete" of a chunk judged not relevant: implied "no", never paid for."""
+    return CriterionVerdict(criterion="complete", value=False, reason=NOT_ASKED)
+
+
+async def relevant_first(
+    ask: Callable[[str, str], Awaitable[CriterionVerdict]], criteria: CriteriaConfig
+) -> Pair:
+    """(relevant, complete) from `ask(criterion, criterion text)`, asking "complete" only
+    of a chunk judged relevant: a complete but irrelevant chunk grades 0 anyway, so the
+    answer could not change a metric. Otherwise "complete" is the implied "no"
+    (`not_asked`), or an error when relevance failed, at no cost."""
+    rel = await ask("relevant", criteria.relevant)
+    if rel.value is True:
+        comp = await ask("complete", criteria.complete)
+    elif rel.error:
+        comp = CriterionVerdict("complete", None, error="not asked: relevance failed")
+    else:
+        comp = not_asked()
+    return rel, comp
+
+
 class BaseJudge:
-    """The Judge surface from one method, `grade`: subclasses set `spec` and implement
-    `identity` and `grade`; `grade_both` and `grade_list` ask one criterion at a time
-    ("complete" only of a relevant chunk, as pointwise judging does)."""
+    """The Judge surface from one method: subclasses set `spec`, implement `identity`, and
+    either `async agrade` (preferred) or a blocking `grade` (then run on a worker thread:
+    one per `judge_pairs` worker, so a judge that is not thread-safe sets concurrency 1).
+    `agrade_both` and `agrade_list` ask one criterion at a time (`relevant_first`) unless
+    overridden; a blocking `grade_both` or `grade_list` of a subclass is used likewise.
+    The blocking methods wait for the asynchronous ones on the shared event loop."""
 
     spec: ComponentSpec
     mode: str = "pointwise"
@@ -90,32 +136,53 @@ class BaseJudge:
         """See `Judge.identity`; every subclass defines it."""
         raise NotImplementedError
 
+    def _overrides(self, name: str) -> bool:
+        return getattr(type(self), name) is not getattr(BaseJudge, name)
+
+    async def agrade(
+        self, question: str, chunk_text: str, criterion: str, criterion_text: str
+    ) -> CriterionVerdict:
+        """See `Judge.agrade`: the subclass's blocking `grade` on a worker thread, unless
+        the subclass defines `agrade` itself."""
+        if not self._overrides("grade"):
+            raise NotImplementedError(f"{type(self).__name__} defines neither agrade nor grade")
+        return await aio.in_thread(self.grade, question, chunk_text, criterion, criterion_text)
+
+    async def agrade_both(self, question: str, chunk_text: str, criteria: CriteriaConfig) -> Pair:
+        """See `Judge.agrade_both`: two `agrade` calls, "complete" only of a relevant chunk."""
+        if self._overrides("grade_both"):
+            return await aio.in_thread(self.grade_both, question, chunk_text, criteria)
+
+        async def ask(criterion: str, text: str) -> CriterionVerdict:
+            return await self.agrade(question, chunk_text, criterion, text)
+
+        return await relevant_first(ask, criteria)
+
+    async def agrade_list(
+        self, question: str, chunk_texts: Sequence[str], criteria: CriteriaConfig
+    ) -> list[Pair]:
+        """See `Judge.agrade_list`: each passage on its own through `agrade_both`."""
+        if self._overrides("grade_list"):
+            return await aio.in_thread(self.grade_list, question, chunk_texts, criteria)
+        return [await self.agrade_both(question, t, criteria) for t in chunk_texts]
+
     def grade(
         self, question: str, chunk_text: str, criterion: str, criterion_text: str
-    ) -> CriterionVerdict:  # pragma: no cover - every subclass defines it
-        """See `Judge.grade`; every subclass defines it."""
-        raise NotImplementedError
+    ) -> CriterionVerdict:
+        """See `Judge.grade`: the subclass's `agrade`, waited for."""
+        if not self._overrides("agrade"):
+            raise NotImplementedError(f"{type(self).__name__} defines neither agrade nor grade")
+        return aio.run(self.agrade(question, chunk_text, criterion, criterion_text))
 
-    def grade_both(
-        self, question: str, chunk_text: str, criteria: CriteriaConfig
-    ) -> tuple[CriterionVerdict, CriterionVerdict]:
-        """Two `grade` calls: "complete" is asked only of a chunk judged relevant; otherwise it
-        is False, or an error when relevance failed, at no cost.
-        """
-        rel = self.grade(question, chunk_text, "relevant", criteria.relevant)
-        if rel.value is True:
-            comp = self.grade(question, chunk_text, "complete", criteria.complete)
-        elif rel.error:
-            comp = CriterionVerdict("complete", None, error="not asked: relevance failed")
-        else:
-            comp = CriterionVerdict("complete", False, reason="not asked: judged not relevant")
-        return rel, comp
+    def grade_both(self, question: str, chunk_text: str, criteria: CriteriaConfig) -> Pair:
+        """See `Judge.grade_both`."""
+        return aio.run(self.agrade_both(question, chunk_text, criteria))
 
     def grade_list(
         self, question: str, chunk_texts: Sequence[str], criteria: CriteriaConfig
-    ) -> list[tuple[CriterionVerdict, CriterionVerdict]]:
-        """Each passage on its own through `grade_both`: no call is shared."""
-        return [self.grade_both(question, t, criteria) for t in chunk_texts]
+    ) -> list[Pair]:
+        """See `Judge.grade_list`."""
+        return aio.run(self.agrade_list(question, chunk_texts, criteria))
 
     def with_options(self, *, mode: str | None = None, variant: str | None = None) -> BaseJudge:
         """A shallow copy with another mode or variant, both recorded in `spec`."""

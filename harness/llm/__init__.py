@@ -8,7 +8,6 @@ Used alike by the judge, the llm reranker and the question generator.
 """
 
 from harness.llm.client import (
-    Attempts,
     ChatClient,
     ChatFailed,
     MalformedReply,
@@ -20,7 +19,6 @@ from harness.llm.client import (
 from harness.llm.ratelimit import RateLimiter
 
 __all__ = [
-    "Attempts",
     "ChatClient",
     "ChatFailed",
     "MalformedReply",

@@ -5,6 +5,11 @@ endpoint: threads pay the GIL and a thread per request, an event loop pays neith
 loop lives as long as the process, so HTTP connections (and a hosted endpoint's TLS
 sessions) are reused from one batch of questions to the next. A forked child gets a
 loop of its own.
+
+Blocking code meets the loop in two places: `run` waits for a coroutine from a thread
+without a loop (the blocking facade of a judge or client), and `in_thread` runs a
+blocking function for a coroutine (a judge that only has a blocking `grade`), on a
+thread of the task's own under `own_thread`.
 """
 
 from __future__ import annotations
@@ -13,9 +18,12 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import contextvars
+import functools
 import os
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -23,6 +31,10 @@ T = TypeVar("T")
 _lock = threading.Lock()
 _state: dict[str, Any] = {"pid": None, "loop": None, "thread": None}
 _closers: list[Callable[[], Coroutine[Any, Any, None]]] = []
+_own_thread: contextvars.ContextVar[ThreadPoolExecutor | None] = contextvars.ContextVar(
+    "harness_own_thread", default=None
+)
+_shared_threads: dict[int, ThreadPoolExecutor] = {}
 
 
 def loop() -> asyncio.AbstractEventLoop:
@@ -41,6 +53,65 @@ def loop() -> asyncio.AbstractEventLoop:
 def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
     """Run `coro` on the background loop; its result (or exception) in a Future."""
     return asyncio.run_coroutine_threadsafe(coro, loop())
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` on the background loop and wait for its result (or exception) here.
+    Waiting ended from this side (Ctrl-C) cancels the coroutine. Not from the loop's own
+    thread, where it would wait forever."""
+    with _lock:
+        on_loop = _state["pid"] == os.getpid() and _state["thread"] is threading.current_thread()
+    if on_loop:
+        coro.close()
+        raise RuntimeError("a blocking call on the event loop's own thread would never end")
+    future = submit(_caught(coro))
+    try:
+        value, exc = future.result()
+    except BaseException:
+        future.cancel()
+        raise
+    if exc is not None:
+        raise exc
+    return value  # type: ignore[return-value]  # None only with an exception
+
+
+async def _caught(coro: Coroutine[Any, Any, T]) -> tuple[T | None, BaseException | None]:
+    """(coro's result, None) or (None, what it raised): a KeyboardInterrupt from a blocking
+    judge's thread is handed to the waiting thread instead of ending the loop."""
+    try:
+        return await coro, None
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
+        return None, exc
+
+
+async def in_thread(fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` on a thread, awaited: the task's own thread under `own_thread`, else one
+    of a shared pool."""
+    executor = _own_thread.get()
+    if executor is None:
+        with _lock:
+            executor = _shared_threads.get(os.getpid())
+            if executor is None:
+                executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="harness-blocking")
+                _shared_threads.clear()  # a forked child's copy has no threads
+                _shared_threads[os.getpid()] = executor
+    return await asyncio.get_running_loop().run_in_executor(executor, functools.partial(fn, *args))
+
+
+@contextlib.contextmanager
+def own_thread() -> Iterator[None]:
+    """Within it, the current task's `in_thread` calls all run on one thread of its own
+    (made on first use), one after another: a worker of a judge that only blocks keeps
+    its thread, as a thread pool's worker would."""
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-worker")
+    token = _own_thread.set(executor)
+    try:
+        yield
+    finally:
+        _own_thread.reset(token)
+        executor.shutdown(wait=False, cancel_futures=True)
 
 
 def on_exit(close: Callable[[], Coroutine[Any, Any, None]]) -> None:

@@ -11,10 +11,17 @@ retries, backoff, rate limits, logprobs and token accounting have one policy:
   or that asks to wait longer than `max_retry_after_s` raise `JudgeUnavailable`:
   grinding on would only record errors;
 - an endpoint that refuses logprobs (400, or llama-cpp-python's 500) is asked again
-  without them, and from then on never with them.
+  without them, and from then on never with them;
+- a request the endpoint will never take (400, 413 too large, 409, 422) fails at once:
+  waiting will not shrink it.
 
-The API key is held only by the SDK client object: it is never part of a spec, an
-identity, a log line or an error message.
+Each request is bounded: `timeout_s` is its deadline as a whole (an endpoint dripping a
+byte a second is cut off), and a reply body is read, and inflated, only up to
+`max_reply_bytes` (a bigger one, or an answer longer than its tokens could make, is a
+`MalformedReply`).
+
+The API key is held only by the client (its request headers): it is never part of a
+spec, an identity, a log line or an error message.
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ import random
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Generator, Sequence
+import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -40,6 +48,7 @@ from harness.errors import JudgeUnavailable
 from harness.llm import aio
 from harness.llm.ratelimit import RateLimiter
 from harness.secrets import redact, redact_url, remember, remember_url
+from harness.types import Cost
 
 TopLogprobs = list[tuple[str, float]]
 """A token's alternatives at one position: (token text, natural-log probability)."""
@@ -52,36 +61,16 @@ class Reply:
     text: str
     tokens: list[tuple[str, TopLogprobs]]
     """Each generated token with its top alternatives (empty without logprobs)."""
-    prompt_tokens: int
-    completion_tokens: int
-    latency_s: float
-    """Seconds of the successful request (retries and waits not included)."""
-    retries: int
-    """Requests retried before this answer came."""
-    calls: int = 1
-    """HTTP requests made for this answer: the answered one, retries and failed ones."""
-    failed_attempts: int = 0
-    """Of those, the requests that brought no usable answer. `prompt_tokens` and
-    `completion_tokens` include theirs where the endpoint reported them."""
-
-
-@dataclass
-class Attempts:
-    """What the HTTP requests of one `ChatClient.chat` call cost, failed ones included."""
-
-    calls: int = 0
-    """Requests made, retries and failed ones included."""
-    retries: int = 0
-    """Requests made again after a failed one."""
-    failed_attempts: int = 0
-    """Requests that brought no usable answer."""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    cost: Cost
+    """The HTTP requests made for this answer: the answered one, retries and failed ones
+    (their tokens included where the endpoint reported them); `latency_s` is the
+    answered request's, retries and waits not included."""
 
 
 class MalformedReply(Exception):
-    """A 200 answer that is no chat completion: not JSON, no `choices`, an empty list, or
-    a choice without a message. Retried like a 5xx."""
+    """A 200 answer that is no chat completion: not JSON, no `choices`, an empty list, a
+    choice without a message, a body over the size cap or an answer longer than the
+    tokens asked for could make. Retried like a 5xx."""
 
     def __init__(self, message: str, prompt_tokens: int = 0, completion_tokens: int = 0):
         super().__init__(message)
@@ -92,15 +81,28 @@ class MalformedReply(Exception):
 
 class ChatFailed(Exception):
     """A request that still failed after the client's retries, or that no retry can fix
-    (a 400, a 422): a per-call error for the caller to record, not a reason to stop.
+    (a 400, a 413, a 422): a per-call error for the caller to record, not a reason to stop.
 
     `error` is one line without the key ("InternalServerError: ..."); `cost` is what the
     attempts cost, to be booked like a successful answer's."""
 
-    def __init__(self, error: str, cost: Attempts) -> None:
+    def __init__(self, error: str, cost: Cost) -> None:
         super().__init__(error)
         self.error = error
         self.cost = cost
+
+
+MAX_REPLY_BYTES = 1_000_000
+"""The default cap on a reply body, decoded (judge.max_reply_bytes): a judge's answer is a
+few tokens, a generated question set a few kilobytes."""
+
+CHARS_PER_TOKEN_MAX = 64
+"""An answer longer than this many characters a token asked for is no answer of the model
+(a 10 MB "yes..." is a broken or hostile endpoint), and is malformed."""
+
+_ENCODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+"""Content-Encoding -> zlib window bits: the encodings the client asks for and inflates
+itself, so that it can stop at the size cap (a gzip bomb inflates to nothing more)."""
 
 
 def estimate_tokens(messages: Sequence[dict[str, str]]) -> int:
@@ -132,8 +134,11 @@ class ChatClient:
         retry_base_s: float = 0.5,
         retry_cap_s: float = 30.0,
         max_retry_after_s: float = 300.0,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
-        """`retry_cap_s` caps our own backoff; a server's Retry-After is honoured up to
+        """`timeout_s` bounds each request as a whole (connecting, sending, reading), not
+        only the gap between bytes; `max_reply_bytes` caps a reply's body, decoded.
+        `retry_cap_s` caps our own backoff; a server's Retry-After is honoured up to
         `max_retry_after_s`, and a longer one stops the run (`JudgeUnavailable`)."""
         import openai
 
@@ -147,24 +152,26 @@ class ChatClient:
         self.retry_base_s = retry_base_s
         self.retry_cap_s = retry_cap_s
         self.max_retry_after_s = max_retry_after_s
+        self.max_reply_bytes = max_reply_bytes
         self.limiter = limiter
+        self.timeout_s = timeout_s
         self.sleep: Callable[[float], None] = time.sleep
         """How the client waits between attempts (a test replaces it on this client alone,
         so threads of other clients in the process cannot disturb what it records)."""
         self.answered = False
         """True once the endpoint gave one usable answer: from then on a connection that
         keeps failing is that call's error, not an unreachable endpoint."""
-        # Retries are ours (counted, logged, one policy for every endpoint), not the SDK's.
-        self._client = openai.OpenAI(
+        # Only to turn an error response into the SDK's exception type, so that every
+        # caller and message stays the same; requests are posted by `_post`.
+        self._sdk = openai.OpenAI(
             base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0
         )
-        self.timeout_s = timeout_s
-        # The asynchronous path (`achat`) posts itself; its session is made on the loop.
         self._url = completions_url(base_url)
         self._headers = {
             "Authorization": f"Bearer {api_key or 'not-needed'}",
             "Content-Type": "application/json",
             "Accept": "application/json",
+            "Accept-Encoding": ", ".join(_ENCODINGS),
         }
         self._session: Any = None
         self._session_pid: int | None = None
@@ -210,31 +217,11 @@ class ChatClient:
         grammar: str | None = None,
         top_logprobs: int = 5,
     ) -> Reply:
-        """One answer from the endpoint, retrying rate limits (429, honouring Retry-After),
-        timeouts, connection drops, 5xx and malformed 200 answers up to `max_retries`
-        times with backoff. What still fails raises `ChatFailed` with what its attempts
-        cost; a connection that never worked raises `JudgeUnavailable`.
-
-        `grammar` (a GBNF grammar) is sent to llama.cpp servers, which constrain the
-        answer to it; other endpoints may reject the unknown field."""
-        policy = self._policy(messages, max_tokens, grammar, top_logprobs)
-        sent: Any = None
-        thrown: Exception | None = None
-        while True:
-            try:
-                op, arg = policy.throw(thrown) if thrown else policy.send(sent)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            sent, thrown = None, None
-            if op == "acquire":
-                self.limiter.acquire(arg)  # type: ignore[union-attr]
-            elif op == "sleep":
-                self.sleep(arg)
-            else:
-                try:
-                    sent = self._post(arg)
-                except Exception as exc:  # handed to the policy, which decides
-                    thrown = exc
+        """`achat` for a caller without an event loop: run on the loop of
+        `harness.llm.aio`, waited for here (from any thread but the loop's own)."""
+        return aio.run(
+            self.achat(messages, max_tokens=max_tokens, grammar=grammar, top_logprobs=top_logprobs)
+        )
 
     async def achat(
         self,
@@ -244,139 +231,107 @@ class ChatClient:
         grammar: str | None = None,
         top_logprobs: int = 5,
     ) -> Reply:
-        """`chat` on the event loop of `harness.llm.aio`: the same retry, Retry-After,
-        budget and logprobs policy, over one pooled aiohttp session that reuses its
-        connections, without the SDK's per-request work (its request transform and
-        response models cost about 3 ms of CPU a request). Errors are the SDK's own
-        exception types, so every caller and message stays the same."""
-        policy = self._policy(messages, max_tokens, grammar, top_logprobs)
-        sent: Any = None
-        thrown: Exception | None = None
-        while True:
-            try:
-                op, arg = policy.throw(thrown) if thrown else policy.send(sent)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            sent, thrown = None, None
-            if op == "acquire":
-                await self.limiter.aacquire(arg)  # type: ignore[union-attr]
-            elif op == "sleep":
-                if self.sleep is time.sleep:
-                    await asyncio.sleep(arg)
-                else:
-                    self.sleep(arg)  # a test's recorder: instant
-            else:
-                try:
-                    sent = await self._apost(arg)
-                except Exception as exc:  # handed to the policy, which decides
-                    thrown = exc
+        """One answer from the endpoint, retrying rate limits (429, honouring Retry-After),
+        timeouts, connection drops, 5xx and malformed 200 answers up to `max_retries`
+        times with backoff. What still fails raises `ChatFailed` with what its attempts
+        cost; a connection that never worked raises `JudgeUnavailable`.
 
-    def _policy(
-        self,
-        messages: list[dict[str, str]],
-        max_tokens: int,
-        grammar: str | None,
-        top_logprobs: int,
-    ) -> Generator[tuple[str, Any], Any, Reply]:
-        """The retry policy of one call, free of I/O so that `chat` and `achat` share it.
-
-        It yields ("acquire", tokens) for the rate limiter, ("call", request kwargs) for
-        a request, which is sent back its (text, tokens, prompt tokens, completion tokens)
-        or has the request's exception thrown in, and ("sleep", seconds) between attempts;
-        it returns the Reply or raises ChatFailed / JudgeUnavailable."""
-        import openai
-
-        kwargs: dict[str, Any] = {
+        `grammar` (a GBNF grammar) is sent to llama.cpp servers, which constrain the
+        answer to it; other endpoints may reject the unknown field. Requests go over one
+        pooled aiohttp session on the loop of `harness.llm.aio`, without the SDK's
+        per-request work (its request transform and response models cost about 3 ms of
+        CPU a request); errors are the SDK's exception types."""
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
             "temperature": self.temperature,
             "max_tokens": max_tokens,
         }
         if self.logprobs:
-            kwargs.update(logprobs=True, top_logprobs=top_logprobs)
+            body.update(logprobs=True, top_logprobs=top_logprobs)
         if grammar:
-            kwargs["extra_body"] = {"grammar": grammar}
-        cost = Attempts()
+            body["grammar"] = grammar
+        cost = Cost()
         while True:
             if self.limiter is not None:
-                yield ("acquire", estimate_tokens(messages) + max_tokens)
+                await self.limiter.aacquire(estimate_tokens(messages) + max_tokens)
             start = time.perf_counter()
-            cost.calls += 1
+            cost += Cost(calls=1)
             try:
-                text, tokens, prompt_tokens, completion_tokens = yield ("call", kwargs)
-                latency = time.perf_counter() - start
-                break
-            except openai.BadRequestError as exc:
-                cost.failed_attempts += 1
-                if self._drop_logprobs(exc, kwargs):
-                    continue
-                raise _failed(exc, cost) from exc
-            except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-                raise JudgeUnavailable(
-                    f"{self.describe()} refused the API key (HTTP {exc.status_code}); check "
-                    "the key's environment variable"
-                ) from None
-            except openai.NotFoundError:
-                raise JudgeUnavailable(
-                    f"{self.describe()} answered 404: unknown model or wrong base_url"
-                ) from None
-            except (
-                openai.RateLimitError,
-                openai.InternalServerError,
-                openai.APIConnectionError,
-                MalformedReply,
-            ) as exc:
-                # APITimeoutError is an APIConnectionError; 5xx are InternalServerError.
-                cost.failed_attempts += 1
-                if isinstance(exc, MalformedReply):
-                    cost.prompt_tokens += exc.prompt_tokens
-                    cost.completion_tokens += exc.completion_tokens
-                if isinstance(exc, openai.InternalServerError) and self._drop_logprobs(exc, kwargs):
-                    continue  # llama-cpp-python answers 500 without --logits_all
-                wait = self.backoff_s(cost.retries, exc)  # raises on a Retry-After too long
-                if cost.retries >= self.max_retries:
-                    if (
-                        isinstance(exc, openai.APIConnectionError)
-                        and not isinstance(exc, openai.APITimeoutError)
-                        and not self.answered
-                    ):
-                        raise JudgeUnavailable(
-                            f"{self.describe()} is unreachable ({type(exc).__name__})"
-                        ) from None
-                    # once the endpoint has answered, what keeps failing is this call's
-                    # error; the caller's consecutive-failure limit stops a dead endpoint
-                    raise _failed(exc, cost) from exc
-                yield ("sleep", wait)
-                cost.retries += 1
-            except openai.APIError as exc:  # 409, 422, ...: asking again will not help
-                cost.failed_attempts += 1
-                raise _failed(exc, cost) from exc
-        self.answered = True
-        return Reply(
-            text=text,
-            tokens=tokens,
-            prompt_tokens=cost.prompt_tokens + prompt_tokens,
-            completion_tokens=cost.completion_tokens + completion_tokens,
-            latency_s=latency,
-            retries=cost.retries,
-            calls=cost.calls,
-            failed_attempts=cost.failed_attempts,
-        )
+                text, tokens, prompt_tokens, completion_tokens = await self._post(body, max_tokens)
+            except Exception as exc:  # what to do about it is `_failed_attempt`'s to say
+                cost, wait = self._failed_attempt(exc, body, cost)
+                if wait is not None:
+                    await self._wait(wait)
+                    cost += Cost(retries=1)
+                continue
+            self.answered = True
+            latency = time.perf_counter() - start
+            used = Cost(
+                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, latency_s=latency
+            )
+            return Reply(text=text, tokens=tokens, cost=cost + used)
 
-    def _post(self, kwargs: dict[str, Any]) -> Completion:
-        """One request through the SDK's synchronous client."""
-        try:
-            resp = self._client.chat.completions.create(**kwargs)
-        except json.JSONDecodeError as exc:
-            raise MalformedReply(f"a 200 answer that is not JSON ({exc})") from None
-        return _read_completion(resp)
-
-    async def _apost(self, kwargs: dict[str, Any]) -> Completion:
-        """One request on the shared event loop: JSON in, JSON out, the SDK's exception
-        types for HTTP errors, dropped connections and timeouts."""
-        import aiohttp
-        import httpx2
+    def _failed_attempt(
+        self, exc: Exception, body: dict[str, Any], cost: Cost
+    ) -> tuple[Cost, float | None]:
+        """The policy for a request that failed: (the cost with this attempt booked,
+        seconds to wait before retrying, or None to ask again at once without logprobs);
+        raises `ChatFailed` when asking again cannot help or the retries are spent, and
+        `JudgeUnavailable` when the endpoint cannot serve at all."""
         import openai
+
+        if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
+            raise JudgeUnavailable(
+                f"{self.describe()} refused the API key (HTTP {exc.status_code}); check "
+                "the key's environment variable"
+            ) from None
+        if isinstance(exc, openai.NotFoundError):
+            raise JudgeUnavailable(
+                f"{self.describe()} answered 404: unknown model or wrong base_url"
+            ) from None
+        if not isinstance(exc, (openai.APIError, MalformedReply)):
+            raise exc  # a fault of ours, not the endpoint's: never an error verdict
+        cost += Cost(failed_attempts=1)
+        if isinstance(exc, MalformedReply):
+            cost += Cost(prompt_tokens=exc.prompt_tokens, completion_tokens=exc.completion_tokens)
+        # a 400 may be our logprobs, and llama-cpp-python answers 500 without --logits_all
+        refused = isinstance(exc, (openai.BadRequestError, openai.InternalServerError))
+        if refused and self._drop_logprobs(exc, body):
+            return cost, None
+        transient = (
+            openai.RateLimitError,
+            openai.InternalServerError,
+            openai.APIConnectionError,  # timeouts included
+            MalformedReply,
+        )
+        if not isinstance(exc, transient):  # 400, 409, 413, 422: asking again will not help
+            raise _failed(exc, cost) from exc
+        wait = self.backoff_s(cost.retries, exc)  # raises on a Retry-After too long
+        if cost.retries < self.max_retries:
+            return cost, wait
+        if (
+            isinstance(exc, openai.APIConnectionError)
+            and not isinstance(exc, openai.APITimeoutError)
+            and not self.answered
+        ):
+            raise JudgeUnavailable(
+                f"{self.describe()} is unreachable ({type(exc).__name__})"
+            ) from None
+        # once the endpoint has answered, what keeps failing is this call's error; the
+        # caller's consecutive-failure limit stops a dead endpoint
+        raise _failed(exc, cost) from exc
+
+    async def _wait(self, seconds: float) -> None:
+        if self.sleep is time.sleep:
+            await asyncio.sleep(seconds)
+        else:
+            self.sleep(seconds)  # a test's recorder: instant
+
+    def _open_session(self) -> Any:
+        """This client's aiohttp session on the loop (a forked child makes its own). It
+        inflates nothing itself: `_read_body` does, up to the cap."""
+        import aiohttp
 
         if self._session is None or self._session_pid != os.getpid():
             self._session = aiohttp.ClientSession(
@@ -384,34 +339,84 @@ class ChatClient:
                 timeout=aiohttp.ClientTimeout(
                     total=None, sock_connect=self.timeout_s, sock_read=self.timeout_s
                 ),
+                auto_decompress=False,
                 # proxies from the environment, as the SDK's client takes them (looked up
                 # on every request, so only when there are some)
                 trust_env=bool(urllib.request.getproxies()),
             )
             self._session_pid = os.getpid()
             aio.on_exit(self._session.close)
-        body = {k: v for k, v in kwargs.items() if k != "extra_body"}
-        body.update(kwargs.get("extra_body") or {})
+        return self._session
+
+    async def _post(self, body: dict[str, Any], max_tokens: int) -> Completion:
+        """One request, over within `timeout_s` (a server dripping bytes included): JSON
+        in, JSON out, the SDK's exception types for HTTP errors, dropped connections and
+        timeouts; `MalformedReply` for a 200 that is no usable chat completion."""
+        import aiohttp
+        import httpx2
+        import openai
+
+        session = self._open_session()
         try:
-            async with self._session.post(
-                self._url, data=json.dumps(body), headers=self._headers
-            ) as resp:
-                raw = await resp.read()
-                status = resp.status
-                headers = list(resp.headers.items()) if status >= 300 else []
+            async with asyncio.timeout(self.timeout_s):
+                async with session.post(
+                    self._url, data=json.dumps(body), headers=self._headers
+                ) as resp:
+                    status = resp.status
+                    raw, cut = await _read_body(resp, self.max_reply_bytes)
+                    headers = list(resp.headers.items()) if status >= 300 else []
         except TimeoutError:
             raise openai.APITimeoutError(request=httpx2.Request("POST", self._url)) from None
         except aiohttp.ClientError:
             raise openai.APIConnectionError(request=httpx2.Request("POST", self._url)) from None
-        if status >= 300:
+        if status >= 300:  # the body, cut or not, is only read for its message
+            headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
             request = httpx2.Request("POST", self._url)
             response = httpx2.Response(status, headers=headers, content=raw, request=request)
-            raise self._client._make_status_error_from_response(response)
+            raise self._sdk._make_status_error_from_response(response)
+        if cut:
+            raise MalformedReply(
+                f"a 200 answer over {self.max_reply_bytes} bytes (judge.max_reply_bytes); "
+                "not read further"
+            )
         try:
             data = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise MalformedReply(f"a 200 answer that is not JSON ({exc})") from None
-        return _read_completion_json(data)
+        completion = _read_completion_json(data)
+        limit = CHARS_PER_TOKEN_MAX * max(1, max_tokens)
+        if len(completion[0]) > limit:
+            raise MalformedReply(
+                f"a 200 answer of {len(completion[0])} characters, more than {max_tokens} "
+                "tokens can hold",
+                *completion[2:],
+            )
+        return completion
+
+
+async def _read_body(resp: Any, limit: int) -> tuple[bytes, bool]:
+    """(the body, decoded, of at most `limit` bytes; True when there was more): read and
+    inflated chunk by chunk, so neither a huge body nor a gzip bomb is ever held whole."""
+    encoding = resp.headers.get("Content-Encoding", "").strip().lower()
+    if encoding in ("", "identity"):
+        inflate = None
+    elif encoding in _ENCODINGS:
+        inflate = zlib.decompressobj(_ENCODINGS[encoding])
+    else:
+        raise MalformedReply(f"a reply in an encoding not asked for ({encoding[:40]!r})")
+    out = bytearray()
+    read = 0
+    try:
+        async for chunk in resp.content.iter_chunked(1 << 16):
+            read += len(chunk)
+            out += inflate.decompress(chunk, limit + 1 - len(out)) if inflate else chunk
+            if len(out) > limit or read > limit:
+                return bytes(out[:limit]), True
+        if inflate is not None:
+            out += inflate.flush()
+    except zlib.error as exc:
+        raise MalformedReply(f"a {encoding} reply that does not inflate ({exc})") from None
+    return bytes(out[:limit]), len(out) > limit
 
 
 def completions_url(base_url: str) -> str:
@@ -424,14 +429,9 @@ def completions_url(base_url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, path, parts.query, ""))
 
 
-def _failed(exc: Exception, cost: Attempts) -> ChatFailed:
+def _failed(exc: Exception, cost: Cost) -> ChatFailed:
     """The error a call ends with, as one line without the key, and what it cost."""
     return ChatFailed(f"{type(exc).__name__}: {safe_error(str(exc))}", cost)
-
-
-def _count(usage: Any, name: str) -> int:
-    value = getattr(usage, name, None) if usage is not None else None
-    return value if isinstance(value, int) and value >= 0 else 0
 
 
 Completion = tuple[str, list[tuple[str, TopLogprobs]], int, int]
@@ -439,8 +439,9 @@ Completion = tuple[str, list[tuple[str, TopLogprobs]], int, int]
 
 
 def _read_completion_json(data: Any) -> Completion:
-    """`_read_completion` for a decoded JSON body (the asynchronous path reads no SDK
-    models): the same checks, the same `MalformedReply` messages."""
+    """(text, tokens with their alternatives, prompt tokens, completion tokens) of a
+    decoded chat completion; `MalformedReply` when the 200 answer is none. Logprobs that
+    cannot be read are dropped rather than losing the answer."""
     if not isinstance(data, dict):
         raise MalformedReply(
             f"a 200 answer with a {type(data).__name__} instead of a chat completion"
@@ -482,35 +483,6 @@ def _count_json(usage: dict[str, Any], name: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def _read_completion(resp: Any) -> Completion:
-    """(text, tokens with their alternatives, prompt tokens, completion tokens) of a chat
-    completion; `MalformedReply` when the 200 answer is none. Logprobs that cannot be read
-    are dropped rather than losing the answer."""
-    usage = getattr(resp, "usage", None)
-    used = (_count(usage, "prompt_tokens"), _count(usage, "completion_tokens"))
-    choices = getattr(resp, "choices", None)
-    if not isinstance(choices, list):
-        kind = "no `choices`" if choices is None else "`choices` that is not a list"
-        if not hasattr(resp, "choices"):
-            kind = f"a {type(resp).__name__} instead of a chat completion"
-        raise MalformedReply(f"a 200 answer with {kind}", *used)
-    if not choices:
-        raise MalformedReply("a 200 answer with `choices: []`", *used)
-    message = getattr(choices[0], "message", None)
-    content = getattr(message, "content", None)
-    if not hasattr(message, "content") or not (content is None or isinstance(content, str)):
-        raise MalformedReply("a 200 answer whose choice has no message", *used)
-    lp = getattr(choices[0], "logprobs", None)
-    try:
-        tokens = [
-            (tok.token, [(t.token, t.logprob) for t in tok.top_logprobs or []])
-            for tok in ((lp.content or []) if lp is not None else [])
-        ]
-    except (AttributeError, TypeError):
-        tokens = []
-    return content or "", tokens, *used
-
-
 def retry_after_s(exc: Exception) -> float | None:
     """The wait an error response asks for, in seconds (never negative): its
     retry-after-ms, else its Retry-After in seconds or as an HTTP date; None without one."""
@@ -548,10 +520,5 @@ def token_cost(
     """Dollars for these tokens: prompt_tokens * prompt price / 1e6 + completion_tokens *
     completion price / 1e6, rounded to 6 places; None when no price is set. What a run
     paid and what a dry run estimates."""
-    if not (prompt_price_per_mtok or completion_price_per_mtok):
-        return None
-    return round(
-        (prompt_tokens * prompt_price_per_mtok + completion_tokens * completion_price_per_mtok)
-        / 1e6,
-        6,
-    )
+    used = Cost(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    return used.usd(prompt_price_per_mtok, completion_price_per_mtok)

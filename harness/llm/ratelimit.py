@@ -1,4 +1,5 @@
-"""Requests- and tokens-per-minute budgets for one endpoint, shared by every thread."""
+"""Requests- and tokens-per-minute budgets for one endpoint, shared by every request of
+the process (coroutines on the event loop and threads alike)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from collections.abc import Callable
 
 class RateLimiter:
     """Requests-per-minute and tokens-per-minute budgets for one endpoint (token buckets),
-    shared by every thread that calls it. A budget of 0 is unlimited."""
+    shared by every caller: `aacquire` on the event loop (the chat client), `acquire` in a
+    thread. A budget of 0 is unlimited."""
 
     def __init__(
         self,

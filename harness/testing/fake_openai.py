@@ -1,8 +1,9 @@
 """A misbehaving OpenAI-compatible chat server on 127.0.0.1, for tests and benchmarks.
 
 `behave(n, prompt)` decides, for the n-th request (1-based) and its prompt text, what the
-server does: answer, answer garbage, rate-limit (429 with Retry-After), fail (500), or
-hang past the client's timeout. The server counts requests, requests in flight (and
+server does: answer, answer garbage, rate-limit (429 with Retry-After), fail (500, 413),
+hang past the client's timeout, or reply as a hostile endpoint would (a huge answer, a
+gzip bomb, a body dripped a byte at a time). The server counts requests, requests in flight (and
 the most ever in flight) and the token usage it reported, so tests can check the
 client's accounting against it.
 """
@@ -10,12 +11,15 @@ client's accounting against it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import http.server
 import json
 import re
+import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -29,6 +33,10 @@ class Act:
     (badjson), has no `choices` (nochoices), `choices: []` (emptychoices) or a choice
     without a message (nomessage), and a connection closed without any reply (drop).
     echo_key_400 / echo_key_500: that HTTP error with the request's API key in its body.
+    413: request too large. Hostile replies: huge (a 200 whose answer is `text` followed
+    by `size` spaces), gzipbomb (the same answer gzip-compressed: a small body that
+    inflates to `size` bytes), drip (a valid answer sent one byte every `hang_s`
+    seconds, `size` spaces of padding first: 0 means none).
     """
 
     kind: str = "answer"  # answer | garbage | 429 | 500 | hang | badjson | nochoices | ...
@@ -39,6 +47,39 @@ class Act:
     top_logprobs: tuple[tuple[str, float], ...] = ()
     """The first answer token's alternatives (token, natural-log probability), returned
     as logprobs when the request asks for them."""
+    size: int = 0
+    """huge, gzipbomb, drip: how many spaces follow the answer text."""
+
+
+def _padded_answer(act: Act) -> tuple[bytes, bytes]:
+    """A chat completion whose content is `act.text` and `act.size` spaces, as (the JSON
+    before the spaces, the JSON after them): the spaces are never held whole."""
+    body = json.dumps(
+        {
+            "id": "fake-hostile",
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": act.text + "\0"}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    )
+    head, tail = body.split("\\u0000")
+    return head.encode(), tail.encode()
+
+
+@functools.lru_cache(maxsize=4)
+def _gzip_bomb(act: Act) -> bytes:
+    """`_padded_answer` gzip-compressed chunk by chunk (200 MB of spaces is ~200 KB),
+    made once per answer and size."""
+    head, tail = _padded_answer(act)
+    z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    out = [z.compress(head)]
+    block = b" " * (1 << 20)
+    left = act.size
+    while left > 0:
+        out.append(z.compress(block[: min(left, len(block))]))
+        left -= len(block)
+    out += [z.compress(tail), z.flush()]
+    return b"".join(out)
 
 
 def _logprobs(act: Act, text: str, request: dict) -> dict:
@@ -107,6 +148,12 @@ class _Server(http.server.ThreadingHTTPServer):
     # when a client opens 64 or 256 at once.
     request_queue_size = 1024
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        """Quiet about a client that hung up (one that stops reading a hostile reply)."""
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]  # typeshed: socket
+
 
 class FakeOpenAI:
     """The fake server on a free loopback port, serving /chat/completions and /embeddings
@@ -158,6 +205,29 @@ class FakeOpenAI:
                 self.end_headers()
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(body)  # the client may have given up (a provoked timeout)
+
+            def _hostile(self, act: Act) -> None:
+                """A 200 answer that is too big, a gzip bomb, or sent drop by drop."""
+                head, tail = _padded_answer(act)
+                if act.kind == "gzipbomb":
+                    self._send(200, _gzip_bomb(act), {"Content-Encoding": "gzip"})
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(head) + act.size + len(tail)))
+                self.end_headers()
+                block = b" " * (1 << 16)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    if act.kind == "huge":
+                        self.wfile.write(head)
+                        for start in range(0, act.size, len(block)):
+                            self.wfile.write(block[: min(len(block), act.size - start)])
+                        self.wfile.write(tail)
+                        return
+                    for byte in head + b" " * act.size + tail:  # drip: one byte at a time
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(act.hang_s)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
@@ -227,6 +297,10 @@ class FakeOpenAI:
                         self._send(200, json.dumps(broken).encode())
                     elif act.kind == "drop":
                         self.close_connection = True  # closed with nothing sent back
+                    elif act.kind == "413":
+                        self._send(413, b'{"error": {"message": "request entity too large"}}')
+                    elif act.kind in ("huge", "drip", "gzipbomb"):
+                        self._hostile(act)
                     else:
                         text = act.text if act.kind == "answer" else "banana split"
                         prompt_tokens = len(prompt.split())

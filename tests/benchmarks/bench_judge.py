@@ -38,9 +38,10 @@ sys.path.insert(0, str(ROOT))
 from common import print_table, quiet  # noqa: E402
 
 from harness.config import CriteriaConfig, load_experiment  # noqa: E402
-from harness.judge import JudgeStats, OpenAIJudge, VerdictCache, judge_pairs  # noqa: E402
+from harness.judge import ChatJudge, JudgeStats, judge_pairs  # noqa: E402
 from harness.llm.local import LlamaServer, free_port, resolve_model  # noqa: E402
 from harness.pipeline import default_cache_dir, prepare  # noqa: E402
+from harness.stores import VerdictCache  # noqa: E402
 
 
 def sample_pairs(n_questions: int, k: int) -> list[tuple[str, str]]:
@@ -103,9 +104,9 @@ def measure(
     label: str,
     use_cache: bool = True,
     prompt_cache: bool = False,
-    judge: OpenAIJudge | None = None,
+    judge: ChatJudge | None = None,
 ) -> tuple[float, list]:
-    judge = judge or OpenAIJudge(
+    judge = judge or ChatJudge(
         base_url=base_url,
         model=model,
         api_key="",
@@ -229,7 +230,7 @@ def fake_rows(tmp: Path, emit) -> None:
                 n = max(64, concurrency * 16)
                 fake_pairs = [(f"question {i} {use_cache}?", f"passage {i}") for i in range(n)]
                 # one judge, its connections opened before the clock starts
-                judge = OpenAIJudge(base_url=url, model="fake", api_key="", max_retries=2)
+                judge = ChatJudge(base_url=url, model="fake", api_key="", max_retries=2)
                 warm = [(f"warm {i} {use_cache}?", "passage") for i in range(concurrency)]
                 measure(url, "fake", warm, mode="pointwise", concurrency=concurrency,
                         grammar=False, tmp=tmp, label="warm", use_cache=False,

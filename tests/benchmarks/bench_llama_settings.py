@@ -20,7 +20,7 @@ from bench_judge import agreement, sample_pairs
 from common import print_table, quiet
 
 from harness.config import CriteriaConfig
-from harness.judge import JudgeStats, OpenAIJudge, judge_pairs, prompts
+from harness.judge import ChatJudge, JudgeStats, judge_pairs, prompts
 from harness.llm.local import LlamaServer, resolve_model
 from harness.pipeline import default_cache_dir
 
@@ -58,7 +58,7 @@ def main() -> int:
             with LlamaServer(
                 model, alias="qwen", parallel=slots, threads=threads, extra_args=extra
             ) as server:
-                judge = OpenAIJudge(
+                judge = ChatJudge(
                     base_url=server.base_url, model="qwen", api_key="", grammar=True,
                     prompt_cache=True, concurrency=in_flight,
                 )  # fmt: skip

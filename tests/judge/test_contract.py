@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.config import CriteriaConfig
-from harness.judge import MODES, Judge, JudgeStats, judge_pairs
+from harness.config import JUDGE_MODES, CriteriaConfig
+from harness.judge import Judge, JudgeStats, judge_pairs
 from harness.judge.chat import ChatJudge
 from harness.testing import FakeOpenAI, answer_any
 from harness.types import ComponentSpec, CriterionVerdict
@@ -28,12 +28,26 @@ PASSAGES = [
 CRITERIA = CriteriaConfig()
 
 
+class AwaitingScripted(ScriptedJudge):
+    """The scripted judge as a backend written the preferred way: an `async agrade`."""
+
+    async def agrade(self, question, chunk_text, criterion, criterion_text):
+        return ScriptedJudge.grade(self, question, chunk_text, criterion, criterion_text)
+
+
 @pytest.fixture(
-    params=["scripted", "fake-endpoint", pytest.param("llama-server", marks=pytest.mark.llama)]
+    params=[
+        "scripted",
+        "scripted-async",
+        "fake-endpoint",
+        pytest.param("llama-server", marks=pytest.mark.llama),
+    ]
 )
 def judge(request: pytest.FixtureRequest) -> Iterator[Judge]:
     if request.param == "scripted":
         yield ScriptedJudge()
+    elif request.param == "scripted-async":
+        yield AwaitingScripted()
     elif request.param == "fake-endpoint":
         with FakeOpenAI(answer_any) as server:
             yield ChatJudge(base_url=server.base_url, model="fake", api_key="sk-test-not-a-key")
@@ -52,7 +66,7 @@ def _well_formed(v: CriterionVerdict, criterion: str) -> None:
 def test_declares_the_whole_surface(judge):
     assert isinstance(judge, Judge)
     assert isinstance(judge.spec, ComponentSpec) and judge.spec.name
-    assert judge.mode in MODES
+    assert judge.mode in JUDGE_MODES
     assert judge.concurrency >= 1
     assert isinstance(judge.identity(), str) and judge.identity() == judge.identity()
 
@@ -90,7 +104,7 @@ def test_other_options_are_another_judge(judge):
     assert (judge.mode, judge.identity()) == before  # the original is unchanged
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", JUDGE_MODES)
 def test_judge_pairs_in_every_mode(judge, mode):
     pairs = [(QUESTION, p) for p in PASSAGES] + [("Who keeps the shed key?", PASSAGES[2])]
     stats = JudgeStats()

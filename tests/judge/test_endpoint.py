@@ -9,7 +9,8 @@ import pytest
 
 from harness.config import CriteriaConfig, load_experiment
 from harness.errors import JudgeUnavailable
-from harness.judge import JudgeStats, OpenAIJudge, RateLimiter, judge_pairs
+from harness.judge import ChatJudge, JudgeStats, judge_pairs
+from harness.llm.ratelimit import RateLimiter
 from harness.pipeline import run_experiment
 from harness.testing import Act, FakeOpenAI
 from tests.conftest import DATA
@@ -17,9 +18,9 @@ from tests.conftest import DATA
 PAIRS = [(f"question {i}?", f"passage number {i} about swaps") for i in range(24)]
 
 
-def judge_for(server: FakeOpenAI, **kw) -> OpenAIJudge:
+def judge_for(server: FakeOpenAI, **kw) -> ChatJudge:
     kw.setdefault("retry_base_s", 0.01)
-    return OpenAIJudge(base_url=server.base_url, model="fake", api_key="sk-test-not-a-key", **kw)
+    return ChatJudge(base_url=server.base_url, model="fake", api_key="sk-test-not-a-key", **kw)
 
 
 def test_rate_limits_timeouts_5xx_are_retried_until_they_pass():
@@ -242,7 +243,7 @@ def _modes_behave(n, prompt):
 
 @pytest.mark.parametrize("mode", ["both", "listwise"])
 def test_cheaper_modes_make_fewer_calls_and_cache_per_criterion(mode, tmp_path):
-    from harness.judge import VerdictCache
+    from harness.stores import VerdictCache
 
     pairs = [("When is the swap?", f"passage {i} about swaps") for i in range(3)]
     pairs += [("Who keeps the key?", f"passage {i} about keys") for i in range(3)]
@@ -270,7 +271,8 @@ def test_cheaper_modes_make_fewer_calls_and_cache_per_criterion(mode, tmp_path):
 
 @pytest.mark.parametrize("mode", ["pointwise", "both", "listwise"])
 def test_estimate_matches_the_calls_each_mode_pays(mode, tmp_path):
-    from harness.judge import VerdictCache, estimate_calls
+    from harness.judge import estimate_calls
+    from harness.stores import VerdictCache
 
     swaps = [("When is the swap?", f"passage {i} about swaps") for i in range(3)]
     keys = [("Who keeps the key?", f"passage {i} about keys") for i in range(3)]

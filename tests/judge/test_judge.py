@@ -11,14 +11,13 @@ from harness.judge import (
     BaseJudge,
     JudgeStats,
     MalformedOutput,
-    VerdictCache,
     build_messages,
     judge_pair,
     judge_pairs,
     p_yes_from_logprobs,
     parse_answer,
-    verdict_key,
 )
+from harness.stores import VerdictCache, verdict_key
 from harness.types import ComponentSpec, CriterionVerdict
 
 PARSED = [

@@ -10,14 +10,14 @@ from __future__ import annotations
 import pytest
 
 from harness.config import CriteriaConfig
-from harness.judge import JudgeStats, OpenAIJudge, judge_pairs
+from harness.judge import ChatJudge, JudgeStats, judge_pairs
 
 pytestmark = pytest.mark.llama
 PASSAGE = "The annual plant swap is on 14 May at the front gate, from 10 am to noon."
 
 
 def test_yes_no_with_confidence_and_usage(llama_server):
-    judge = OpenAIJudge(
+    judge = ChatJudge(
         base_url=llama_server.base_url, model="smollm2-135m", api_key="", grammar=True
     )
     v = judge.grade("When is the plant swap?", PASSAGE, "relevant", CriteriaConfig().relevant)
@@ -28,7 +28,7 @@ def test_yes_no_with_confidence_and_usage(llama_server):
 
 
 def test_reasons_mode(llama_server):
-    judge = OpenAIJudge(
+    judge = ChatJudge(
         base_url=llama_server.base_url, model="smollm2-135m", api_key="", grammar=True, reasons=True
     )
     v = judge.grade("When is the plant swap?", PASSAGE, "complete", CriteriaConfig().complete)
@@ -38,7 +38,7 @@ def test_reasons_mode(llama_server):
 
 
 def test_many_pairs_concurrently(llama_server):
-    judge = OpenAIJudge(
+    judge = ChatJudge(
         base_url=llama_server.base_url, model="smollm2-135m", api_key="", grammar=True
     )
     pairs = [
@@ -54,7 +54,7 @@ def test_many_pairs_concurrently(llama_server):
 
 
 def test_graded_mode_reads_a_grade_distribution(llama_server):
-    judge = OpenAIJudge(
+    judge = ChatJudge(
         base_url=llama_server.base_url,
         model="smollm2-135m",
         api_key="",
@@ -69,7 +69,7 @@ def test_graded_mode_reads_a_grade_distribution(llama_server):
 
 
 def test_extractive_mode_copies_a_sentence_or_says_none(llama_server):
-    judge = OpenAIJudge(
+    judge = ChatJudge(
         base_url=llama_server.base_url,
         model="smollm2-135m",
         api_key="",

@@ -9,8 +9,9 @@ import time
 import pytest
 
 from harness.config import CriteriaConfig
-from harness.judge import JudgeStats, RateLimiter, judge_pairs
+from harness.judge import JudgeStats, judge_pairs
 from harness.judge.chat import ChatJudge
+from harness.llm.ratelimit import RateLimiter
 from harness.testing import Act, FakeOpenAI
 
 

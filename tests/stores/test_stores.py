@@ -17,10 +17,17 @@ from loguru import logger
 
 from harness.config import CriteriaConfig, load_experiment
 from harness.errors import HarnessError
-from harness.judge import JudgeStats, judge_pairs, verdict_key
+from harness.judge import JudgeStats, judge_pairs
 from harness.pipeline import run_experiment
 from harness.retrieval.embedders import CachedEmbedder
-from harness.stores import EmbeddingCache, SQLiteStore, VerdictCache, base, cache_secret
+from harness.stores import (
+    EmbeddingCache,
+    SQLiteStore,
+    VerdictCache,
+    base,
+    cache_secret,
+    verdict_key,
+)
 from harness.types import ComponentSpec, CriterionVerdict
 from tests.conftest import DATA, ScriptedJudge
 

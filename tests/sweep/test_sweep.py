@@ -15,8 +15,8 @@ import pytest
 
 from harness.cli import main
 from harness.config import load_experiment
-from harness.judge import VerdictCache, verdict_key
 from harness.log import read_sweep
+from harness.stores import VerdictCache, verdict_key
 from harness.sweep import SearchSpace, run_sweep
 from tests.conftest import DATA, ScriptedJudge
 
