@@ -19,7 +19,7 @@ from harness.config import EmbedderConfig, RetrievalConfig
 from harness.corpus import chunk_documents, load_documents
 from harness.retrieval.embedders import CachedEmbedder, embedder_spec, make_embeddings
 from harness.retrieval.index import Index, index_key, load_or_build_index
-from harness.retrieval.registry import EMBEDDERS, RERANKERS
+from harness.components.registry import EMBEDDERS, RERANKERS
 from harness.retrieval.rerankers import (
     Candidate,
     RerankContext,
