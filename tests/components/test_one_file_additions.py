@@ -228,13 +228,44 @@ def test_a_reranker_without_an_export_is_reported_not_written_as_dense(
 
 
 def test_a_setting_is_checked_by_its_module_naming_file_and_field(additions, capsys):
-    assert main(["run", str(DATA / "experiment.toml"), *SETTINGS[:2], "--set",
-                 "retrieval.settings.rotate.keep=-1", "--dry-run"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                str(DATA / "experiment.toml"),
+                *SETTINGS[:2],
+                "--set",
+                "retrieval.settings.rotate.keep=-1",
+                "--dry-run",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "experiment.toml: retrieval.settings.rotate.keep: expected >= 0" in err
-    assert main(["run", str(DATA / "experiment.toml"), "--set",
-                 "retrieval.settings.rotate.keep=true", "--dry-run"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                str(DATA / "experiment.toml"),
+                "--set",
+                "retrieval.settings.rotate.keep=true",
+                "--dry-run",
+            ]
+        )
+        == 2
+    )
     assert "retrieval.settings.rotate.keep: expected an integer" in capsys.readouterr().err
-    assert main(["run", str(DATA / "experiment.toml"), "--set",
-                 "retrieval.settings.nope.x=1", "--dry-run"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                str(DATA / "experiment.toml"),
+                "--set",
+                "retrieval.settings.nope.x=1",
+                "--dry-run",
+            ]
+        )
+        == 2
+    )
     assert "retrieval.settings.nope: expected a reranker name" in capsys.readouterr().err
