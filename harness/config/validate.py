@@ -172,6 +172,9 @@ def _validate_generate(g: GenerateConfig, where: str) -> None:
         )
     if g.max_tokens < 32:
         raise ConfigError(where, "generate.max_tokens", "expected at least 32 tokens")
+    for name in ("model", "base_url", "api_key_env"):
+        if any(ch in getattr(g, name) for ch in "\r\n\x00"):
+            raise ConfigError(where, f"generate.{name}", "expected a value on one line")
     if g.base_url and not g.model:
         raise ConfigError(where, "generate.model", "a generation endpoint needs a model name")
 
