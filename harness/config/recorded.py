@@ -2,12 +2,14 @@
 
 A results folder (a run's header.json, a sweep's sweep.json) is something people share
 and anyone can edit. It may say how to chunk, retrieve and judge, but never where a
-credential goes: the endpoints and the names of the key variables (`ENDPOINT_FIELDS`)
+credential goes: the endpoint fields of every component (judge, generate, llm reranker,
+embedder, batch, and components' own settings; listed in `harness.components.endpoints`)
 always come from the user's current sources instead, in this order: the experiment
 file the user passes, `--set` overrides, the environment (HARNESS_JUDGE_BASE_URL, read
 when the judge is opened), the defaults. The folder's recorded endpoint is only shown:
 a warning when the user's differs, and an error when the user gave none at all, rather
-than silently judging with another judge.
+than silently judging with another judge. Nor does a folder choose what is fetched: its
+URL sources are refused unless the user's experiment gives the sources.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 `*Config` records are user input as read from the experiment file (after `--set`
 overrides); every field's docstring says what it means. Parsing lives in `parse.py`,
-checks that span fields in `validate.py`.
+checks that span fields in `validate.py`; a component's own settings (a reranker's, an
+embedder's, a judge backend's) are read and checked by its module
+(`harness.components.contract`).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ matching LangChain code.
 `export_config` writes the experiment the sweep recorded, with the trial's settings in
 place (`SearchSpace.trial_config`), without its `[sweep]` table and with every path
 absolute, so the file runs from anywhere. A results folder never chooses where a
-credential goes, so the endpoints and key variables (`ENDPOINT_FIELDS`) are not copied:
-the file says, in a comment, to set them. `langchain_code` is the same retrieval as a
+credential goes, so no endpoint field of any component (`harness.components.endpoints`)
+is copied: the file says, in a comment, to set them. `langchain_code` is the same retrieval as a
 function a user pastes into their RAG system, each component's part written by its own
 module (`export`); a component without a stock LangChain equivalent is reported.
 

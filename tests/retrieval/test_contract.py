@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.components.registry import EMBEDDERS, RERANKERS
 from harness.config import EmbedderConfig, RetrievalConfig
 from harness.corpus import chunk_documents, load_documents
 from harness.retrieval.embedders import CachedEmbedder, embedder_spec, make_embeddings
 from harness.retrieval.index import Index, index_key, load_or_build_index
-from harness.components.registry import EMBEDDERS, RERANKERS
 from harness.retrieval.rerankers import (
     Candidate,
     RerankContext,
