@@ -7,7 +7,9 @@ dataclass `Settings` (defaults included), the config parser reads the table into
 (type errors name the file and the field) and calls the module's `validate`; the module
 reads them back with `settings_of`. A setting naming an endpoint or a key's variable
 must be called `base_url` / `api_key_env` (or end so): `harness.components.endpoints`
-strips those from anything read from a results folder.
+strips those from anything read from a results folder. A module that calls one of the
+endpoints listed there names it in `ENDPOINT` (e.g. "judge", "llm reranker"), so the
+folder's recorded endpoint is checked against the user's when it is chosen.
 
 The functions each kind provides are the Protocols below; the contract suites in
 tests/retrieval and tests/components run against every registered module.

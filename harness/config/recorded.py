@@ -48,15 +48,20 @@ def _user_endpoint(config: ExperimentConfig, e: EndpointFields) -> str:
 
 def uses_endpoint(config: ExperimentConfig, component: str) -> bool:
     """Whether a run or sweep of `config` calls the endpoint of `component` (an
-    `EndpointFields.component`): the judge always; the llm reranker's and the openai
-    embedder's only when chosen (by the config or anywhere in its sweep space); the
-    generator's and a batch endpoint never (other commands call them)."""
-    if component == "llm reranker":
-        return "llm" in (config.retrieval.reranker, *config.sweep.space.reranker)
-    if component == "embedder":
-        names = (config.embedder.name, *config.sweep.space.embedder)
-        return any(n.split(":", 1)[0] == "openai" for n in names)
-    return component == "judge"
+    `EndpointFields.component`): whether one of the components it may use (its judge
+    backend, its reranker and embedder or any in its sweep space) declares that endpoint
+    as its own (the module's `ENDPOINT`). Generation and batches are other commands'."""
+    from harness.components.registry import load
+
+    chosen = [
+        ("judge", config.judge.backend),
+        *(("reranker", n) for n in (config.retrieval.reranker, *config.sweep.space.reranker)),
+        *(
+            ("embedder", n.split(":", 1)[0])
+            for n in (config.embedder.name, *config.sweep.space.embedder)
+        ),
+    ]
+    return any(getattr(load(kind, name), "ENDPOINT", "") == component for kind, name in chosen)
 
 
 def _selected(sections: Sequence[str]) -> list[EndpointFields]:

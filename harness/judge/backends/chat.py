@@ -18,6 +18,9 @@ from harness.errors import ConfigError
 from harness.judge.chat import ChatJudge
 from harness.llm.endpoint import Endpoint, check_judge_endpoint, judge_endpoint
 
+ENDPOINT = "judge"
+"""The endpoint it calls (`harness.components.endpoints`): judge.base_url."""
+
 
 def validate(config: JudgeConfig, where: str) -> None:
     """The model names and endpoint fields are values on one line."""

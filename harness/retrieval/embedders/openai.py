@@ -12,6 +12,8 @@ from harness.errors import ConfigError
 from harness.secrets import read_key, remember_url
 from harness.types import ComponentSpec
 
+ENDPOINT = "embedder"
+"""The endpoint it calls (`harness.components.endpoints`): embedder.base_url."""
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

@@ -11,6 +11,9 @@ from harness.errors import ConfigError, HarnessError
 from harness.retrieval.rerankers.base import Candidate, RerankContext, top
 from harness.types import ComponentSpec
 
+ENDPOINT = "llm reranker"
+"""The endpoint it calls (`harness.components.endpoints`): retrieval.llm_base_url."""
+
 
 class LLMReranker:
     """Pointwise: P(relevant) for each candidate from an OpenAI-compatible model, through
