@@ -339,10 +339,13 @@ def test_sweep_resume_takes_no_endpoint_of_any_component_from_the_folder(
         ]
         assert _resume(sweep_dir, tmp_path, *args) == 0
         assert _resume(sweep_dir, tmp_path, *args, "--dry-run") == 0
+        join = ["sweep", "--join", sweep_dir.name, "--results-dir", str(sweep_dir.parent)]
+        join += ["--trials", "3", "--cache-dir", str(tmp_path / "c"), "--format", "json"]
+        assert main([*join, *args]) == 0
     assert catcher.requests == 0, catcher.paths
     assert set(mine.authorizations) == {f"Bearer {USER_KEY}"}
     headers = list(sweep_dir.glob("trials/*/header.json"))
-    assert len(headers) >= 2  # the first trial's and the resumed one's
+    assert len(headers) >= 3  # the first trial's, the resumed one's, the joined one's
     for h in headers:
         text = h.read_text()
         assert STOLEN_VAR not in text and catcher.url not in text
