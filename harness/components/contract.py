@@ -68,6 +68,15 @@ class RerankCost:
     (question, candidate) not in the verdict cache): the llm reranker."""
 
 
+@dataclass(frozen=True)
+class EmbedCost:
+    """What an embedder costs, for the dry run."""
+
+    free: bool = True
+    """Embedding costs nothing (a local model): the dry run builds the index, so the
+    judged pairs are the real ones; a paid one is not called (stand-ins instead)."""
+
+
 class RerankerModule(Protocol):
     """A reranker (`retrieval.reranker`). Its built object holds its logged `spec`."""
 
@@ -101,6 +110,10 @@ class EmbedderModule(Protocol):
 
     def validate(self, config: Any, where: str) -> None:
         """Check its settings in `config` when it is the chosen embedder."""
+        ...
+
+    def estimate(self, config: Any) -> EmbedCost:
+        """What embedding costs, for the dry run."""
         ...
 
     def export(self, config: Any) -> EmbeddingsExport:

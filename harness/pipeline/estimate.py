@@ -53,8 +53,8 @@ def plan(config: ExperimentConfig, cache_dir: Path, *, with_pool: bool) -> Plann
     every question assumed to fail and every chunk to be relevant (see
     `failures.pool_pairs`).
 
-    Retrieval runs when it costs nothing (the local embedder, or an index already
-    cached). With a paid embedder and no cached index nothing is embedded: each question
+    Retrieval runs when it costs nothing (an embedder whose module's `estimate` says it
+    is free, or an index already cached). With a paid embedder and no cached index nothing is embedded: each question
     gets k stand-in chunks of the corpus's average chunk length (an upper bound). A k
     above the number of chunks is lowered to it, with a warning, as a run would. A
     reranker whose ranking is paid for (its module's `estimate`) is not run: the dense
@@ -107,7 +107,7 @@ def _plan(config: ExperimentConfig, cache_dir: Path, inputs: Inputs, *, with_poo
         )
         return Planned(pairs, pool, len(prepared.questions), True)
 
-    if config.embedder.name != "openai":
+    if load("embedder", config.embedder.name).estimate(config.embedder).free:
         return retrieved()
     key = index_stage.index_key(
         corpus.corpus_hash(inputs.docs),

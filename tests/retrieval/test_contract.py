@@ -182,6 +182,7 @@ def test_every_registered_module_provides_the_contract():
         config = EmbedderConfig(name=name, model="some/model")
         module.validate(config, "<test>")
         assert isinstance(module.export(config), EmbeddingsExport)
+        assert module.estimate(config).free == (name != "openai")
         assert module.spec(config).name == name
 
 

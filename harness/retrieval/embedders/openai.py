@@ -6,7 +6,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from harness.components.contract import EmbeddingsExport
+from harness.components.contract import EmbedCost, EmbeddingsExport
 from harness.config import EmbedderConfig
 from harness.errors import ConfigError
 from harness.secrets import read_key, remember_url
@@ -63,3 +63,8 @@ def export(config: EmbedderConfig) -> EmbeddingsExport:
         "from langchain_openai import OpenAIEmbeddings",
         f"OpenAIEmbeddings(model={config.model or DEFAULT_MODEL!r})",
     )
+
+
+def estimate(config: EmbedderConfig) -> EmbedCost:
+    """Paid per text: the dry run embeds nothing."""
+    return EmbedCost(free=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from langchain_core.embeddings import Embeddings
 
-from harness.components.contract import EmbeddingsExport
+from harness.components.contract import EmbedCost, EmbeddingsExport
 from harness.config import EmbedderConfig
 from harness.errors import ConfigError, HarnessError
 from harness.types import ComponentSpec
@@ -53,3 +53,8 @@ def export(config: EmbedderConfig) -> EmbeddingsExport:
         f"        model_name={config.model!r},\n"
         '        encode_kwargs={"normalize_embeddings": True},\n    )',
     )
+
+
+def estimate(config: EmbedderConfig) -> EmbedCost:
+    """Free: a local model on the CPU."""
+    return EmbedCost()
