@@ -381,6 +381,16 @@ def test_export_config_then_every_command_on_its_output_sends_the_folder_nothing
         )
         assert code in (0, 1)  # the fake's answers need not make good questions
         assert mine.requests > 0
+        # a run for real, judged by the user's own endpoint
+        judge = [
+            "--set",
+            f"judge.base_url={mine.base_url}",
+            "--set",
+            f"judge.api_key_env={USER_VAR}",
+        ]
+        before = mine.requests
+        assert main(["run", str(out), *judge, "--results-dir", str(tmp_path / "r2"), *common]) == 0
+        assert mine.requests > before
     assert all(STOLEN not in a for a in mine.authorizations)
     assert catcher.requests == 0, catcher.paths
     capsys.readouterr()
