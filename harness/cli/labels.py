@@ -258,6 +258,7 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
         where=str(run.run_dir / HEADER),
         hint="--experiment FILE",
         sections=("judge",),
+        loads_corpus=False,  # judge-check re-judges recorded pairs: nothing is fetched
     )
     qrels_path = args.qrels or run.header.data.get("qrels_file")
     qrels = read_qrels(qrels_path) if qrels_path else None

@@ -13,8 +13,8 @@ from harness.config.parse import (
     parse_experiment,
 )
 from harness.config.recorded import (
-    ENDPOINT_FIELDS,
     check_recorded_endpoints,
+    check_recorded_sources,
     rebase_on_user,
 )
 from harness.config.schema import (
@@ -34,6 +34,7 @@ from harness.config.schema import (
     OverlapRange,
     QuestionsConfig,
     RetrievalConfig,
+    SettingsTables,
     SpaceConfig,
     SweepConfig,
     embedder_id,
@@ -45,7 +46,6 @@ __all__ = [
     "CRITERIA_PRESETS",
     "DEFAULT_COMPLETE",
     "DEFAULT_RELEVANT",
-    "ENDPOINT_FIELDS",
     "JUDGE_MODES",
     "QUESTION_TYPES",
     "ChunkingConfig",
@@ -59,10 +59,12 @@ __all__ = [
     "OverlapRange",
     "QuestionsConfig",
     "RetrievalConfig",
+    "SettingsTables",
     "SpaceConfig",
     "SweepConfig",
     "apply_overrides",
     "check_recorded_endpoints",
+    "check_recorded_sources",
     "embedder_id",
     "experiment_from_dict",
     "load_experiment",

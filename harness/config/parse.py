@@ -21,6 +21,7 @@ from harness.config.schema import (
     CriteriaConfig,
     ExperimentConfig,
     JudgeConfig,
+    SettingsTables,
 )
 from harness.config.validate import validate
 from harness.errors import ConfigError
@@ -89,11 +90,45 @@ def _build(cls: type, data: Any, where: str, prefix: str) -> dict[str, Any]:
     for name, value in data.items():
         dotted = f"{prefix}.{name}" if prefix else name
         tp = _unwrap_optional(hints[name])
-        if dataclasses.is_dataclass(tp):
+        if tp is SettingsTables:
+            kwargs[name] = _settings_tables(value, where, dotted)
+        elif dataclasses.is_dataclass(tp):
             kwargs[name] = tp(**_build(tp, value, where, dotted))
         else:
             kwargs[name] = _coerce(value, tp, where, dotted)
     return kwargs
+
+
+_SETTINGS_KIND = {
+    "retrieval.settings": "reranker",
+    "embedder.settings": "embedder",
+    "judge.settings": "judge",
+}
+"""The settings sub-tables -> the kind of component they configure."""
+
+
+def _settings_tables(value: Any, where: str, dotted: str) -> SettingsTables:
+    """`[<table>.settings.<name>]` tables: each read into its component module's own
+    `Settings` (defaults filled in, types checked), kept as plain values."""
+    from harness.components.registry import KINDS, load
+
+    if not isinstance(value, dict):
+        raise ConfigError(where, dotted, f"expected a table, got {value!r}")
+    kind = _SETTINGS_KIND.get(dotted)
+    if kind is None:
+        raise ConfigError(where, dotted, "unknown key")
+    out = SettingsTables()
+    for name, table in value.items():
+        key = f"{dotted}.{name}"
+        if name not in KINDS[kind]:
+            raise ConfigError(
+                where, key, f"expected a {kind} name ({', '.join(KINDS[kind])}), got {name!r}"
+            )
+        cls = getattr(load(kind, name), "Settings", None)
+        if cls is None:
+            raise ConfigError(where, key, f"the {kind} {name!r} takes no settings")
+        out[name] = dataclasses.asdict(cls(**_build(cls, table, where, key)))
+    return out
 
 
 def _leaf_keys() -> dict[str, list[str]]:

@@ -2,7 +2,9 @@
 
 `*Config` records are user input as read from the experiment file (after `--set`
 overrides); every field's docstring says what it means. Parsing lives in `parse.py`,
-checks that span fields in `validate.py`.
+checks that span fields in `validate.py`; a component's own settings (a reranker's, an
+embedder's, a judge backend's) are read and checked by its module
+(`harness.components.contract`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+
+class SettingsTables(dict[str, dict[str, Any]]):
+    """Components' own settings: component name -> its settings as plain values
+    (`[<table>.settings.<name>]`, parsed into the module's `Settings` and back). Hashable
+    (configs are dictionary keys and cache keys); never changed after parsing."""
+
+    def __hash__(self) -> int:  # type: ignore[override]  # a dict is unhashable; this never changes
+        import json
+
+        return hash(json.dumps(self, sort_keys=True, default=str))
+
 
 DEFAULT_RELEVANT = (
     "The passage is about what the question asks: it shares the question's subject and "
@@ -91,7 +105,8 @@ class RetrievalConfig:
 
     k: int = 4
     reranker: str = "none"
-    """none, bm25, hybrid, mmr, cross-encoder or llm (see harness/rerank.py)."""
+    """A name in `harness.components.registry.RERANKERS`: none, bm25, hybrid, mmr,
+    cross-encoder or llm (each a module of harness/retrieval/rerankers/)."""
     fetch_k: int = 20
     """Candidates the reranker chooses k from (ignored by `none`)."""
     hybrid_weights: tuple[float, ...] = (0.5, 0.5)
@@ -104,6 +119,10 @@ class RetrievalConfig:
     """Endpoint of the `llm` reranker; empty uses the judge's endpoint and model."""
     llm_model: str = ""
     llm_api_key_env: str = "OPENAI_API_KEY"
+    settings: SettingsTables = field(default_factory=SettingsTables)
+    """`[retrieval.settings.<reranker>]`: a reranker module's own settings (its `Settings`).
+    The keys above (mmr_lambda, hybrid_weights, cross_encoder, llm_*) are read and
+    checked by their reranker's module too; they stay here for existing files."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +137,8 @@ class EmbedderConfig:
     base_url: str = ""
     api_key_env: str = "OPENAI_API_KEY"
     batch_size: int = 32
+    settings: SettingsTables = field(default_factory=SettingsTables)
+    """`[embedder.settings.<name>]`: an embedder module's own settings."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +153,9 @@ class CriteriaConfig:
 class JudgeConfig:
     """`[judge]`: the LLM that grades chunks, its endpoint, limits and prices."""
 
+    backend: str = "chat"
+    """A name in `harness.components.registry.JUDGES`: `chat` (an OpenAI-compatible
+    endpoint, or the packaged local model on llama.cpp)."""
     base_url: str = ""
     """OpenAI-compatible endpoint; empty (and no model) starts the local judge."""
     model: str = ""
@@ -183,6 +207,8 @@ class JudgeConfig:
     "" keeps `[judge.criteria]` (or the defaults). Setting both a preset and a criterion
     text of your own is an error: it would be unclear which one the judge is asked."""
     criteria: CriteriaConfig = field(default_factory=CriteriaConfig)
+    settings: SettingsTables = field(default_factory=SettingsTables)
+    """`[judge.settings.<backend>]`: a judge backend module's own settings."""
     lazy: bool | None = None
     """Judge each question's chunks in rank order and stop once the objective
     (`sweep.objective`) is settled: for mrr@k or hit_rate@k at the first relevant-and-

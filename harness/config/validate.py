@@ -1,4 +1,9 @@
-"""Checks that span fields of an experiment; each failure names the file and the field."""
+"""Checks that span fields of an experiment; each failure names the file and the field.
+
+A component's own settings are checked by its module (`validate(config, where)`, see
+`harness.components.contract`): every registered reranker's, the chosen embedder's and
+the chosen judge backend's.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,9 @@ from harness.config.schema import (
 )
 from harness.errors import ConfigError
 from harness.metrics.ids import OBJECTIVE_NAMES, parse_metric_id
-from harness.retrieval.registry import EMBEDDERS, RERANKERS
+
+OVERSAMPLE_MAX = 100.0
+"""The largest `generate.oversample`: n x oversample candidates are generated."""
 
 
 def _validate_lazy(config: ExperimentConfig, where: str) -> None:
@@ -65,35 +72,7 @@ def validate(config: ExperimentConfig) -> None:
         raise ConfigError(where, "questions.limit", "expected 0 (all) or a positive count")
     if config.retrieval.k < 1:
         raise ConfigError(where, "retrieval.k", f"expected k >= 1, got {config.retrieval.k}")
-    if config.embedder.name not in EMBEDDERS:
-        raise ConfigError(
-            where, "embedder.name", f"expected local-minilm or openai, got {config.embedder.name!r}"
-        )
-    if config.retrieval.reranker not in RERANKERS:
-        raise ConfigError(
-            where,
-            "retrieval.reranker",
-            f"expected one of {list(RERANKERS)}, got {config.retrieval.reranker!r}",
-        )
-    r = config.retrieval
-    if r.fetch_k < 1:
-        raise ConfigError(where, "retrieval.fetch_k", f"expected >= 1, got {r.fetch_k}")
-    if (
-        len(r.hybrid_weights) != 2
-        or any(w < 0 for w in r.hybrid_weights)
-        or not sum(r.hybrid_weights)
-    ):
-        raise ConfigError(
-            where,
-            "retrieval.hybrid_weights",
-            f"expected two weights >= 0, got {list(r.hybrid_weights)}",
-        )
-    if not 0 <= r.mmr_lambda <= 1:
-        raise ConfigError(where, "retrieval.mmr_lambda", f"expected 0..1, got {r.mmr_lambda}")
-    if config.embedder.name == "sentence-transformers" and not config.embedder.model:
-        raise ConfigError(
-            where, "embedder.model", "sentence-transformers needs a model folder or name"
-        )
+    _validate_components(config, where)
     _validate_sweep(config.sweep, where)
     _check_objective_k(config, where)
     j = config.judge
@@ -185,10 +164,17 @@ def _validate_generate(g: GenerateConfig, where: str) -> None:
         )
     if g.passage_chars < 100:
         raise ConfigError(where, "generate.passage_chars", "expected at least 100 characters")
-    if g.oversample < 1:
-        raise ConfigError(where, "generate.oversample", "expected a factor >= 1")
+    if not 1 <= g.oversample <= OVERSAMPLE_MAX:
+        raise ConfigError(
+            where,
+            "generate.oversample",
+            f"expected a factor from 1 to {OVERSAMPLE_MAX:g}, got {g.oversample:g}",
+        )
     if g.max_tokens < 32:
         raise ConfigError(where, "generate.max_tokens", "expected at least 32 tokens")
+    for name in ("model", "base_url", "api_key_env"):
+        if any(ch in getattr(g, name) for ch in "\r\n\x00"):
+            raise ConfigError(where, f"generate.{name}", "expected a value on one line")
     if g.base_url and not g.model:
         raise ConfigError(where, "generate.model", "a generation endpoint needs a model name")
 
@@ -232,6 +218,8 @@ def _validate_sweep(sweep: SweepConfig, where: str) -> None:
         )
     if any(v < 1 for v in sp.fetch_k):
         raise ConfigError(where, "sweep.space.fetch_k", "expected values >= 1")
+    from harness.components.registry import EMBEDDERS, RERANKERS
+
     for name, allowed in (("reranker", RERANKERS), ("embedder", EMBEDDERS)):
         values = getattr(sp, name)
         if name == "embedder":
@@ -241,6 +229,28 @@ def _validate_sweep(sweep: SweepConfig, where: str) -> None:
             raise ConfigError(
                 where, f"sweep.space.{name}", f"expected values in {list(allowed)}, got {bad}"
             )
+
+
+def _validate_components(config: ExperimentConfig, where: str) -> None:
+    """The chosen components exist, and their modules accept their settings."""
+    from harness.components.registry import EMBEDDERS, JUDGES, RERANKERS, load
+
+    for dotted, name, table in (
+        ("embedder.name", config.embedder.name, EMBEDDERS),
+        ("retrieval.reranker", config.retrieval.reranker, RERANKERS),
+        ("judge.backend", config.judge.backend, JUDGES),
+    ):
+        if name not in table:
+            raise ConfigError(where, dotted, f"expected {' or '.join(table)}, got {name!r}")
+    if config.retrieval.fetch_k < 1:
+        raise ConfigError(
+            where, "retrieval.fetch_k", f"expected >= 1, got {config.retrieval.fetch_k}"
+        )
+    # every reranker's: a sweep may choose any, and their settings sit in [retrieval]
+    for name in RERANKERS:
+        load("reranker", name).validate(config.retrieval, where)
+    load("embedder", config.embedder.name).validate(config.embedder, where)
+    load("judge", config.judge.backend).validate(config.judge, where)
 
 
 def _check_finite(node: Any, where: str, prefix: str) -> None:
@@ -254,10 +264,19 @@ def _check_finite(node: Any, where: str, prefix: str) -> None:
         if dataclasses.is_dataclass(value):
             _check_finite(value, where, dotted)
             continue
-        values = value if isinstance(value, tuple) else (value,)
-        for v in values:
-            if isinstance(v, float) and not math.isfinite(v):
-                raise ConfigError(where, dotted, f"expected a finite number, got {v}")
+        _check_finite_value(value, where, dotted)
+
+
+def _check_finite_value(value: Any, where: str, dotted: str) -> None:
+    """A value of the config (a number, a tuple, a settings table) holds no nan or inf."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_finite_value(v, where, f"{dotted}.{k}")
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _check_finite_value(v, where, dotted)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(where, dotted, f"expected a finite number, got {value}")
 
 
 def _check_objective_k(config: ExperimentConfig, where: str) -> None:

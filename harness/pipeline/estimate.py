@@ -4,54 +4,91 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from harness import corpus
 from harness import judge as judge_stage
+from harness.components.registry import load
 from harness.config import ExperimentConfig
-from harness.errors import HarnessError
 from harness.judge.injection import text_for_judge
+from harness.llm.endpoint import reranker_endpoint
 from harness.pipeline.failures import pool_pairs
-from harness.pipeline.prepare import cap_k, default_cache_dir, load_inputs, prepare
+from harness.pipeline.prepare import Inputs, cap_k, default_cache_dir, load_inputs, prepare
 from harness.retrieval import index as index_stage
 from harness.retrieval.embedders import embedder_spec
+from harness.retrieval.rerankers import first_stage_depth
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What a run of a config would ask, before anything is paid."""
+
+    pairs: list[tuple[str, str]]
+    """(question, chunk text) pairs the judge would grade, each question's in rank order."""
+    pool: list[tuple[str, str]]
+    """Failure-pool pairs (an upper bound; only when failures are explained)."""
+    n_questions: int
+    exact: bool
+    """Whether `pairs` are the real ones (else stand-ins of the same count)."""
+    rerank_pairs: list[tuple[str, str]] = field(default_factory=list)
+    """(question, candidate text) pairs a reranker that grades candidates would ask a
+    model about (its module's `estimate`: `RerankCost.grades_candidates`)."""
 
 
 def judged_pairs(
     config: ExperimentConfig, cache_dir: Path
 ) -> tuple[list[tuple[str, str]], int, bool]:
     """The (question, chunk text) pairs a run of `config` would judge, the number of
-    questions, and whether the pairs are the real ones (see `_pairs`)."""
-    pairs, _, n_questions, exact = _pairs(config, cache_dir, with_pool=False)
-    return pairs, n_questions, exact
+    questions, and whether the pairs are the real ones (see `plan`)."""
+    p = plan(config, cache_dir, with_pool=False)
+    return p.pairs, p.n_questions, p.exact
 
 
-def _pairs(
-    config: ExperimentConfig, cache_dir: Path, *, with_pool: bool
-) -> tuple[list[tuple[str, str]], list[tuple[str, str]], int, bool]:
-    """(top-k pairs, failure-pool pairs, number of questions, whether they are real).
+def plan(config: ExperimentConfig, cache_dir: Path, *, with_pool: bool) -> Planned:
+    """The pairs a run of `config` would judge (and rerank, and explain failures with).
 
     The failure-pool pairs (only `with_pool` and failures.explain) are an upper bound:
     every question assumed to fail and every chunk to be relevant (see
     `failures.pool_pairs`).
 
-    Retrieval runs when it costs nothing (the local embedder, or an index already
-    cached). With a paid embedder and no cached index nothing is embedded: each question
+    Retrieval runs when it costs nothing (an embedder whose module's `estimate` says it
+    is free, or an index already cached). With a paid embedder and no cached index nothing is embedded: each question
     gets k stand-in chunks of the corpus's average chunk length (an upper bound). A k
-    above the number of chunks is lowered to it, with a warning, as a run would.
+    above the number of chunks is lowered to it, with a warning, as a run would. A
+    reranker whose ranking is paid for (its module's `estimate`) is not run: the dense
+    candidates stand in for its top k (`exact` is then False), and each candidate is a
+    rerank pair when the reranker grades candidates.
     """
-    if config.retrieval.reranker == "llm":
-        raise HarnessError("--dry-run does not estimate the llm reranker's own calls yet")
     inputs = load_inputs(config)
     config = cap_k(config, len(inputs.chunks))
+    cost = load("reranker", config.retrieval.reranker).estimate(config.retrieval)
+    k = config.retrieval.k
+    if not cost.free:  # rank by the dense order, as deep as the reranker looks
+        depth = min(first_stage_depth(config.retrieval), max(1, len(inputs.chunks)))
+        config = replace(config, retrieval=replace(config.retrieval, reranker="none", k=depth))
+    p = _plan(config, cache_dir, inputs, with_pool=with_pool)
+    if cost.free:
+        return p
+    ranked = [[pair] for pair in p.pairs] if not p.pairs else by_question(p.pairs)
+    return Planned(
+        pairs=[pair for question in ranked for pair in question[:k]],
+        pool=p.pool,
+        n_questions=p.n_questions,
+        exact=False,
+        rerank_pairs=list(p.pairs) if cost.grades_candidates else [],
+    )
+
+
+def _plan(config: ExperimentConfig, cache_dir: Path, inputs: Inputs, *, with_pool: bool) -> Planned:
+    """`plan` for a config whose reranker ranks for free."""
     r = config.retrieval
     explain = with_pool and config.failures.explain
     if not explain:  # nothing of the pool is built or searched
         config = replace(config, failures=replace(config.failures, explain=False))
 
-    def retrieved() -> tuple[list[tuple[str, str]], list[tuple[str, str]], int, bool]:
+    def retrieved() -> Planned:
         prepared = prepare(config, cache_dir=cache_dir, inputs=inputs)
         pairs = [
             (q.text, text_for_judge(prepared.chunks[h.chunk_id].text, config.judge.injection))
@@ -68,9 +105,9 @@ def _pairs(
             if prepared.pool is not None
             else []
         )
-        return pairs, pool, len(prepared.questions), True
+        return Planned(pairs, pool, len(prepared.questions), True)
 
-    if config.embedder.name != "openai":
+    if load("embedder", config.embedder.name).estimate(config.embedder).free:
         return retrieved()
     key = index_stage.index_key(
         corpus.corpus_hash(inputs.docs),
@@ -91,7 +128,7 @@ def _pairs(
         pool_ins = [f"(pool stand-in {i}) " + "x" * avg for i in range(n_pool)]
         pool_ins += [f"(joined stand-in {i}) " + "x" * (2 * avg) for i in range(n_joined)]
         pool = [(q.text, c) for q in questions for c in pool_ins]
-    return [(q.text, c) for q in questions for c in stand_ins], pool, len(questions), False
+    return Planned([(q.text, c) for q in questions for c in stand_ins], pool, len(questions), False)
 
 
 def by_question(pairs: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]]:
@@ -127,12 +164,26 @@ def estimate_run(
     """
     judge_stage.check_endpoint(config.judge, config.path or "<experiment>")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    pairs, pool, n_questions, exact = _pairs(config, cache, with_pool=True)
-    plan = _lazy_plan(config)
+    planned = plan(config, cache, with_pool=True)
+    pairs, pool, n_questions, exact = (
+        planned.pairs,
+        planned.pool,
+        planned.n_questions,
+        planned.exact,
+    )
+    lazy_plan = _lazy_plan(config)
     with judge_stage.judge_estimator(config.judge, cache) as estimate:
         e = estimate(pairs, exact)
         p = estimate(pool, exact) if pool else None
-        lazy = estimate.lazy(by_question(pairs), exact, *plan) if plan else None
+        lazy = estimate.lazy(by_question(pairs), exact, *lazy_plan) if lazy_plan else None
+        # the reranker's model is the judge's unless it has its own (then nothing of the
+        # judge's cache counts): relevance only, one call per open pair (calls_min)
+        own_model = reranker_endpoint(config.retrieval) is not None
+        rr = (
+            estimate(planned.rerank_pairs, exact and not own_model)
+            if planned.rerank_pairs
+            else None
+        )
     est: dict[str, Any] = {
         "exact_pairs": exact,
         "questions": n_questions,
@@ -148,6 +199,18 @@ def estimate_run(
     cost = judge_stage.judge_cost(config.judge, e.prompt_tokens_max, e.completion_tokens_max)
     if cost is not None:
         est["cost_usd_max"] = cost
+    if rr is not None:
+        est.update(
+            rerank_pairs=len(planned.rerank_pairs),
+            rerank_calls_max=rr.calls_min,
+            rerank_prompt_tokens_max=rr.prompt_tokens_min,
+        )
+        if not own_model:
+            rerank_cost = judge_stage.judge_cost(
+                config.judge, rr.prompt_tokens_min, rr.calls_min * 2
+            )
+            if rerank_cost is not None:
+                est["rerank_cost_usd_max"] = rerank_cost
     if lazy is not None:
         # judge.lazy: each question stops once its objective is settled, somewhere between
         # its first open pair and every open pair up to the objective's cut-off

@@ -16,13 +16,13 @@ from loguru import logger
 from harness import corpus
 from harness import judge as judge_stage
 from harness.config import ExperimentConfig
-from harness.llm.local import file_sha256
+from harness.files import file_sha256
+from harness.llm.endpoint import DEFAULT_BASE_URL, reranker_endpoint
 from harness.pipeline.failures import FailurePool
 from harness.retrieval import index as index_stage
 from harness.retrieval import rerankers as rerank_stage
 from harness.retrieval import retrieve as retrieve_stage
 from harness.retrieval.embedders import CachedEmbedder, embedder_spec, make_embeddings
-from harness.secrets import read_key
 from harness.stores import CacheStorage, EmbeddingCache, VerdictCache
 from harness.stores.embeddings import FILE as EMBEDDINGS_FILE
 from harness.types import (
@@ -69,12 +69,12 @@ def _llm_grader(
     the experiment's own llm_* settings), through the judge's code path and cache."""
 
     def grader() -> tuple[Callable[[str, str], tuple[float, bool]], ComponentSpec, bool]:
-        r = config.retrieval
-        if r.llm_model or r.llm_base_url:
+        endpoint = reranker_endpoint(config.retrieval)
+        if endpoint is not None:
             ranker: judge_stage.Judge = judge_stage.ChatJudge(
-                base_url=r.llm_base_url or judge_stage.factory.DEFAULT_BASE_URL,
-                model=r.llm_model,
-                api_key=read_key(r.llm_api_key_env),
+                base_url=endpoint.base_url or DEFAULT_BASE_URL,
+                model=endpoint.model,
+                api_key=endpoint.api_key(),
                 timeout_s=config.judge.timeout_s,
                 max_retries=config.judge.max_retries,
                 max_retry_after_s=config.judge.max_retry_after_s,

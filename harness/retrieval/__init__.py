@@ -1,5 +1,5 @@
 """Retrieval: embedders, the FAISS index, dense retrieval and rerankers.
 
 Embedders and rerankers are built from their `{name, args}` spec by the registries in
-`registry.py`; this package imports nothing heavy until a component is used.
+`harness.components.registry`; this package imports nothing heavy until a component is used.
 """

@@ -3,16 +3,24 @@ reproduces the trial from the cache, and the matching LangChain code."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import itertools
 import json
+import shutil
+import sys
 import tomllib
+import types
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harness.cli import main
 from harness.config import load_experiment
-from harness.errors import HarnessError
+from harness.errors import ConfigError, HarnessError
 from harness.log import read_run
 from harness.pipeline import run_experiment
 from harness.sweep import export_config, langchain_code, run_sweep
@@ -158,3 +166,202 @@ def test_export_needs_a_trial_for_a_pareto_front(tmp_path):
     with pytest.raises(HarnessError, match=r"Pareto front .* give --trial N"):
         export_config(log, tmp_path / "x.toml")
     assert not (tmp_path / "x.toml").exists()
+
+
+# --- hostile results folders: nothing pasted, nothing run (issue #26 items 1 and 9) ---
+
+
+def _tampered(log, *, params=None, config=None, reason=None):
+    """The sweep log with the recommended trial's params, the recorded config or the
+    recommendation's reason replaced (as an edited folder would read)."""
+    rec = log.summary.recommendation
+    trials = tuple(
+        dataclasses.replace(t, params=params) if params is not None and t.number == rec.trial else t
+        for t in log.trials
+    )
+    summary = log.summary
+    if config is not None:
+        summary = dataclasses.replace(summary, config=config)
+    if reason is not None:
+        summary = dataclasses.replace(
+            summary, recommendation=dataclasses.replace(rec, reason=reason)
+        )
+    return dataclasses.replace(log, summary=summary, trials=trials)
+
+
+def _run_with_stubbed_langchain(code: str) -> None:
+    """Execute the exported code with every import it names stubbed, then build and
+    call the retriever: only the stubs run, never text from the folder."""
+    tree = ast.parse(code)
+    stubs: dict[str, types.ModuleType] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            parts = node.module.split(".")
+            for i in range(1, len(parts) + 1):
+                stubs.setdefault(".".join(parts[:i]), types.ModuleType(".".join(parts[:i])))
+            for alias in node.names:
+                setattr(stubs[node.module], alias.name, mock.MagicMock(name=alias.name))
+    with mock.patch.dict(sys.modules, stubs):
+        namespace: dict[str, object] = {}
+        exec(compile(tree, "<export>", "exec"), namespace)
+        retrieve = namespace["build_retriever"]([])  # type: ignore[operator]
+        retrieve("a question")
+
+
+def _strings(code: str) -> set[str]:
+    return {
+        n.value
+        for n in ast.walk(ast.parse(code))
+        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    }
+
+
+def test_hostile_params_are_refused_in_one_line_and_nothing_is_written(sweep, tmp_path, capsys):
+    """The attack of the issue: a trial param that breaks out of a comment line."""
+    log, _ = sweep
+    folder = tmp_path / "sweep"
+    shutil.copytree(log.sweep_dir, folder)
+    marker = tmp_path / "pwned"
+    rec = log.summary.recommendation
+    lines = (folder / "trials.jsonl").read_text().splitlines()
+    hostile = f"sentence-transformers:X\nimport os; os.system('touch {marker}')\n#"
+    edited = []
+    for line in lines:
+        record = json.loads(line)
+        if record["number"] == rec.trial:
+            record["params"]["embedder"] = hostile
+        edited.append(json.dumps(record))
+    (folder / "trials.jsonl").write_text("\n".join(edited) + "\n")
+    out = tmp_path / "out.toml"
+    assert main(["export-config", str(folder), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    (line,) = [x for x in err.splitlines() if x.startswith("harness: error:")]
+    assert "embedder.model" in line and "one line" in line
+    assert not out.exists() and not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"chunk_size": "200\nimport os"}, "chunk_size: expected int"),
+        ({"k": True}, "k: expected int"),
+        ({"evil\nkey": 1}, "params.evil\\nkey: unknown setting"),
+        ({"reranker": "bm25\nimport os"}, "retrieval.reranker"),
+        ({"embedder": "word2vec"}, "embedder.name"),
+    ],
+)
+def test_params_are_checked_against_the_schema(sweep, tmp_path, change, field):
+    log, _ = sweep
+    params = {**log.summary.recommendation.params, **change}
+    with pytest.raises(ConfigError, match=__import__("re").escape(field)) as info:
+        export_config(_tampered(log, params=params), tmp_path / "x.toml")
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "x.toml").exists()
+
+
+def test_a_recommendation_with_newlines_and_escapes_keeps_the_toml_valid(sweep, tmp_path):
+    log, _ = sweep
+    reason = 'best\n[judge]\nbase_url = "http://evil"\r\n\x1b[31m\\u0000 \u2028 """ end'
+    out = tmp_path / "x.toml"
+    exported = export_config(_tampered(log, reason=reason), out)
+    data = tomllib.loads(out.read_text())
+    assert "base_url" not in data["judge"]
+    assert exported.why == reason  # shown as given; written as one escaped comment line
+    assert load_experiment(out).retrieval.k == exported.params["k"]
+
+
+TEXT = st.text(
+    alphabet=st.sampled_from(list("ab '\"\\#{}[]()=;:\n\r\t\x00\x1b\x7f\u2028é/")), max_size=12
+)
+
+
+def _payloads(marker: Path) -> list[str]:
+    return [
+        f"\nimport os; os.system('touch {marker}')\n#",
+        f"'); __import__('os').system('touch {marker}'); ('",
+        f'"""); open({str(marker)!r}, "w"); ("""',
+        '"\n[judge]\nbase_url = "http://evil"\n',
+        "\\",
+        "",
+    ]
+
+
+_counter = itertools.count()
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_export_round_trips_hostile_values_and_runs_nothing(sweep, tmp_path, data):
+    """Property: trial params, config values and recommendation texts with newlines,
+    quotes, escapes and code either are refused as one line (single-line fields), or
+    come back from the written TOML and the code's string literals exactly, and
+    running the code (LangChain stubbed) executes none of them."""
+    log, _ = sweep
+    marker = tmp_path / "pwned"
+    payload = st.sampled_from(_payloads(marker))
+    hostile = st.builds(lambda a, p, b: a + p + b, TEXT, payload, TEXT)
+    # one-line fields: as often a value on one line (quotes, escapes, code) as any
+    one_line = st.builds(
+        lambda a, p, b: a + p + b,
+        TEXT.map(lambda t: t.translate({10: None, 13: None, 0: None})),
+        st.sampled_from([p for p in _payloads(marker) if not set(p) & set("\r\n\x00")]),
+        TEXT.map(lambda t: t.translate({10: None, 13: None, 0: None})),
+    )
+    line_or_not = st.one_of(one_line, one_line, hostile)
+    model, cross, judge_model = (data.draw(line_or_not) for _ in range(3))
+    reason, criterion = data.draw(hostile), data.draw(hostile)
+    reranker = data.draw(st.sampled_from(RERANKERS))
+    model = "m" + model
+    recorded = json.loads(json.dumps(log.summary.config))
+    recorded["retrieval"]["cross_encoder"] = cross
+    recorded["judge"]["model"] = judge_model
+    recorded["judge"]["criteria"]["relevant"] = "Is it about the question? " + criterion
+    params = {
+        **log.summary.recommendation.params,
+        "embedder": f"sentence-transformers:{model}",
+        "reranker": reranker,
+        "fetch_k": 5,
+    }
+    out = tmp_path / f"x{next(_counter)}.toml"
+    tampered = _tampered(log, params=params, config=recorded, reason=reason)
+    single_line = (model, cross, judge_model)
+    if any(ch in v for v in single_line for ch in "\r\n\x00"):
+        with pytest.raises(ConfigError) as info:
+            export_config(tampered, out)
+        assert "\n" not in str(info.value) and not out.exists()
+        return
+    exported = export_config(tampered, out)
+    written = tomllib.loads(out.read_text())
+    assert (written["embedder"]["name"], written["embedder"]["model"]) == (
+        "sentence-transformers",
+        model,
+    )
+    assert written["retrieval"]["cross_encoder"] == cross
+    assert written["retrieval"]["reranker"] == reranker
+    assert written["judge"]["model"] == judge_model
+    assert written["judge"]["criteria"]["relevant"].endswith(criterion)
+    assert "base_url" not in written["judge"]
+    code = exported.langchain
+    strings = _strings(code)
+    assert model in strings
+    if reranker == "cross-encoder":
+        assert cross in strings
+    _run_with_stubbed_langchain(code)
+    assert not marker.exists()
+    _exported.append(reranker)
+
+
+_exported: list[str] = []
+"""Rerankers of the examples exported (not refused), to check both paths ran."""
+
+
+def test_the_property_exported_some_examples():
+    """Runs after the property test (file order): it must not only have refused."""
+    if not _exported:
+        pytest.skip("the property test did not run in this session")
+    assert len(_exported) >= 10

@@ -110,3 +110,45 @@ def test_a_non_utf8_experiment_file_names_the_file(tmp_path):
     with pytest.raises(ConfigError, match="expected a UTF-8 text file") as err:
         load_experiment(path)
     assert err.value.where == str(path)
+
+
+@pytest.mark.parametrize("value", ["1e308", "101", "0.5"])
+def test_generate_oversample_out_of_range_is_one_config_error(value):
+    with pytest.raises(ConfigError) as err:
+        parse_experiment(BASE, "exp.toml", [f"generate.oversample={value}"])
+    assert err.value.field == "generate.oversample" and "\n" not in str(err.value)
+
+
+def test_generate_oversample_1e308_is_one_line_from_the_command(tmp_path, capsys):
+    from harness.cli import main
+    from tests.conftest import DATA
+
+    code = main(
+        [
+            "generate",
+            str(DATA / "experiment.toml"),
+            "--dry-run",
+            "--set",
+            "generate.oversample=1e308",
+        ]
+    )
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "generate.oversample: expected a factor from 1 to 100" in err[0]
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ("judge.backend=nope", "judge.backend"),
+        ('judge.model="a\\nb"', "judge.model"),
+        ('generate.model="a\\rb"', "generate.model"),
+        ("retrieval.mmr_lambda=2", "retrieval.mmr_lambda"),
+        ("retrieval.hybrid_weights=[0, 0]", "retrieval.hybrid_weights"),
+        ("judge.settings.chat.x=1", "judge.settings.chat"),
+    ],
+)
+def test_components_check_their_own_settings(override, field):
+    with pytest.raises(ConfigError) as err:
+        parse_experiment(BASE, "exp.toml", [override])
+    assert err.value.field == field and err.value.where.endswith("exp.toml")

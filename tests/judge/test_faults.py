@@ -18,7 +18,7 @@ import pytest
 from harness.config import CriteriaConfig, load_experiment
 from harness.errors import JudgeUnavailable
 from harness.judge import JudgeStats, judge_pairs
-from harness.judge import factory as judge_factory
+from harness.judge.backends import chat as judge_factory
 from harness.judge.chat import ChatJudge
 from harness.llm.client import retry_after_s
 from harness.pipeline import run_experiment
@@ -44,7 +44,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Runs build their judge in the factory: make its backoff milliseconds."""
+    """Runs build their judge in the chat backend: make its backoff milliseconds."""
     monkeypatch.setattr(
         judge_factory,
         "ChatJudge",

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.components.registry import EMBEDDERS, RERANKERS
 from harness.config import EmbedderConfig, RetrievalConfig
 from harness.corpus import chunk_documents, load_documents
 from harness.retrieval.embedders import CachedEmbedder, embedder_spec, make_embeddings
 from harness.retrieval.index import Index, index_key, load_or_build_index
-from harness.retrieval.registry import EMBEDDERS, RERANKERS
 from harness.retrieval.rerankers import (
     Candidate,
     RerankContext,
@@ -157,3 +157,61 @@ def test_every_reranker_needs_only_its_registry_line():
     for name in RERANKERS:
         config = load_experiment(DATA / "experiment.toml", [f"retrieval.reranker={name}"])
         assert replace(config.retrieval).reranker == name
+
+
+def test_every_registered_module_provides_the_contract():
+    """Each reranker and embedder module owns its validation, cost and export (see
+    harness.components.contract); each export compiles inside the exported function."""
+    from harness.components.contract import EmbeddingsExport, RerankCost, RetrieverExport
+    from harness.components.registry import load
+    from harness.config import EmbedderConfig
+
+    for name in RERANKERS:
+        module = load("reranker", name)
+        config = RetrievalConfig(reranker=name, cross_encoder="my/model")
+        module.validate(config, "<test>")
+        assert isinstance(module.estimate(config), RerankCost)
+        export = module.export(config)
+        assert isinstance(export, RetrieverExport)
+        compile(
+            "\n".join(["def f(store, chunks):", *export.body, "    return retrieve"]), name, "exec"
+        )
+        assert bool(export.note) == (name == "llm")  # the one without a stock equivalent
+    for name in EMBEDDERS:
+        module = load("embedder", name)
+        config = EmbedderConfig(name=name, model="some/model")
+        module.validate(config, "<test>")
+        assert isinstance(module.export(config), EmbeddingsExport)
+        assert module.estimate(config).free == (name != "openai")
+        assert module.spec(config).name == name
+
+
+def test_the_llm_reranker_is_estimated_by_its_module_not_refused(tmp_path):
+    """The dry run of an llm-reranked run: one relevance call per dense candidate (the
+    judge's model), and the judged pairs a bound (the ranking is not paid for)."""
+    from harness.config import load_experiment
+    from harness.pipeline import estimate_run
+
+    config = load_experiment(
+        DATA / "experiment.toml", ["retrieval.reranker=llm", "retrieval.fetch_k=5"]
+    )
+    est = estimate_run(config, cache_dir=tmp_path)
+    assert est["exact_pairs"] is False
+    assert est["pairs"] == est["questions"] * config.retrieval.k
+    assert est["rerank_pairs"] == est["questions"] * 5
+    assert est["rerank_calls_max"] == est["rerank_pairs"]  # nothing cached yet
+
+
+def test_config_imports_no_retrieval_module():
+    """config is below retrieval: importing it loads no reranker, embedder or index."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, harness.config\n"
+        "bad = sorted(m for m in sys.modules if m.startswith(('harness.retrieval', "
+        "'harness.judge', 'harness.pipeline', 'harness.llm')))\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

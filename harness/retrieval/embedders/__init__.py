@@ -11,9 +11,9 @@ import functools
 
 from langchain_core.embeddings import Embeddings
 
+from harness.components.registry import EMBEDDERS, component
 from harness.config import EmbedderConfig
 from harness.retrieval.embedders.base import CachedEmbedder, spec_key
-from harness.retrieval.registry import EMBEDDERS, component
 from harness.types import ComponentSpec
 
 __all__ = ["CachedEmbedder", "embedder_spec", "make_embeddings", "spec_key"]

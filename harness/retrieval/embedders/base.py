@@ -1,7 +1,7 @@
 """Embedders behind a vector cache keyed by (embedder spec, text hash).
 
 Vectors are L2-normalised so that inner product is cosine. Which embedders exist is the
-registry's business (`harness.retrieval.registry.EMBEDDERS`); each lives in its own module.
+registry's business (`harness.components.registry.EMBEDDERS`); each lives in its own module.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from langchain_core.embeddings import Embeddings
 
+from harness.components.contract import EmbedCost, EmbeddingsExport
 from harness.config import EmbedderConfig
 from harness.errors import HarnessError
 from harness.types import ComponentSpec
@@ -36,3 +37,22 @@ def make(config: EmbedderConfig) -> Embeddings:
         model_kwargs={"device": "cpu"},
         encode_kwargs={"normalize_embeddings": True, "batch_size": config.batch_size},
     )
+
+
+def validate(config: EmbedderConfig, where: str) -> None:
+    """No settings of its own (embedder.model is ignored: the model is packaged)."""
+
+
+def export(config: EmbedderConfig) -> EmbeddingsExport:
+    """The same model from the Hugging Face hub."""
+    return EmbeddingsExport(
+        "from langchain_huggingface import HuggingFaceEmbeddings",
+        "HuggingFaceEmbeddings(\n"
+        f"        model_name={'sentence-transformers/' + MODEL!r},\n"
+        '        encode_kwargs={"normalize_embeddings": True},\n    )',
+    )
+
+
+def estimate(config: EmbedderConfig) -> EmbedCost:
+    """Free: a packaged model on the CPU."""
+    return EmbedCost()

@@ -6,11 +6,14 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
+from harness.components.contract import EmbedCost, EmbeddingsExport
 from harness.config import EmbedderConfig
 from harness.errors import ConfigError
 from harness.secrets import read_key, remember_url
 from harness.types import ComponentSpec
 
+ENDPOINT = "embedder"
+"""The endpoint it calls (`harness.components.endpoints`): embedder.base_url."""
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -45,3 +48,23 @@ def make(config: EmbedderConfig) -> Embeddings:
         kwargs["base_url"] = config.base_url
         kwargs["check_embedding_ctx_length"] = False
     return OpenAIEmbeddings(**kwargs)
+
+
+def validate(config: EmbedderConfig, where: str) -> None:
+    """`embedder.model` and the endpoint fields: values on one line."""
+    for name in ("model", "base_url", "api_key_env"):
+        if any(ch in getattr(config, name) for ch in "\r\n\x00"):
+            raise ConfigError(where, f"embedder.{name}", "expected a value on one line")
+
+
+def export(config: EmbedderConfig) -> EmbeddingsExport:
+    """OpenAIEmbeddings with the same model (the endpoint and key are the user's)."""
+    return EmbeddingsExport(
+        "from langchain_openai import OpenAIEmbeddings",
+        f"OpenAIEmbeddings(model={config.model or DEFAULT_MODEL!r})",
+    )
+
+
+def estimate(config: EmbedderConfig) -> EmbedCost:
+    """Paid per text: the dry run embeds nothing."""
+    return EmbedCost(free=False)

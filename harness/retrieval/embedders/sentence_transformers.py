@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from langchain_core.embeddings import Embeddings
 
+from harness.components.contract import EmbedCost, EmbeddingsExport
 from harness.config import EmbedderConfig
-from harness.errors import HarnessError
+from harness.errors import ConfigError, HarnessError
 from harness.types import ComponentSpec
 
 
@@ -32,3 +33,28 @@ def make(config: EmbedderConfig) -> Embeddings:
             f"embedder.model: cannot load {config.model!r} with sentence-transformers "
             f"({type(exc).__name__}: {str(exc)[:200]}); give a local model folder"
         ) from None
+
+
+def validate(config: EmbedderConfig, where: str) -> None:
+    """`embedder.model`: a model folder or name, on one line."""
+    if not config.model:
+        raise ConfigError(
+            where, "embedder.model", "sentence-transformers needs a model folder or name"
+        )
+    if any(ch in config.model for ch in "\r\n\x00"):
+        raise ConfigError(where, "embedder.model", "expected a model folder or name on one line")
+
+
+def export(config: EmbedderConfig) -> EmbeddingsExport:
+    """HuggingFaceEmbeddings over the same model."""
+    return EmbeddingsExport(
+        "from langchain_huggingface import HuggingFaceEmbeddings",
+        "HuggingFaceEmbeddings(\n"
+        f"        model_name={config.model!r},\n"
+        '        encode_kwargs={"normalize_embeddings": True},\n    )',
+    )
+
+
+def estimate(config: EmbedderConfig) -> EmbedCost:
+    """Free: a local model on the CPU."""
+    return EmbedCost()

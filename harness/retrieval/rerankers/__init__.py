@@ -7,7 +7,7 @@ first_stage_depth(config)   how many dense candidates to fetch
 
 from __future__ import annotations
 
-from harness.retrieval.registry import RERANKERS, component
+from harness.components.registry import RERANKERS, component
 from harness.retrieval.rerankers.base import (
     Candidate,
     LLMGrader,

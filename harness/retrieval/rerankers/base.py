@@ -1,7 +1,7 @@
 """The reranker interface: turn a candidate pool (`fetch_k` chunks) into the top k.
 
 Rerankers, each in its own module of this package, registered in
-`harness.retrieval.registry`, and logged as {name, args}:
+`harness.components.registry`, and logged as {name, args}:
 
 - `none`: the dense order, cut to k.
 - `bm25`: lexical BM25 rescoring of the dense candidates (LangChain's BM25Retriever over

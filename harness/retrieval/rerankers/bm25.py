@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness.components.contract import RerankCost, RetrieverExport
+from harness.config import RetrievalConfig
 from harness.retrieval.rerankers.base import Candidate, RerankContext, tokenize, top
 from harness.types import ComponentSpec
 
@@ -35,3 +37,33 @@ class BM25Reranker:
 def build(ctx: RerankContext) -> BM25Reranker:
     """The reranker for this experiment."""
     return BM25Reranker(ctx.depth)
+
+
+def validate(config: RetrievalConfig, where: str) -> None:
+    """No settings of its own (fetch_k is every reranker's)."""
+
+
+def estimate(config: RetrievalConfig) -> RerankCost:
+    """Free: lexical scores over the pool."""
+    return RerankCost()
+
+
+def export(config: RetrievalConfig) -> RetrieverExport:
+    """BM25Retriever over the dense top fetch_k, with harness's tokenizer."""
+    return RetrieverExport(
+        imports=("from langchain_community.retrievers import BM25Retriever",),
+        words=True,
+        body=(
+            f'    dense = store.as_retriever(search_kwargs={{"k": {config.fetch_k!r}}})',
+            "",
+            "    def retrieve(question):",
+            "        # BM25 re-orders the dense candidates only.",
+            "        candidates = dense.invoke(question)",
+            "        if not candidates:",
+            "            return []",
+            "        bm25 = BM25Retriever.from_documents(",
+            f"            candidates, k={config.k!r}, preprocess_func=words",
+            "        )",
+            "        return bm25.invoke(question)",
+        ),
+    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness.components.contract import RerankCost, RetrieverExport
+from harness.config import RetrievalConfig
 from harness.errors import ConfigError, HarnessError
 from harness.retrieval.rerankers.base import Candidate, RerankContext, top
 from harness.types import ComponentSpec
@@ -46,3 +48,40 @@ class CrossEncoderReranker:
 def build(ctx: RerankContext) -> CrossEncoderReranker:
     """The reranker for this experiment."""
     return CrossEncoderReranker(ctx.depth, ctx.config.cross_encoder)
+
+
+def validate(config: RetrievalConfig, where: str) -> None:
+    """`retrieval.cross_encoder`: a model folder or name, one line (it is checked for a
+    model only when the reranker is built: other rerankers never need it)."""
+    if any(ch in config.cross_encoder for ch in "\r\n\x00"):
+        raise ConfigError(
+            where, "retrieval.cross_encoder", "expected a model folder or name on one line"
+        )
+
+
+def estimate(config: RetrievalConfig) -> RerankCost:
+    """Free: a local model on the CPU."""
+    return RerankCost()
+
+
+def export(config: RetrievalConfig) -> RetrieverExport:
+    """CrossEncoderReranker in a ContextualCompressionRetriever over the dense top fetch_k."""
+    return RetrieverExport(
+        imports=(
+            "from langchain_classic.retrievers import ContextualCompressionRetriever",
+            "from langchain_classic.retrievers.document_compressors import CrossEncoderReranker",
+            "from langchain_community.cross_encoders import HuggingFaceCrossEncoder",
+        ),
+        body=(
+            f"    cross_encoder = HuggingFaceCrossEncoder(model_name={config.cross_encoder!r})",
+            "    retriever = ContextualCompressionRetriever(",
+            f"        base_compressor=CrossEncoderReranker(model=cross_encoder, top_n={config.k!r}),",
+            "        base_retriever=store.as_retriever(",
+            f'            search_kwargs={{"k": {config.fetch_k!r}}}',
+            "        ),",
+            "    )",
+            "",
+            "    def retrieve(question):",
+            "        return retriever.invoke(question)",
+        ),
+    )

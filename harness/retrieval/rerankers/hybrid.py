@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness.components.contract import RerankCost, RetrieverExport
+from harness.config import RetrievalConfig
+from harness.errors import ConfigError
 from harness.retrieval.rerankers.base import Candidate, RerankContext, tokenize
 from harness.types import Chunk, ComponentSpec
 
@@ -82,4 +85,43 @@ def build(ctx: RerankContext) -> HybridReranker:
         list(ctx.chunks),
         ctx.store.as_retriever(search_kwargs={"k": ctx.depth}),
         lambda q, ids: [float(v) for v in ctx.vectors(ids) @ ctx.query_vector(q)],
+    )
+
+
+def validate(config: RetrievalConfig, where: str) -> None:
+    """`retrieval.hybrid_weights`: two weights >= 0, not both 0."""
+    w = config.hybrid_weights
+    if len(w) != 2 or any(x < 0 for x in w) or not sum(w):
+        raise ConfigError(
+            where, "retrieval.hybrid_weights", f"expected two weights >= 0, got {list(w)}"
+        )
+
+
+def estimate(config: RetrievalConfig) -> RerankCost:
+    """Free: dense and BM25 over the corpus."""
+    return RerankCost()
+
+
+def export(config: RetrievalConfig) -> RetrieverExport:
+    """EnsembleRetriever of dense and BM25 over the corpus (weighted reciprocal rank)."""
+    weights = [float(w) for w in config.hybrid_weights]
+    return RetrieverExport(
+        imports=(
+            "from langchain_classic.retrievers import EnsembleRetriever",
+            "from langchain_community.retrievers import BM25Retriever",
+        ),
+        words=True,
+        body=(
+            f'    dense = store.as_retriever(search_kwargs={{"k": {config.fetch_k!r}}})',
+            "    bm25 = BM25Retriever.from_documents(",
+            f"        chunks, k={config.fetch_k!r}, preprocess_func=words",
+            "    )",
+            "    ensemble = EnsembleRetriever(",
+            f"        retrievers=[dense, bm25], weights={weights!r}, c={RRF_C!r}",
+            "    )",
+            "",
+            "    def retrieve(question):",
+            "        # Weighted reciprocal-rank fusion of dense and BM25 over the whole corpus.",
+            f"        return ensemble.invoke(question)[:{config.k!r}]",
+        ),
     )

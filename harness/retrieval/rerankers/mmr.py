@@ -7,6 +7,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from harness.components.contract import RerankCost, RetrieverExport
+from harness.config import RetrievalConfig
+from harness.errors import ConfigError
 from harness.retrieval.rerankers.base import Candidate, RerankContext
 from harness.types import ComponentSpec
 
@@ -71,3 +74,30 @@ class MMRReranker:
 def build(ctx: RerankContext) -> MMRReranker:
     """The reranker for this experiment."""
     return MMRReranker(ctx.depth, ctx.config.mmr_lambda, ctx.vectors, ctx.query_vector)
+
+
+def validate(config: RetrievalConfig, where: str) -> None:
+    """`retrieval.mmr_lambda`: 0..1."""
+    if not 0 <= config.mmr_lambda <= 1:
+        raise ConfigError(where, "retrieval.mmr_lambda", f"expected 0..1, got {config.mmr_lambda}")
+
+
+def estimate(config: RetrievalConfig) -> RerankCost:
+    """Free: stored vectors."""
+    return RerankCost()
+
+
+def export(config: RetrievalConfig) -> RetrieverExport:
+    """The FAISS store's own MMR search."""
+    kwargs = {"k": config.k, "fetch_k": config.fetch_k, "lambda_mult": float(config.mmr_lambda)}
+    return RetrieverExport(
+        body=(
+            "    retriever = store.as_retriever(",
+            '        search_type="mmr",',
+            f"        search_kwargs={kwargs!r},",
+            "    )",
+            "",
+            "    def retrieve(question):",
+            "        return retriever.invoke(question)",
+        )
+    )

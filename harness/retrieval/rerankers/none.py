@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness.components.contract import RerankCost, RetrieverExport
+from harness.config import RetrievalConfig
 from harness.retrieval.rerankers.base import Candidate, RerankContext
 from harness.types import ComponentSpec
 
@@ -26,3 +28,24 @@ class NoReranker:
 def build(ctx: RerankContext) -> NoReranker:
     """The reranker for this experiment."""
     return NoReranker()
+
+
+def validate(config: RetrievalConfig, where: str) -> None:
+    """No settings of its own."""
+
+
+def estimate(config: RetrievalConfig) -> RerankCost:
+    """Free: the dense order."""
+    return RerankCost()
+
+
+def export(config: RetrievalConfig) -> RetrieverExport:
+    """The plain top k of the FAISS store."""
+    return RetrieverExport(
+        body=(
+            f'    retriever = store.as_retriever(search_kwargs={{"k": {config.k!r}}})',
+            "",
+            "    def retrieve(question):",
+            "        return retriever.invoke(question)",
+        )
+    )

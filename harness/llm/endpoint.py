@@ -1,0 +1,154 @@
+"""The `Endpoint` component: where a model is asked, resolved once for every caller.
+
+The judge (`harness.judge.backends.chat`), generation (`harness.generate.llm`) and the
+llm reranker (`harness.pipeline.prepare`) each ask an OpenAI-compatible model. An
+`Endpoint` is that model resolved from the experiment: the base URL (or the packaged
+local model, served by llama.cpp on 127.0.0.1 while `serve` lasts), the model name,
+the key (read from the named environment variable through `harness.secrets.read_key`,
+never stored) and the rate limits. Which fields of an experiment are endpoints is
+listed in `harness.components.endpoints`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.config import ExperimentConfig, JudgeConfig, RetrievalConfig
+from harness.errors import ConfigError
+from harness.llm.ratelimit import RateLimiter
+from harness.secrets import read_key, redact_url
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""Where a model name without a base URL is asked."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A resolved model endpoint: a URL and model, or the packaged local model."""
+
+    base_url: str | None
+    """The OpenAI-compatible endpoint; None for the local model (known once served)."""
+    model: str
+    """The model name sent with each request (the alias of the local model)."""
+    api_key_env: str = ""
+    """The environment variable holding the key ("" for none)."""
+    local_model: Path | None = None
+    """The verified .gguf file of the local model (None for a remote endpoint)."""
+    local_name: str = ""
+    """The local model as configured (a packaged name or a .gguf path)."""
+    sha256: str = ""
+    """The local model file's sha256."""
+    requests_per_minute: float = 0
+    tokens_per_minute: float = 0
+
+    @property
+    def is_local(self) -> bool:
+        """Whether this is the packaged local model on a llama.cpp server."""
+        return self.local_model is not None
+
+    def api_key(self) -> str:
+        """The key from `api_key_env` ("" for the local model or an unset variable)."""
+        return "" if self.is_local else read_key(self.api_key_env)
+
+    def limiter(self) -> RateLimiter | None:
+        """A rate limiter for the configured budget, shared by every request (None: none)."""
+        if self.requests_per_minute or self.tokens_per_minute:
+            return RateLimiter(self.requests_per_minute, self.tokens_per_minute)
+        return None
+
+    def identity(self) -> str:
+        """The model's cache identity: the local model's sha256, or the endpoint
+        (credentials removed) and the model name."""
+        if self.is_local:
+            return f"local:{self.model}:{self.sha256}"
+        return f"{redact_url(self.base_url or '')}|{self.model}"
+
+    @contextlib.contextmanager
+    def serve(self, *, parallel: int = 4, log_dir: Path | None = None) -> Iterator[str]:
+        """The base URL to send requests to while the context lasts: the endpoint's own,
+        or a llama.cpp server started for the local model (stopped on exit)."""
+        if self.local_model is None:
+            yield self.base_url or DEFAULT_BASE_URL
+            return
+        from harness.llm.local import LlamaServer
+
+        server = LlamaServer(
+            self.local_model,
+            alias=self.model,
+            parallel=parallel,
+            log_path=(log_dir / "llama-server.log") if log_dir else None,
+        )
+        with server:
+            yield server.base_url
+
+
+def _judge_url_and_model(config: JudgeConfig) -> tuple[str, str]:
+    return (
+        config.base_url or os.environ.get("HARNESS_JUDGE_BASE_URL", ""),
+        config.model or os.environ.get("HARNESS_JUDGE_MODEL", ""),
+    )
+
+
+def check_judge_endpoint(config: JudgeConfig, where: str) -> None:
+    """Refuse a judge endpoint without a model before anything is loaded, indexed or
+    paid; the error names `where` (the experiment file) and `judge.model`."""
+    base_url, model = _judge_url_and_model(config)
+    if base_url and not model:
+        raise ConfigError(
+            where, "judge.model", "a judge endpoint needs a model name (or HARNESS_JUDGE_MODEL)"
+        )
+
+
+def judge_endpoint(config: JudgeConfig, cache_dir: Path) -> Endpoint:
+    """The judge's endpoint: `judge.base_url`/`model` (or HARNESS_JUDGE_BASE_URL /
+    HARNESS_JUDGE_MODEL), else the packaged local model (verified against its sha256)."""
+    base_url, model = _judge_url_and_model(config)
+    limits = {
+        "requests_per_minute": config.requests_per_minute,
+        "tokens_per_minute": config.tokens_per_minute,
+    }
+    if base_url or model:
+        check_judge_endpoint(config, "")
+        return Endpoint(base_url or DEFAULT_BASE_URL, model, config.api_key_env, **limits)
+    from harness.llm.local import resolve_model
+
+    path, sha = resolve_model(config.local_model, cache_dir)
+    name = config.local_model
+    return Endpoint(
+        None,
+        name if not name.endswith(".gguf") else path.stem,
+        "",
+        local_model=path,
+        local_name=name,
+        sha256=sha,
+        **limits,
+    )
+
+
+def generate_endpoint(config: ExperimentConfig, cache_dir: Path) -> Endpoint:
+    """Generation's endpoint: `generate.base_url`/`model` when set, else the judge's
+    (its local model when it has none); the judge's rate limits either way."""
+    g, j = config.generate, config.judge
+    if g.base_url or g.model:
+        return Endpoint(
+            g.base_url or DEFAULT_BASE_URL,
+            g.model,
+            g.api_key_env,
+            requests_per_minute=j.requests_per_minute,
+            tokens_per_minute=j.tokens_per_minute,
+        )
+    return judge_endpoint(j, cache_dir)
+
+
+def reranker_endpoint(config: RetrievalConfig) -> Endpoint | None:
+    """The llm reranker's own endpoint (`retrieval.llm_base_url`/`llm_model`), or None
+    when it uses the judge's endpoint and model."""
+    if not (config.llm_model or config.llm_base_url):
+        return None
+    return Endpoint(
+        config.llm_base_url or DEFAULT_BASE_URL, config.llm_model, config.llm_api_key_env
+    )
