@@ -14,6 +14,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from harness.components.registry import KINDS, load
 from harness.config.schema import (
     CRITERIA_PRESETS,
     DEFAULT_COMPLETE,
@@ -110,8 +111,6 @@ _SETTINGS_KIND = {
 def _settings_tables(value: Any, where: str, dotted: str) -> SettingsTables:
     """`[<table>.settings.<name>]` tables: each read into its component module's own
     `Settings` (defaults filled in, types checked), kept as plain values."""
-    from harness.components.registry import KINDS, load
-
     if not isinstance(value, dict):
         raise ConfigError(where, dotted, f"expected a table, got {value!r}")
     kind = _SETTINGS_KIND.get(dotted)

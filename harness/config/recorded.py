@@ -21,6 +21,7 @@ from typing import Any
 from loguru import logger
 
 from harness.components.endpoints import EndpointFields, endpoint_fields, replace_endpoints
+from harness.components.registry import load
 from harness.config.parse import experiment_from_dict
 from harness.config.schema import CorpusConfig, ExperimentConfig, QuestionsConfig
 from harness.errors import ConfigError
@@ -51,8 +52,6 @@ def uses_endpoint(config: ExperimentConfig, component: str) -> bool:
     `EndpointFields.component`): whether one of the components it may use (its judge
     backend, its reranker and embedder or any in its sweep space) declares that endpoint
     as its own (the module's `ENDPOINT`). Generation and batches are other commands'."""
-    from harness.components.registry import load
-
     chosen = [
         ("judge", config.judge.backend),
         *(("reranker", n) for n in (config.retrieval.reranker, *config.sweep.space.reranker)),

@@ -11,6 +11,7 @@ import dataclasses
 import math
 from typing import Any
 
+from harness.components.registry import EMBEDDERS, JUDGES, RERANKERS, load
 from harness.config.schema import (
     CRITERIA_PRESETS,
     JUDGE_MODES,
@@ -218,8 +219,6 @@ def _validate_sweep(sweep: SweepConfig, where: str) -> None:
         )
     if any(v < 1 for v in sp.fetch_k):
         raise ConfigError(where, "sweep.space.fetch_k", "expected values >= 1")
-    from harness.components.registry import EMBEDDERS, RERANKERS
-
     for name, allowed in (("reranker", RERANKERS), ("embedder", EMBEDDERS)):
         values = getattr(sp, name)
         if name == "embedder":
@@ -233,8 +232,6 @@ def _validate_sweep(sweep: SweepConfig, where: str) -> None:
 
 def _validate_components(config: ExperimentConfig, where: str) -> None:
     """The chosen components exist, and their modules accept their settings."""
-    from harness.components.registry import EMBEDDERS, JUDGES, RERANKERS, load
-
     for dotted, name, table in (
         ("embedder.name", config.embedder.name, EMBEDDERS),
         ("retrieval.reranker", config.retrieval.reranker, RERANKERS),
