@@ -20,6 +20,7 @@ remembered (masking them would mangle ordinary text and they are no real key).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import re
@@ -192,17 +193,31 @@ def _is_endpoint_field(key: object) -> bool:
 
 def redact_obj(obj: Any) -> Any:
     """A JSON-like value (dicts, lists, strings, scalars) with every string redacted,
-    keys included, and every endpoint field (`base_url`, ...) through `redact_url`; what the
-    result files are written from."""
+    keys included, and every endpoint field (`base_url`, ...) through `redact_url`; what
+    the result files are written from. A frozen record comes back as a copy of its own
+    type with its fields redacted the same way (the report's page records)."""
     if isinstance(obj, str):
         return redact(obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        changes = {
+            f.name: _redact_field(f.name, getattr(obj, f.name))
+            for f in dataclasses.fields(obj)
+            if f.init
+        }
+        return dataclasses.replace(obj, **changes)
     if isinstance(obj, dict):
         return {
-            (redact(k) if isinstance(k, str) else k): (
-                redact_url(v) if _is_endpoint_field(k) and isinstance(v, str) else redact_obj(v)
-            )
-            for k, v in obj.items()
+            (redact(k) if isinstance(k, str) else k): _redact_field(k, v) for k, v in obj.items()
         }
-    if isinstance(obj, (list, tuple)):
+    if isinstance(obj, tuple):
+        return tuple(redact_obj(v) for v in obj)
+    if isinstance(obj, list):
         return [redact_obj(v) for v in obj]
     return obj
+
+
+def _redact_field(key: object, value: Any) -> Any:
+    """A field's value redacted: an endpoint URL through `redact_url`, the rest as values."""
+    if _is_endpoint_field(key) and isinstance(value, str):
+        return redact_url(value)
+    return redact_obj(value)
