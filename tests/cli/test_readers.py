@@ -185,3 +185,10 @@ def test_label_prints_control_characters_as_escapes(results: Path, tmp_path: Pat
     assert proc.returncode == 0, proc.stderr
     assert "question [" in proc.stdout and "\\x1b" in proc.stdout
     assert _raw_controls(proc.stdout) == []
+
+
+def test_format_table_is_gone(results: Path):
+    """`--format table` was run's and sweep's old name for text; only text|json remain."""
+    proc = harness("show", str(results / "run"), "--format", "table")
+    assert proc.returncode == 2 and "invalid choice: 'table'" in proc.stderr
+    assert harness("show", str(results / "run"), "--format", "text").returncode == 0
