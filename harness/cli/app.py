@@ -144,6 +144,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _setup_process(args.verbosity)
+    for override in getattr(args, "set", None) or ():
+        # `--set judge.base_url=https://gw/?code=...`: its query values are secrets from
+        # the first log line on, not only once a client for it exists.
+        key, _, value = override.partition("=")
+        if key.strip().endswith("base_url"):
+            remember_url(value.strip())
     terminated = _Terminated()
     # Signal handlers can only be set from the main thread (main() may be called elsewhere).
     in_main = threading.current_thread() is threading.main_thread()
