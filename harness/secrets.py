@@ -7,6 +7,12 @@ password the process reads is remembered (`read_key`, `remember`, `remember_url`
 `redact` replaces each remembered value (and its escaped forms) as well as every
 pattern. Logs, result files, error lines and the CLI's output pass through it.
 
+Every query parameter of an endpoint URL is a possible secret (hosted gateways take keys
+as `?code=`, `?auth=`, `?x-functions-key=`, under any name): `redact_url` masks every
+query value, `remember_url` remembers them all (a short one as its `name=value` pair, so
+ordinary text is not mangled), and `redact_obj` writes every `*base_url` field of a record
+through `redact_url`. The real URL lives only in the memory of the client that calls it.
+
 The registry is process-wide and only grows; values shorter than `MIN_LENGTH` are not
 remembered (masking them would mangle ordinary text and they are no real key).
 """
@@ -14,6 +20,7 @@ remembered (masking them would mangle ordinary text and they are no real key).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import re
@@ -35,6 +42,8 @@ _NOT_A_VALUE_SUFFIXES = ("_DIR", "_PATH", "_FILE", "_HOME", "_SOCK")
 _lock = threading.Lock()
 _values: set[str] = set()
 _forms: tuple[str, ...] = ()  # every remembered value and its escaped forms, longest first
+_pairs: set[str] = set()  # `name=value` query pairs of endpoint URLs, as they appear
+_pairs_re: re.Pattern[str] | None = None
 
 # Token characters stop at whitespace, quotes and backslashes, so masking inside the text
 # of a JSON or Python literal never eats its closing quote or an escape.
@@ -44,7 +53,8 @@ _JWT = re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]+=*(?:\.[A-Za-z0-9_\-]+=
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s/?#@:\"'\\]*):[^\s/?#\"'\\]*@")
 _SECRET_PARAM = (
     r"(?:[a-z0-9]+[-_])*"
-    r"(?:api[-_]?key|key|access[-_]?token|token|secret|password|passwd|pwd|sig|signature)"
+    r"(?:api[-_]?key|key|access[-_]?token|token|secret|password|passwd|pwd|sig|signature"
+    r"|auth|code|credentials?)"
 )
 _QUERY_SECRET = re.compile(rf"(?i)([?&;]{_SECRET_PARAM}=)[^&;#\s\"'\\]*")
 _SECRET_PARAM_NAME = re.compile(rf"(?i){_SECRET_PARAM}")
@@ -85,9 +95,31 @@ def read_key(env_name: str) -> str:
     return value
 
 
+def _remember_pair(name: str, value: str) -> None:
+    """Hold the query pair `name=value` (raw and URL-quoted) as a secret: `redact` masks
+    the value where the pair appears after `?`, `&` or `;`."""
+    global _pairs_re
+    forms = {
+        f"{n}={v}"
+        for n in {name, urllib.parse.quote(name, safe="")}
+        for v in {value, urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value)}
+        if v
+    }
+    with _lock:
+        if forms <= _pairs:
+            return
+        _pairs.update(forms)
+        alternatives = "|".join(
+            re.escape(f.split("=", 1)[0]) + "=" + re.escape(f.split("=", 1)[1])
+            for f in sorted(_pairs, key=len, reverse=True)
+        )
+        _pairs_re = re.compile(rf"(?<=[?&;])({alternatives})(?=[&;#\s\"'\\]|$)")
+
+
 def remember_url(url: str | None) -> None:
     """Remember the credentials inside a URL: the password of `user:password@` (and the
-    Basic-auth header an HTTP client builds from it) and secret-named query values."""
+    Basic-auth header an HTTP client builds from it) and every query value (any of them
+    may be a key)."""
     if not url or "://" not in url:
         return
     try:
@@ -103,8 +135,9 @@ def remember_url(url: str | None) -> None:
         basic = f"{urllib.parse.unquote(username)}:{urllib.parse.unquote(password)}"
         remember(base64.b64encode(basic.encode()).decode())
     for name, value in query:
-        if _SECRET_PARAM_NAME.fullmatch(name):
-            remember(value)
+        remember(value)
+        if value:
+            _remember_pair(name, value)
 
 
 def remember_environment(environ: Mapping[str, str]) -> None:
@@ -126,6 +159,9 @@ def redact(text: str) -> str:
     for form in _forms:  # a snapshot: remember() replaces the tuple, never edits it
         if form in text:
             text = text.replace(form, MASK)
+    pairs = _pairs_re
+    if pairs is not None:
+        text = pairs.sub(lambda m: m.group(1).split("=", 1)[0] + "=" + MASK, text)
     text = _URL_USERINFO.sub(rf"\1:{MASK}@", text)
     text = _QUERY_SECRET.sub(rf"\1{MASK}", text)
     text = _BEARER.sub(rf"\1 {MASK}", text)
@@ -134,18 +170,54 @@ def redact(text: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """A URL fit to show or write down: its password (`user:***@`), secret-named query
-    parameters (`?api-key=***`) and any remembered secret masked."""
+    """A URL fit to show or write down: its password (`user:***@`), the value of every
+    query parameter (`?code=***&deployment=***`: any may be a key) and any remembered
+    secret masked. Text that does not parse as a URL is redacted as text."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return redact(url)
+    if parts.query and parts.scheme:
+        query = "&".join(
+            f"{piece.split('=', 1)[0]}={MASK}" if "=" in piece else piece
+            for piece in parts.query.split("&")
+        )
+        url = urllib.parse.urlunsplit(parts._replace(query=query))
     return redact(url)
+
+
+def _is_endpoint_field(key: object) -> bool:
+    """A record field that holds an endpoint URL (`base_url`, `llm_base_url`, ...)."""
+    return isinstance(key, str) and key.endswith("base_url")
 
 
 def redact_obj(obj: Any) -> Any:
     """A JSON-like value (dicts, lists, strings, scalars) with every string redacted,
-    keys included; what the result files are written from."""
+    keys included, and every endpoint field (`base_url`, ...) through `redact_url`; what
+    the result files are written from. A frozen record comes back as a copy of its own
+    type with its fields redacted the same way (the report's page records)."""
     if isinstance(obj, str):
         return redact(obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        changes = {
+            f.name: _redact_field(f.name, getattr(obj, f.name))
+            for f in dataclasses.fields(obj)
+            if f.init
+        }
+        return dataclasses.replace(obj, **changes)
     if isinstance(obj, dict):
-        return {(redact(k) if isinstance(k, str) else k): redact_obj(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
+        return {
+            (redact(k) if isinstance(k, str) else k): _redact_field(k, v) for k, v in obj.items()
+        }
+    if isinstance(obj, tuple):
+        return tuple(redact_obj(v) for v in obj)
+    if isinstance(obj, list):
         return [redact_obj(v) for v in obj]
     return obj
+
+
+def _redact_field(key: object, value: Any) -> Any:
+    """A field's value redacted: an endpoint URL through `redact_url`, the rest as values."""
+    if _is_endpoint_field(key) and isinstance(value, str):
+        return redact_url(value)
+    return redact_obj(value)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from harness import metrics as m
 from harness.corpus import read_text_file
 from harness.errors import ConfigError, HarnessError
 from harness.log import RunLog, read_run, read_sweep
-from harness.types import JudgedHit
+from harness.types import JudgedHit, QuestionResult
 
 Qrels = dict[str, dict[str, int]]
 
@@ -131,6 +132,99 @@ def default_cuts(qrels: Qrels) -> tuple[int, int]:
     return 1, min(2, max_grade(qrels))
 
 
+def _cuts(qrels: Qrels, relevant_grade: int | None, complete_grade: int | None) -> tuple[int, int]:
+    """The (relevant, complete) label cut-offs: the ones given, else `default_cuts`."""
+    rel_cut, top = default_cuts(qrels)
+    rel_cut = relevant_grade if relevant_grade is not None else rel_cut
+    top = complete_grade if complete_grade is not None else top
+    if not 0 < rel_cut <= top:
+        raise HarnessError(
+            f"--relevant-grade and --complete-grade: expected 1 <= relevant <= complete, got "
+            f"{rel_cut} and {top}"
+        )
+    return rel_cut, top
+
+
+@dataclass
+class _Labelled:
+    """The judge against the labels, gathered question by question: yes/no pairs per
+    criterion, (P(yes), label) pairs for the AUC, and each question's metrics both ways."""
+
+    rel_cut: int
+    top: int
+    k: int
+    unjudged: str
+    rel_pairs: list[tuple[list[bool], list[bool]]] = field(default_factory=list)
+    comp_pairs: list[tuple[list[bool], list[bool]]] = field(default_factory=list)
+    scored: dict[str, list[tuple[float, bool]]] = field(
+        default_factory=lambda: {"relevant": [], "complete": []}
+    )
+    judge_q: dict[str, dict[str, float]] = field(default_factory=dict)
+    human_q: dict[str, dict[str, float]] = field(default_factory=dict)
+    skipped: int = 0
+
+    def add(self, q: QuestionResult, labels: dict[str, int]) -> None:
+        """One labelled question: its chunks without a label or with a failed verdict
+        are skipped (counted)."""
+        jr, hr, jc, hc = [], [], [], []
+        grades_h: list[int | None] = []
+        for h in q.hits:
+            g = human_grade(labels, h, self.unjudged)
+            grades_h.append(g)
+            if g is None or h.verdict.error:
+                self.skipped += 1
+                continue
+            jr.append(bool(h.verdict.relevant.value))
+            hr.append(g >= self.rel_cut)
+            jc.append(h.verdict.grade == 2)
+            hc.append(g >= self.top)
+            p = h.verdict.probabilities()
+            if p is not None:
+                self.scored["relevant"].append((p[0], g >= self.rel_cut))
+                self.scored["complete"].append((p[1], g >= self.top))
+        self.rel_pairs.append((jr, hr))
+        self.comp_pairs.append((jc, hc))
+        lengths = [len(h.chunk.text) for h in q.hits]
+        human_scale = [
+            None if g is None else (2 if g >= self.top else 1 if g >= self.rel_cut else 0)
+            for g in grades_h
+        ]
+        qid = q.question.question_id
+        self.human_q[qid] = m.question_metrics(human_scale, lengths, range(1, self.k + 1))
+        self.judge_q[qid] = q.metrics
+
+    def agreement(self) -> dict[str, Any]:
+        """Per criterion: the yes/no agreement and the AUC of the judge's P(yes)."""
+        return {
+            name: {
+                **_agreement(pairs),
+                "auc": m.auc([p for p, _ in self.scored[name]], [y for _, y in self.scored[name]]),
+            }
+            for name, pairs in (("relevant", self.rel_pairs), ("complete", self.comp_pairs))
+        }
+
+    def ppi(self, run: RunLog) -> dict[str, Any]:
+        """Label-corrected estimates over the whole run: the judge's values on every
+        question, corrected by the judge-vs-human difference on the labelled ones."""
+        out: dict[str, Any] = {}
+        shared = sorted(self.judge_q)
+        for name in ("hit_rate", "mrr"):
+            key = f"{name}@{self.k}"
+            all_j = [q.metrics[key] for q in run.questions if key in q.metrics]
+            lab = [qid for qid in shared if key in self.judge_q[qid] and key in self.human_q[qid]]
+            if len(lab) >= 2 and all_j:
+                est, low, high = m.ppi_mean(
+                    all_j, [self.judge_q[q][key] for q in lab], [self.human_q[q][key] for q in lab]
+                )
+                out[key] = {
+                    "judge_only": float(np.mean(all_j)),
+                    "ppi": est,
+                    "ci95": [low, high],
+                    "n_labelled": len(lab),
+                }
+        return out
+
+
 def validate_run(
     run: RunLog,
     qrels: Qrels,
@@ -146,101 +240,42 @@ def validate_run(
     `complete_grade` (default: `default_cuts`). Besides the yes/no agreement, the AUC
     of the judge's P(yes) against the labels says how well its probabilities rank the
     chunks, whatever cut a calibration would choose."""
-    rel_cut, top = default_cuts(qrels)
-    rel_cut = relevant_grade if relevant_grade is not None else rel_cut
-    top = complete_grade if complete_grade is not None else top
-    if not 0 < rel_cut <= top:
-        raise HarnessError(
-            f"--relevant-grade and --complete-grade: expected 1 <= relevant <= complete, got "
-            f"{rel_cut} and {top}"
-        )
-    scored: dict[str, list[tuple[float, bool]]] = {"relevant": [], "complete": []}
+    rel_cut, top = _cuts(qrels, relevant_grade, complete_grade)
     run_k = max(run.header.ks) if run.header.ks else 1
     if k is None:  # 0 is not "the default": it is refused below
         k = run_k
     if not 1 <= k <= run_k:
         raise HarnessError(f"--k: expected 1..{run_k} (the run's k), got {k}")
-    rel_pairs: list[tuple[list[bool], list[bool]]] = []
-    comp_pairs: list[tuple[list[bool], list[bool]]] = []
-    judge_q: dict[str, dict[str, float]] = {}
-    human_q: dict[str, dict[str, float]] = {}
-    labelled = skipped = 0
+    seen = _Labelled(rel_cut, top, k, unjudged)
+    labelled = 0
     for q in run.questions:
         labels = qrels.get(q.question.question_id)
-        if labels is None:
-            continue
-        labelled += 1
-        jr, hr, jc, hc = [], [], [], []
-        grades_h: list[int | None] = []
-        for h in q.hits:
-            g = human_grade(labels, h, unjudged)
-            grades_h.append(g)
-            if g is None or h.verdict.error:
-                skipped += 1
-                continue
-            jr.append(bool(h.verdict.relevant.value))
-            hr.append(g >= rel_cut)
-            jc.append(h.verdict.grade == 2)
-            hc.append(g >= top)
-            p = h.verdict.probabilities()
-            if p is not None:
-                scored["relevant"].append((p[0], g >= rel_cut))
-                scored["complete"].append((p[1], g >= top))
-        rel_pairs.append((jr, hr))
-        comp_pairs.append((jc, hc))
-        lengths = [len(h.chunk.text) for h in q.hits]
-        human_scale = [
-            None if g is None else (2 if g >= top else 1 if g >= rel_cut else 0) for g in grades_h
-        ]
-        human_q[q.question.question_id] = m.question_metrics(human_scale, lengths, range(1, k + 1))
-        judge_q[q.question.question_id] = q.metrics
+        if labels is not None:
+            labelled += 1
+            seen.add(q, labels)
     if not labelled:
         raise HarnessError(
             "no question of the run has labels in the qrels (do the question ids match?)"
         )
     ks = range(1, k + 1)
-    shared = sorted(judge_q)
-    out: dict[str, Any] = {
+    shared = sorted(seen.judge_q)
+    return {
         "run_dir": str(run.run_dir),
         "k": k,
         "questions_labelled": labelled,
         "questions_in_run": len(run.questions),
-        "pairs_skipped": skipped,
+        "pairs_skipped": seen.skipped,
         "unjudged": unjudged,
         "binary_labels": max_grade(qrels) == 1,
         "relevant_grade": rel_cut,
         "complete_grade": top,
-        "agreement": {
-            name: {
-                **_agreement(pairs),
-                "auc": m.auc([p for p, _ in scored[name]], [y for _, y in scored[name]]),
-            }
-            for name, pairs in (("relevant", rel_pairs), ("complete", comp_pairs))
-        },
+        "agreement": seen.agreement(),
         "metrics": {
-            "judge": m.aggregate([judge_q[q] for q in shared], ks),
-            "human": m.aggregate([human_q[q] for q in shared], ks),
+            "judge": m.aggregate([seen.judge_q[q] for q in shared], ks),
+            "human": m.aggregate([seen.human_q[q] for q in shared], ks),
         },
+        "ppi": seen.ppi(run),
     }
-    # Label-corrected estimates over the whole run: the judge's values on every question,
-    # corrected by the judge-vs-human difference on the labelled ones.
-    ppi: dict[str, Any] = {}
-    for name in ("hit_rate", "mrr"):
-        key = f"{name}@{k}"
-        all_j = [q.metrics[key] for q in run.questions if key in q.metrics]
-        lab = [qid for qid in shared if key in judge_q[qid] and key in human_q[qid]]
-        if len(lab) >= 2 and all_j:
-            est, low, high = m.ppi_mean(
-                all_j, [judge_q[q][key] for q in lab], [human_q[q][key] for q in lab]
-            )
-            ppi[key] = {
-                "judge_only": float(np.mean(all_j)),
-                "ppi": est,
-                "ci95": [low, high],
-                "n_labelled": len(lab),
-            }
-    out["ppi"] = ppi
-    return out
 
 
 def validate_sweep(

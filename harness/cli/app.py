@@ -16,7 +16,8 @@
     harness generate EXPERIMENT.toml [--n N] [--out FILE] [--types T,...] [--seed S] [--dry-run]
 
 Every command takes --format text|json. User errors print one line to stderr and exit 2;
-Ctrl-C exits 130 and SIGTERM 143, with every finished result kept.
+Ctrl-C exits 130 and SIGTERM 143, with every finished result kept; a closed stdout pipe
+(`harness list | head`) exits 141 without a word.
 
 This entry point is the only place that sets process-wide state: logging, warnings
 filters and environment defaults. The library never does.
@@ -38,6 +39,7 @@ from typing import Any
 from loguru import logger
 
 from harness.cli import export_config, generate, inspect, labels, report, runs
+from harness.cli.options import printable
 from harness.errors import HarnessError, os_error_message
 from harness.secrets import redact, remember_environment, remember_url
 
@@ -46,6 +48,8 @@ EXIT_INTERRUPTED = 130
 # 128 + SIGTERM, not 130: shells, `timeout` and service managers read 128+N as "ended by
 # signal N", and a SIGTERM from a supervisor should not be reported as the user's Ctrl-C.
 EXIT_TERMINATED = 143
+# 128 + SIGPIPE: what `yes | head` reports for its writer when the reader closes the pipe.
+EXIT_BROKEN_PIPE = 141
 
 USER_AGENT = "harness-retrieval-tuning/0.1 (offline-first)"
 
@@ -140,20 +144,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _setup_process(args.verbosity)
+    for override in getattr(args, "set", None) or ():
+        # `--set judge.base_url=https://gw/?code=...`: its query values are secrets from
+        # the first log line on, not only once a client for it exists.
+        key, _, value = override.partition("=")
+        if key.strip().endswith("base_url"):
+            remember_url(value.strip())
     terminated = _Terminated()
     # Signal handlers can only be set from the main thread (main() may be called elsewhere).
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, terminated) if in_main else None
     try:
-        return int(args.func(args))
+        status = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers, not at exit
+        return status
     except HarnessError as exc:
-        print(f"harness: error: {redact(str(exc))}", file=sys.stderr)
+        print(f"harness: error: {printable(redact(str(exc)))}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     except OSError as exc:
         # The one place file-system trouble becomes one line: a read-only results, cache
         # or home folder, a full disk, a path that is a file. The run's header already
         # says "failed" if it could be written.
-        print(f"harness: error: {redact(os_error_message(exc))}", file=sys.stderr)
+        print(f"harness: error: {printable(redact(os_error_message(exc)))}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         word = "terminated" if terminated.received else "interrupted"
@@ -162,6 +177,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if in_main:  # None: a handler set outside Python, which cannot be put back
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _quiet_stdout() -> None:
+    """The reader of stdout went away (`harness list | head`): like other command-line
+    tools, stop without a word. stdout is pointed at the null device so the interpreter's
+    own flush at exit does not fail on the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (a test's StringIO): nothing to flush
+        pass
 
 
 def _entry() -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from harness.cli.options import (
     emit,
     format_option,
     positive_int,
+    printable,
     results_dir_option,
 )
 from harness.errors import HarnessError
@@ -210,9 +212,9 @@ def _ask(prompt: str) -> str:
 def ask_on_terminal(q: QuestionResult, h: JudgedHit) -> int | str | None:
     """Show one (question, chunk) and ask for its grade: 0, 1, 2, None (skip) or "quit"."""
     print("\n" + "=" * 80)
-    print(f"question [{q.question.question_id}]: {q.question.text}")
+    print(printable(f"question [{q.question.question_id}]: {q.question.text}"))
     print("-" * 80)
-    print(h.chunk.text)
+    print(printable(h.chunk.text))
     print("-" * 80)
     rel = _ask("relevant: is the passage about what the question asks? [y/n/s=skip/q=quit] ")
     if rel in ("q", "s"):
@@ -229,6 +231,9 @@ def cmd_label(args: argparse.Namespace) -> int:
     """Ask a person about sampled (question, chunk) pairs; append chunk-level qrels."""
     from harness.analysis import label_run
 
+    if sys.stdin is None or sys.stdin.closed:
+        # `harness label RUN <&-`: there is nobody to ask; say so before writing anything.
+        raise HarnessError("label: stdin is closed; label asks a person for each grade")
     run = read_run(resolve_run_dir(args.run, args.results_dir))
     written = label_run(run, args.out, ask_on_terminal, sample=args.sample, seed=args.seed)
     message = (

@@ -9,14 +9,27 @@ from typing import Any
 
 from harness.secrets import redact, redact_obj
 
+# Control characters a terminal acts on (ESC starts colour, cursor and title sequences,
+# \r rewrites the line, C1 0x9b is a one-byte CSI), as visible escapes. Newline and tab
+# are layout; everything else in C0, DEL and C1 comes from files and replies.
+_CONTROLS = {
+    c: "\\r" if c == 0x0D else f"\\x{c:02x}"
+    for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))
+    if c not in (0x09, 0x0A)
+}
+_JSON_CONTROLS = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0))}
 
-def _format(value: str) -> str:
-    # "table" is what run and sweep called their text output before every command
-    # took text|json; it is still accepted.
-    value = "text" if value == "table" else value
-    if value not in ("text", "json"):
-        raise argparse.ArgumentTypeError("expected text or json")
-    return value
+
+def printable(text: str) -> str:
+    """`text` safe to print on a terminal: control characters other than newline and tab
+    shown as escapes (\\x1b, \\r), so a document or a run folder cannot move the cursor,
+    rewrite a line or retitle the window of the person reading it."""
+    return text.translate(_CONTROLS)
+
+
+def _json_printable(text: str) -> str:
+    """JSON text with DEL and C1 controls escaped too (json.dumps escapes only C0)."""
+    return text.translate(_JSON_CONTROLS)
 
 
 def positive_int(value: str) -> int:
@@ -35,9 +48,8 @@ def format_option(p: argparse.ArgumentParser) -> None:
     """--format text|json: every command has it."""
     p.add_argument(
         "--format",
-        type=_format,
+        choices=("text", "json"),
         default="text",
-        metavar="{text,json}",
         help="text for people (default), json for programs",
     )
 
@@ -73,11 +85,12 @@ def experiment_options(p: argparse.ArgumentParser, dry_run_help: str) -> None:
 
 def emit(args: argparse.Namespace, data: Any, text: str | None) -> int:
     """Print `data` as JSON with --format json, else `text`; exit status 0. Both are
-    redacted: a shown result never holds a secret (`harness.secrets`)."""
+    redacted, a shown result never holds a secret (`harness.secrets`), and hold no raw
+    control character (`printable`)."""
     if args.format == "json":
-        print(json.dumps(redact_obj(data), indent=2, ensure_ascii=False))
+        print(_json_printable(json.dumps(redact_obj(data), indent=2, ensure_ascii=False)))
     elif text is not None:
-        print(redact(text))
+        print(printable(redact(text)))
     return 0
 
 

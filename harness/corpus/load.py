@@ -172,7 +172,7 @@ def load_beir_corpus(path: Path) -> list[Document]:
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: nested too deep
             raise ConfigError(f"{path}:{n}", "", "expected a JSON object per line") from None
         did = obj.get("_id", obj.get("id")) if isinstance(obj, dict) else None
         text = obj.get("text") if isinstance(obj, dict) else None
@@ -276,7 +276,7 @@ def load_questions(path: str | os.PathLike[str]) -> list[Question]:
                 continue
             try:
                 obj = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # RecursionError: nested too deep
                 raise ConfigError(f"{p}:{n}", "", "expected a JSON object per line") from None
             if not isinstance(obj, dict):
                 raise ConfigError(f"{p}:{n}", "", "expected a JSON object per line")

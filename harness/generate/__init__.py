@@ -6,20 +6,15 @@ llm        the model (the judge's client, budgets and a reply cache keyed by the
 critique   reading answers; the groundedness, usefulness and stand-alone filters
 dedup      near-duplicates by embedding cosine
 exam       the judge exam: source passages must pass, unrelated ones must not
-writer     the questions file, its report, the exam (and its labels), the paraphrases
+writer     the questions file, its report (GenerationReport), the exam (and its labels), the paraphrases
 pipeline   generate_questions / estimate_generation: the whole command
 """
 
 from harness.generate.exam import ExamItem, exam_rates, read_exam
 from harness.generate.llm import Generator, GenStats, ReplyCache, open_generator
-from harness.generate.pipeline import (
-    FILTERS,
-    GenerationReport,
-    estimate_generation,
-    generate_questions,
-)
+from harness.generate.pipeline import FILTERS, estimate_generation, generate_questions
 from harness.generate.sampler import Passage, sample_passages
-from harness.generate.writer import output_paths
+from harness.generate.writer import GenerationReport, output_paths
 
 __all__ = [
     "FILTERS",

@@ -2,8 +2,9 @@
 
 Filters, in the order a candidate meets them (the first that fails names the drop):
 
-- `malformed`: the generation was not the JSON asked for, had an empty question, or an
-  answer of 300 characters or more (the issue's "short specific answer");
+- `malformed`: the generation was not the JSON asked for, had an empty question, an
+  answer of 300 characters or more (the issue's "short specific answer"), or a question
+  or paraphrase over 1,000 characters;
 - `standalone`: the question mentions the passage/text/context/document it came from
   ("according to the passage"): dropped without asking, whatever a critic would say;
 - `critique`: the critique call failed or could not be read;
@@ -38,23 +39,55 @@ def mentions_source(question: str) -> bool:
     return bool(_MENTIONS_SOURCE.search(question))
 
 
+MAX_QUESTION_CHARS = 1000
+"""A longer generated question (or paraphrase) is malformed: no real question is that
+long, and a hostile or looping model must not fill the questions file."""
+
+MAX_NESTING = 32
+"""Objects nested deeper than this (counting [ and {) are never parsed: a draft or a
+critique is a flat object, and this bound keeps reading a reply linear in its length."""
+
+
+_BRACKETS = re.compile(r"[{}\[\]]")
+
+
+def _object_spans(text: str) -> list[tuple[int, int]]:
+    """Every balanced {...} span of `text` whose inner nesting is at most MAX_NESTING, in
+    order of its opening brace. One pass: each brace is pushed and popped once, and the
+    deepest bracket level seen inside a span is carried up to the span around it."""
+    spans: list[tuple[int, int]] = []
+    stack: list[list[int]] = []  # [start, nesting level at start, deepest level inside]
+    level = 0
+    for m in _BRACKETS.finditer(text):
+        ch, i = m.group(), m.start()
+        if ch in "{[":
+            level += 1
+            if ch == "{":
+                stack.append([i, level, level])
+            elif stack and level > stack[-1][2]:
+                stack[-1][2] = level
+            continue
+        if ch == "}" and stack:
+            start, at, deepest = stack.pop()
+            if deepest - at < MAX_NESTING:
+                spans.append((start, i))
+            if stack and deepest > stack[-1][2]:
+                stack[-1][2] = deepest
+        level = max(0, level - 1)
+    spans.sort()
+    return spans
+
+
 def _json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in `text` (models wrap JSON in prose or code fences)."""
-    start = text.find("{")
-    while start != -1:
-        depth = 0
-        for i in range(start, len(text)):
-            if text[i] == "{":
-                depth += 1
-            elif text[i] == "}":
-                depth -= 1
-                if depth == 0:
-                    try:
-                        obj = json.loads(text[start : i + 1])
-                    except json.JSONDecodeError:
-                        break
-                    return obj if isinstance(obj, dict) else None
-        start = text.find("{", start + 1)
+    """The first JSON object in `text` (models wrap JSON in prose or code fences): the
+    balanced {...} spans are tried by their opening brace. Spans nested deeper than
+    MAX_NESTING are skipped, so each character is parsed a bounded number of times."""
+    for start, end in _object_spans(text):
+        try:
+            obj = json.loads(text[start : end + 1])
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        return obj if isinstance(obj, dict) else None
     return None
 
 
@@ -80,6 +113,9 @@ def parse_draft(text: str) -> Draft | str:
     if len(a.strip()) >= MAX_ANSWER_CHARS:
         return f"the answer has {len(a.strip())} characters (limit {MAX_ANSWER_CHARS})"
     para = p.strip() if isinstance(p, str) and p.strip() else None
+    for name, value in (("question", q.strip()), ("paraphrase", para or "")):
+        if len(value) > MAX_QUESTION_CHARS:
+            return f"the {name} has {len(value)} characters (limit {MAX_QUESTION_CHARS})"
     return Draft(question=" ".join(q.split()), answer=a.strip(), paraphrase=para)
 
 

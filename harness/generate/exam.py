@@ -87,7 +87,7 @@ def read_exam(path: str | os.PathLike[str]) -> list[ExamItem]:
                     kind=d["kind"] if d["kind"] in ("source", "unrelated") else "?",
                 )
             )
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, RecursionError):
             raise ConfigError(
                 f"{p}:{n}",
                 "",

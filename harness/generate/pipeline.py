@@ -40,7 +40,7 @@ from harness.generate.dedup import Embed, near_duplicates
 from harness.generate.exam import ExamItem
 from harness.generate.llm import Generator, dry_generator, open_generator, prompt_tokens
 from harness.generate.sampler import Passage, sample_passages, second_passage
-from harness.generate.writer import output_paths, write_outputs
+from harness.generate.writer import GenerationReport, output_paths, write_outputs
 from harness.llm.client import ChatFailed
 from harness.types import Document
 
@@ -103,32 +103,6 @@ class Candidate:
         if self.duplicate_of is not None:
             d["duplicate_of"] = f"gen-{self.duplicate_of + 1:04d}"
         return d
-
-
-@dataclass(frozen=True)
-class GenerationReport:
-    """What `generate_questions` did: counts, cost, the files, and every candidate."""
-
-    counts: dict[str, int]
-    """generated, kept, dropped, per-filter drops (FILTERS) and surplus (passed every
-    filter after n were kept, not written)."""
-    stats: dict[str, Any]
-    paths: dict[str, str]
-    kept: tuple[dict[str, Any], ...]
-    dropped: tuple[dict[str, Any], ...]
-    exam: dict[str, int]
-    settings: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report as plain JSON values (the report file holds this)."""
-        return {
-            "settings": self.settings,
-            "counts": self.counts,
-            "stats": self.stats,
-            "files": self.paths,
-            "exam": self.exam,
-            "dropped": list(self.dropped),
-        }
 
 
 def plan(docs: Sequence[Document], settings: GenerateConfig, n: int) -> list[Candidate]:

@@ -17,14 +17,38 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.errors import HarnessError, os_error_message
 from harness.generate.exam import ExamItem, exam_qrels_lines
 
-if TYPE_CHECKING:
-    from harness.generate.pipeline import GenerationReport
+
+@dataclass(frozen=True)
+class GenerationReport:
+    """What `generate_questions` did: counts, cost, the files, and every candidate."""
+
+    counts: dict[str, int]
+    """generated, kept, dropped, per-filter drops (pipeline.FILTERS) and surplus (passed every
+    filter after n were kept, not written)."""
+    stats: dict[str, Any]
+    paths: dict[str, str]
+    kept: tuple[dict[str, Any], ...]
+    dropped: tuple[dict[str, Any], ...]
+    exam: dict[str, int]
+    settings: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain JSON values (the report file holds this)."""
+        return {
+            "settings": self.settings,
+            "counts": self.counts,
+            "stats": self.stats,
+            "files": self.paths,
+            "exam": self.exam,
+            "dropped": list(self.dropped),
+        }
 
 
 def output_paths(out: str | os.PathLike[str]) -> dict[str, Path]:

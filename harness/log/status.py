@@ -80,7 +80,7 @@ def process_alive(pid: int, since: str | None = None) -> bool:
         return False
     except PermissionError:
         pass
-    except OSError:
+    except (OSError, OverflowError):  # OverflowError: a pid no process can have (2**70)
         return False
     if _is_zombie(pid):
         return False

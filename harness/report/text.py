@@ -407,18 +407,19 @@ def format_list(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _short_name(run_dir: str) -> str:
+def short_name(run_dir: str | Path) -> str:
+    """A run's name as compare prints it: `<sweep>/<n>` for a trial, else the folder."""
     p = Path(run_dir)
     if p.parent.name == "trials":
         return f"{p.parent.parent.name}/{p.name}"
-    return p.name if p.name not in ("", ".") else run_dir
+    return p.name if p.name not in ("", ".") else str(run_dir)
 
 
 def format_compare(comp: Comparison, change_metric: str) -> str:
     """`compare`: metrics side by side, paired differences to the first run, and the
     questions whose `change_metric` changed, with the chunks before and after."""
     k = comp.k
-    short = [_short_name(r) for r in comp.runs]
+    short = [short_name(r) for r in comp.runs]
     lines = [
         f"compare at k={k} over {comp.shared_questions} shared questions "
         f"(intervals: 95% paired bootstrap of the difference to the first run)"

@@ -25,7 +25,7 @@ from harness.report.html import (
     script_json,
     sweep_page,
 )
-from harness.report.html.data import OUTCOMES, outcome, question_words, word_marks
+from harness.report.html.data import OUTCOMES, SettingRow, outcome, question_words, word_marks
 from harness.secrets import remember
 from harness.types import Question
 from tests.conftest import DATA
@@ -80,44 +80,73 @@ def test_run_page_holds_what_show_prints(logs: Logs):
     run = logs.run
     h = run.header
     page = run_page(run)
-    assert page["kind"] == "run" and page["ks"] == [1, 2, 3]
-    rows = {r["name"]: r for r in page["metrics"]}
+    assert page.kind == "run" and page.ks == (1, 2, 3)
+    rows = {r.name: r for r in page.metrics}
     assert list(rows) == [*METRIC_NAMES, "failures", "errors"]
     for name in ("hit_rate", "mrr", "relevancy_mrr"):
         for i, k in enumerate(h.ks):
-            assert rows[name]["values"][i] == h.metrics[f"{name}@{k}"]
-            assert rows[name]["ci"][i] == list(h.metrics_ci[f"{name}@{k}"])
-    assert page["curves"]["mrr"]["mean"] == [h.metrics[f"mrr@{k}"] for k in h.ks]
-    stats = dict(page["judge"])
+            assert rows[name].values[i] == h.metrics[f"{name}@{k}"]
+            assert rows[name].ci[i] == list(h.metrics_ci[f"{name}@{k}"])
+    assert list(page.curves["mrr"].mean) == [h.metrics[f"mrr@{k}"] for k in h.ks]
+    stats = dict(page.judge)
     assert stats["judge_calls"] == h.stats["judge_calls"]
-    assert [r[0] for r in page["judge"]][:2] == ["judge_calls", "judge_cache_hits"]
-    assert page["components"]["judge"]["name"] == "scripted"
-    assert page["config"]["chunking"]["chunk_size"] == 200
+    assert [r[0] for r in page.judge][:2] == ["judge_calls", "judge_cache_hits"]
+    assert page.components["judge"].name == "scripted"
+    assert page.config["chunking"]["chunk_size"] == 200
 
-    qs = {q["id"]: q for q in page["questions"]}
+    qs = {q.id: q for q in page.questions}
     assert list(qs) == [q.question.question_id for q in run.questions]
-    assert qs["parking"]["outcome"] == "miss" and qs["hive"]["outcome"] == "complete"
-    assert page["filters"]["outcome"] == [
-        o for o in OUTCOMES if any(q["outcome"] == o for q in page["questions"])
+    assert qs["parking"].outcome == "miss" and qs["hive"].outcome == "complete"
+    assert list(page.filters.outcome) == [
+        o for o in OUTCOMES if any(q.outcome == o for q in page.questions)
     ]
-    assert page["filters"]["type"] == [] and page["filters"]["topic"] == []
-    for q, orig in zip(page["questions"], run.questions, strict=True):
-        assert q["metrics"]["mrr"] == orig.metrics.get(f"mrr@{h.k}")
-        assert len(q["hits"]) == len(orig.hits)
-        for hit, jh in zip(q["hits"], orig.hits, strict=True):
-            assert page["texts"][hit["text"]] == jh.chunk.text
-            assert hit["rank"] == jh.hit.rank and hit["score"] == jh.hit.score
-            assert hit["grade"] == jh.verdict.grade
-            assert hit["relevant"]["value"] == jh.verdict.relevant.value
-            assert hit["relevant"]["reason"] == "scripted relevant"
+    assert page.filters.type == () and page.filters.topic == ()
+    for q, orig in zip(page.questions, run.questions, strict=True):
+        assert q.metrics["mrr"] == orig.metrics.get(f"mrr@{h.k}")
+        assert len(q.hits) == len(orig.hits)
+        for hit, jh in zip(q.hits, orig.hits, strict=True):
+            assert page.texts[hit.text] == jh.chunk.text
+            assert hit.rank == jh.hit.rank and hit.score == jh.hit.score
+            assert hit.grade == jh.verdict.grade
+            assert hit.relevant.value == jh.verdict.relevant.value
+            assert hit.relevant.reason == "scripted relevant"
             words = question_words(orig.question.text)
-            for s, e in hit["marks"]:
+            for s, e in hit.marks:
                 assert jh.chunk.text[s:e].lower() in words
-    hive_marks = [m for hit in qs["hive"]["hits"] for m in hit["marks"]]
+    hive_marks = [m for hit in qs["hive"].hits for m in hit.marks]
     assert hive_marks, "the question's words are marked in its chunks"
     # the injection chunk was retrieved and is kept verbatim (escaping is the renderer's job)
-    assert any("<script>window.__pwned" in t for t in page["texts"])
-    json.dumps(page, allow_nan=False)
+    assert any("<script>window.__pwned" in t for t in page.texts)
+    json.dumps(page.to_json(), allow_nan=False)
+
+
+def test_page_json_keeps_the_shape_the_script_reads(logs: Logs):
+    """The typed page writes the same JSON keys the page's script and the earlier
+    mapping had: records by field name, a component spec and validation as their own."""
+    page = run_page(logs.run, validation=validate_run(logs.run, read_qrels(DATA / "qrels.tsv")))
+    data = page.to_json()
+    assert list(data) == [
+        "kind", "title", "run", "ks", "metrics", "curves", "failure_counts", "judge",
+        "questions", "filters", "texts", "config", "components", "data", "validation",
+        "validation_note",
+    ]  # fmt: skip
+    q = data["questions"][0]
+    assert list(q) == [
+        "id", "text", "type", "topics", "metrics", "outcome", "error", "failure", "hits"
+    ]  # fmt: skip
+    assert list(q["hits"][0]) == [
+        "rank", "chunk_id", "doc_id", "score", "rerank_score", "grade", "relevant",
+        "complete", "text", "marks", "flags",
+    ]  # fmt: skip
+    assert list(q["hits"][0]["relevant"]) == ["value", "p", "reason", "error", "evidence"]
+    assert data["components"]["judge"] == logs.run.header.components["judge"].to_dict()
+    assert data["validation"] == json.loads(json.dumps(page.validation.to_dict()))
+    assert data["judge"][0] == ["judge_calls", logs.run.header.stats["judge_calls"]]
+    sweep = sweep_page(logs.sweep, runs_of(logs)).to_json()
+    assert sweep["recommendation"] == logs.sweep.summary.recommendation.to_dict()
+    assert list(sweep["heatmap"]) == ["questions", "question_text", "trials", "outcome"]
+    cell = next(iter(next(iter(sweep["cells"].values())).values()))
+    assert list(cell) == ["k", "outcome", "error", "metrics", "hits"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,22 +169,20 @@ def test_run_page_filters_by_type_and_topic_when_questions_carry_them(logs: Logs
     ]
     run = dataclasses.replace(logs.run, questions=tuple(qs))
     page = run_page(run)
-    assert page["filters"]["type"] == ["fact", "howto"]
-    assert page["filters"]["topic"] == ["topic-0", "topic-1"]
-    assert page["questions"][1]["type"] == "howto" and page["questions"][1]["topics"] == ["topic-1"]
+    assert page.filters.type == ("fact", "howto")
+    assert page.filters.topic == ("topic-0", "topic-1")
+    assert page.questions[1].type == "howto" and page.questions[1].topics == ("topic-1",)
 
 
 def test_run_page_with_labels_holds_validate_output(logs: Logs):
     qrels = read_qrels(DATA / "qrels.tsv")
     v = validate_run(logs.run, qrels)
     page = run_page(logs.run, validation=v)
-    assert (
-        page["validation"]["agreement"]["relevant"]["confusion"]
-        == (v["agreement"]["relevant"]["confusion"])
-    )
-    assert page["validation"]["agreement"]["relevant"]["kappa"] == pytest.approx(
-        v["agreement"]["relevant"]["kappa"]
-    )
+    assert page.validation is not None
+    relevant = next(a for a in page.validation.agreement if a.criterion == "relevant")
+    assert relevant.confusion is not None
+    assert dataclasses.asdict(relevant.confusion) == (v["agreement"]["relevant"]["confusion"])
+    assert relevant.kappa == pytest.approx(v["agreement"]["relevant"]["kappa"])
     document = render_page(page, page_figures(page), "")
     assert "confusion matrices" in document and "kappa" in document
 
@@ -168,59 +195,59 @@ def test_sweep_page_holds_leaderboard_forest_heatmap_and_cost(logs: Logs):
     s = sweep.summary
     runs = runs_of(logs)
     page = sweep_page(sweep, runs)
-    board = page["leaderboard"]
-    assert next(r["number"] for r in board if r["state"] == "complete") == s.best[0].number
-    assert sorted(r["number"] for r in board) == sorted(t.number for t in sweep.trials)
-    assert [r["number"] for r in board if r["best"]] == [s.best[0].number]
+    board = page.leaderboard
+    assert next(r.number for r in board if r.state == "complete") == s.best[0].number
+    assert sorted(r.number for r in board) == sorted(t.number for t in sweep.trials)
+    assert [r.number for r in board if r.best] == [s.best[0].number]
     rec = s.recommendation
     assert rec is not None
-    assert [r["number"] for r in board if r["recommended"]] == [rec.trial]
-    assert sorted(r["number"] for r in board if r["tie"]) == sorted(rec.indistinguishable)
+    assert [r.number for r in board if r.recommended] == [rec.trial]
+    assert sorted(r.number for r in board if r.tie) == sorted(rec.indistinguishable)
     for r in board:
-        run = runs[r["number"]]
-        key = metric_key(s.objective[0], r["params"]["k"])
-        assert r["ci"] == list(run.header.metrics_ci[key])
-        assert r["context_chars"] == run.header.metrics[f"context_chars@{r['params']['k']}"]
+        run = runs[r.number]
+        key = metric_key(s.objective[0], r.params["k"])
+        assert r.ci == list(run.header.metrics_ci[key])
+        assert r.context_chars == run.header.metrics[f"context_chars@{r.params['k']}"]
 
     # forest: each complete trial's paired difference to the best, recomputed here by hand
     best = s.best[0].number
     base = runs[best]
     kb = base.header.k
-    assert len(page["forest"]) == s.counts.complete - 1
-    for row in page["forest"]:
-        other = runs[row["trial"]]
+    assert len(page.forest) == s.counts.complete - 1
+    for row in page.forest:
+        other = runs[row.trial]
         ko = other.header.k
         a = {q.question.question_id: q.metrics[f"mrr@{kb}"] for q in base.questions}
         b = {q.question.question_id: q.metrics[f"mrr@{ko}"] for q in other.questions}
         shared = [q for q in a if q in b]
         mean, low, high = paired_bootstrap([a[q] for q in shared], [b[q] for q in shared])
-        assert (row["mean"], row["low"], row["high"], row["n"]) == (mean, low, high, len(shared))
+        assert (row.mean, row.low, row.high, row.n) == (mean, low, high, len(shared))
 
-    hm = page["heatmap"]
-    assert hm["trials"] == [t.number for t in sweep.trials]
-    assert set(hm["questions"]) == {q.question.question_id for q in base.questions}
-    assert len(hm["outcome"]) == len(hm["trials"])
-    assert all(len(row) == len(hm["questions"]) for row in hm["outcome"])
-    for t, row in zip(hm["trials"], hm["outcome"], strict=True):
+    hm = page.heatmap
+    assert list(hm.trials) == [t.number for t in sweep.trials]
+    assert set(hm.questions) == {q.question.question_id for q in base.questions}
+    assert len(hm.outcome) == len(hm.trials)
+    assert all(len(row) == len(hm.questions) for row in hm.outcome)
+    for t, row in zip(hm.trials, hm.outcome, strict=True):
         by_id = {q.question.question_id: q for q in runs[t].questions}
-        for qid, code in zip(hm["questions"], row, strict=True):
-            cell = page["cells"][str(t)][qid]
-            assert OUTCOMES[code] == cell["outcome"] == outcome(by_id[qid], runs[t].header.k)
-            assert [page["texts"][h["text"]] for h in cell["hits"]] == [
+        for qid, code in zip(hm.questions, row, strict=True):
+            cell = page.cells[str(t)][qid]
+            assert OUTCOMES[code] == cell.outcome == outcome(by_id[qid], runs[t].header.k)
+            assert [page.texts[h.text] for h in cell.hits] == [
                 jh.chunk.text for jh in by_id[qid].hits
             ]
     # chunk texts are stored once
-    assert len(page["texts"]) == len(set(page["texts"]))
-    assert page["cost"]["judge_calls"] == s.stats.judge_calls
-    assert page["cost"]["distinct_verdicts"] == s.stats.distinct_verdicts
-    assert page["cost"]["naive_calls"] == s.stats.naive_calls
-    assert set(page["params"]) <= {"chunk_size", "chunk_overlap", "k"}
-    json.dumps(page, allow_nan=False)
+    assert len(page.texts) == len(set(page.texts))
+    assert page.cost.judge_calls == s.stats.judge_calls
+    assert page.cost.distinct_verdicts == s.stats.distinct_verdicts
+    assert page.cost.naive_calls == s.stats.naive_calls
+    assert set(page.params) <= {"chunk_size", "chunk_overlap", "k"}
+    json.dumps(page.to_json(), allow_nan=False)
 
     figs = page_figures(page)
     assert {"forest", "history", "slice", "heatmap"} <= set(figs)
-    assert ("parallel" in figs) == (len(page["params"]) >= 2)
-    assert figs["heatmap"]["data"][0]["z"] == hm["outcome"]
+    assert ("parallel" in figs) == (len(page.params) >= 2)
+    assert figs["heatmap"]["data"][0]["z"] == [list(row) for row in hm.outcome]
 
 
 def test_sweep_page_of_a_pareto_front_has_no_recommendation(logs: Logs, tmp_path: Path):
@@ -236,9 +263,9 @@ def test_sweep_page_of_a_pareto_front_has_no_recommendation(logs: Logs, tmp_path
         config, results_dir=tmp_path, cache_dir=logs.root / "cache", judge=ScriptedJudge()
     )
     page = sweep_page(sweep, {t.number: read_run(t.run_dir) for t in sweep.trials})
-    assert page["recommendation"] is None and page["best"] is None and page["forest"] == []
-    assert page["front"] == sorted(b.number for b in sweep.summary.best)
-    assert {r["number"] for r in page["leaderboard"] if r["pareto"]} == set(page["front"])
+    assert page.recommendation is None and page.best is None and page.forest == ()
+    assert list(page.front) == sorted(b.number for b in sweep.summary.best)
+    assert {r.number for r in page.leaderboard if r.pareto} == set(page.front)
     figs = page_figures(page)
     assert "pareto" in figs and "forest" not in figs
 
@@ -250,28 +277,24 @@ def test_compare_page_holds_what_compare_prints(logs: Logs):
     runs = [logs.run, logs.run_small]
     comp = compare_runs(runs)
     page = compare_page(runs, comp)
-    assert page["k"] == comp.k and page["shared_questions"] == comp.shared_questions
-    assert [r["label"] for r in page["runs"]] == ["[0]", "[1]"]
-    assert {"setting": "chunking.chunk_size", "values": [200, 60]} in page["settings"]
-    assert page["changes"], "the smaller chunks change some questions"
-    rows = {m["metric"]: m["values"] for m in page["metrics"]}
+    assert page.k == comp.k and page.shared_questions == comp.shared_questions
+    assert [r.label for r in page.runs] == ["[0]", "[1]"]
+    assert SettingRow("chunking.chunk_size", (200, 60)) in page.settings
+    assert page.changes, "the smaller chunks change some questions"
+    rows = {m.metric: m.values for m in page.metrics}
     for i, r in enumerate(runs):
         assert rows[f"mrr@{comp.k}"][i] == comp.metrics[str(r.run_dir)][f"mrr@{comp.k}"]
-    assert [(d["metric"], d["mean"], d["low"], d["high"]) for d in page["differences"]] == [
+    assert [(d.metric, d.mean, d.low, d.high) for d in page.differences] == [
         (d.metric, d.mean_diff, d.low, d.high) for d in comp.differences
     ]
-    assert all(d["significant"] == (not d["low"] <= 0 <= d["high"]) for d in page["differences"])
-    assert [c["question_id"] for c in page["changes"]] == [c.question_id for c in comp.changes]
-    for c in page["changes"]:
-        before = next(q for q in runs[0].questions if q.question.question_id == c["question_id"])
-        after = next(q for q in runs[1].questions if q.question.question_id == c["question_id"])
-        assert [page["texts"][h["text"]] for h in c["hits_before"]] == [
-            jh.chunk.text for jh in before.hits
-        ]
-        assert [page["texts"][h["text"]] for h in c["hits_after"]] == [
-            jh.chunk.text for jh in after.hits
-        ]
-    json.dumps(page, allow_nan=False)
+    assert all(d.significant == (not d.low <= 0 <= d.high) for d in page.differences)
+    assert [c.question_id for c in page.changes] == [c.question_id for c in comp.changes]
+    for c in page.changes:
+        before = next(q for q in runs[0].questions if q.question.question_id == c.question_id)
+        after = next(q for q in runs[1].questions if q.question.question_id == c.question_id)
+        assert [page.texts[h.text] for h in c.hits_before] == [jh.chunk.text for jh in before.hits]
+        assert [page.texts[h.text] for h in c.hits_after] == [jh.chunk.text for jh in after.hits]
+    json.dumps(page.to_json(), allow_nan=False)
 
 
 # ---------------------------------------------------------------- the document
@@ -302,7 +325,7 @@ def test_rendered_page_escapes_markup_and_redacts_secrets(logs: Logs, tmp_path: 
     # everything an injected chunk could use is escaped inside the data block
     assert "<script>window.__pwned" not in document
     assert "<img src=x" not in document
-    assert json.loads(data.group(1))["texts"] == [t.replace(secret, "***") for t in page["texts"]]
+    assert json.loads(data.group(1))["texts"] == [t.replace(secret, "***") for t in page.texts]
     # the only executable scripts are plotly.js and the page's own, both by CSP hash
     scripts = re.findall(r"<script>", document)
     assert len(scripts) == 2

@@ -90,7 +90,7 @@ def test_safe_error_cuts_after_redacting_so_no_prefix_survives():
         (
             "https://h.example/v1?api-key=QuerySecret123&deployment=x",
             ["QuerySecret123"],
-            "https://h.example/v1?api-key=***&deployment=x",
+            "https://h.example/v1?api-key=***&deployment=***",
         ),
         (
             "https://u:p%40ss-w0rd@h.example/v1?api_key=k1k2k3k4k5&token=t1t2t3t4&sig=s1s2s3",
@@ -102,7 +102,13 @@ def test_safe_error_cuts_after_redacting_so_no_prefix_survives():
             ["db-pa55word"],
             "postgresql://user:***@db.example:5432/optuna",
         ),
-        ("http://127.0.0.1:9/v1?monkey=1", [], "http://127.0.0.1:9/v1?monkey=1"),
+        # every query value may be a key (#26): whatever its name
+        ("http://127.0.0.1:9/v1?monkey=1", [], "http://127.0.0.1:9/v1?monkey=***"),
+        (
+            "https://fn.example/api?code=AzFnC0de-1234&auth=Au7h&x-functions-key=FnK3y-5678",
+            ["AzFnC0de-1234", "Au7h", "FnK3y-5678"],
+            "https://fn.example/api?code=***&auth=***&x-functions-key=***",
+        ),
     ],
 )
 def test_credentials_in_urls_are_masked(url, secret_parts, kept):
@@ -110,6 +116,16 @@ def test_credentials_in_urls_are_masked(url, secret_parts, kept):
     text = secrets.redact(f"judge endpoint {url} is unreachable")
     for piece in secret_parts:
         assert piece not in text
+
+
+def test_every_query_value_of_a_remembered_url_is_masked_in_free_text():
+    """A short value (under MIN_LENGTH) is masked as its `name=value` pair, so ordinary
+    text holding the same word is left alone."""
+    secrets.remember_url("https://gw.example/v1?code=Shrt1&region=eu-west-long-1")
+    out = secrets.redact("POST https://gw.example/v1/chat?code=Shrt1&region=eu-west-long-1 401")
+    assert "Shrt1" not in out and "eu-west-long-1" not in out
+    assert out == "POST https://gw.example/v1/chat?code=***&region=*** 401"
+    assert secrets.redact("the word Shrt1 alone") == "the word Shrt1 alone"
 
 
 def test_the_judge_spec_and_messages_hold_no_url_credentials():
@@ -154,6 +170,15 @@ def test_result_files_are_written_redacted_and_stay_valid_json(tmp_path):
         back = json.loads(text)
         assert back["raw"][0] == 'quote " and backslash \\ stay'
         assert back["config"]["judge"]["base_url"] == "http://u:***@h/v1?api-key=***"
+
+
+def test_every_query_value_of_an_endpoint_field_is_masked_when_written(tmp_path):
+    """Never remembered, never secret-named: an endpoint field's query values go anyway."""
+    record = {"judge": {"base_url": "http://h/v1?deployment=Dep1&code=C0d3"}, "note": "?x=1"}
+    write_json_atomic(tmp_path / "header.json", record)
+    back = json.loads((tmp_path / "header.json").read_text())
+    assert back["judge"]["base_url"] == "http://h/v1?deployment=***&code=***"
+    assert back["note"] == "?x=1"  # not an endpoint field: text stays as it was
 
 
 # ------------------------------------------------------------- end to end, real CLI
@@ -246,4 +271,31 @@ def test_credentials_in_the_judge_url_from_the_environment_are_not_written(tmp_p
     )
     for text in (written, proc.stderr, proc.stdout):
         for piece in ("pa55-Word-Secret", "QuerySecret123", *parts(SK_KEY)):
+            assert piece not in text
+
+
+GATEWAY_SECRETS = ("AzFnC0de-1234", "Au7h", "FnK3y-5678", "pa55-Word-Secret")
+
+
+def test_query_secrets_in_the_judge_url_are_masked_in_everything_written_or_printed(tmp_path):
+    """`?code=`, `?auth=` (short), `?x-functions-key=` and `user:password@` on
+    judge.base_url (#26 item 3): header.json (config and component spec), the questions
+    file, the log on stderr and `show` print them masked; the endpoint still got them."""
+    with FakeOpenAI(_echo_some) as server:
+        host = server.base_url.split("//", 1)[1]
+        query = "code=AzFnC0de-1234&auth=Au7h&x-functions-key=FnK3y-5678"
+        url = f"http://judgeuser:pa55-Word-Secret@{host}?{query}"
+        proc = _run(server, tmp_path, SK_KEY, "--set", f"judge.base_url={url}")
+    assert proc.returncode == 0, proc.stderr
+    assert server.requests > 0
+    masked = f"http://judgeuser:***@{host}?code=***&auth=***&x-functions-key=***"
+    (run_dir,) = (tmp_path / "r").iterdir()
+    header = json.loads((run_dir / "header.json").read_text())
+    assert header["config"]["judge"]["base_url"] == masked
+    assert header["components"]["judge"]["args"]["base_url"] == masked
+    shown = [harness("show", str(run_dir), *fmt, env={}) for fmt in ((), ("--format", "json"))]
+    for p in shown:
+        assert p.returncode == 0, p.stderr
+    for text in (_written(tmp_path), proc.stderr, proc.stdout, *(p.stdout for p in shown)):
+        for piece in GATEWAY_SECRETS:
             assert piece not in text

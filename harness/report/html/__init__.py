@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
 from harness.log import HEADER, RunHeader, RunLog, read_run, read_sweep
-from harness.report.html.data import compare_page, run_page, sweep_page
+from harness.report.html.data import Page, compare_page, run_page, sweep_page
 from harness.report.html.figures import page_figures
 from harness.report.html.render import render_page, script_json, write_page
 
@@ -78,9 +78,7 @@ def _plotly_js() -> str:
     return str(get_plotlyjs())
 
 
-def _write(
-    page: Mapping[str, Any], out: Path, kind: str, started: float, note: str
-) -> WrittenReport:
+def _write(page: Page, out: Path, kind: str, started: float, note: str) -> WrittenReport:
     figures = page_figures(page)
     size = write_page(out, render_page(page, figures, _plotly_js()))
     return WrittenReport(out, kind, size, time.perf_counter() - started, len(figures), note)

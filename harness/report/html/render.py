@@ -14,6 +14,7 @@ script builds the dynamic parts with `textContent`. Every string is redacted
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import html
 import json
@@ -23,7 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.html.assets import CSS, JS
-from harness.report.html.data import OUTCOMES
+from harness.report.html.data import (
+    OUTCOMES,
+    Agreement,
+    BoardRow,
+    ComparePage,
+    Filters,
+    Page,
+    RunPage,
+    SweepPage,
+    TrialAgreement,
+)
 from harness.secrets import redact, redact_obj
 
 _JSON_ESCAPES = {
@@ -140,173 +151,172 @@ def pretty(obj: Any) -> str:
 # ---------------------------------------------------------------- runs
 
 
-def _run_sections(
-    page: Mapping[str, Any], figures: Mapping[str, Any]
-) -> list[tuple[str, str, str]]:
-    r = page["run"]
-    ks = page["ks"]
-    summary = [
-        f"<p>status <b>{esc(r['status'])}</b>, {esc(r['n_questions'])} questions, "
-        f"{esc(r['n_chunks'] if r['n_chunks'] is not None else '?')} chunks, k = {esc(r['k'])}; "
-        f"started {esc(r['started_at'])}, finished {esc(r['finished_at'] or '-')}</p>",
-        f'<p class="muted">{esc(r["run_dir"])}</p>',
+Sections = list[tuple[str, str, str]]
+"""A page's sections: (id, title, escaped HTML body)."""
+
+
+def _run_summary(page: RunPage) -> str:
+    r = page.run
+    parts = [
+        f"<p>status <b>{esc(r.status)}</b>, {esc(r.n_questions)} questions, "
+        f"{esc(r.n_chunks if r.n_chunks is not None else '?')} chunks, k = {esc(r.k)}; "
+        f"started {esc(r.started_at)}, finished {esc(r.finished_at or '-')}</p>",
+        f'<p class="muted">{esc(r.run_dir)}</p>',
     ]
-    if r["error"]:
-        summary.append(f'<p class="warn">error: {esc(r["error"])}</p>')
-    summary += [f'<p class="warn">warning: {esc(w)}</p>' for w in r["warnings"]]
-    counts = page["failure_counts"]
+    if r.error:
+        parts.append(f'<p class="warn">error: {esc(r.error)}</p>')
+    parts += [f'<p class="warn">warning: {esc(w)}</p>' for w in r.warnings]
+    counts = page.failure_counts
     if any(v is not None for v in counts.values()):
-        summary.append(
-            f"<p>failures at k={esc(r['k'])}: "
+        parts.append(
+            f"<p>failures at k={esc(r.k)}: "
             + ", ".join(f"{esc(fmt(v or 0, 0))} {esc(label)}" for label, v in counts.items())
             + "</p>"
         )
-    metric_rows = [
-        [esc(row["name"])]
+    return "".join(parts)
+
+
+def _run_metrics(page: RunPage) -> str:
+    rows = [
+        [esc(row.name)]
         + [
-            esc(fmt(v, digits(row["name"]))) + _ci(ci)
-            for v, ci in zip(row["values"], row["ci"], strict=True)
+            esc(fmt(v, digits(row.name))) + _ci(ci)
+            for v, ci in zip(row.values, row.ci, strict=True)
         ]
-        for row in page["metrics"]
+        for row in page.metrics
     ]
-    metrics = (
-        table(["metric", *(f"@{k}" for k in ks)], metric_rows)
+    return (
+        table(["metric", *(f"@{k}" for k in page.ks)], rows)
         + '<p class="muted">95% intervals: bootstrap over questions.</p>'
     )
-    f = page["filters"]
-    opts = [
-        '<option value="">all</option>',
-        '<option value="failures">failures (not complete)</option>',
-    ]
-    opts += [f'<option value="{esc(o)}">{esc(o)}</option>' for o in f["outcome"]]
+
+
+def _options(values: Iterable[str]) -> str:
+    return "".join(f'<option value="{esc(v)}">{esc(v)}</option>' for v in values)
+
+
+def _question_filters(f: Filters) -> str:
+    outcome = (
+        '<option value="">all</option>'
+        '<option value="failures">failures (not complete)</option>' + _options(f.outcome)
+    )
     filters = [
-        f'<label>outcome <select data-filter="outcome" id="filter-outcome">{"".join(opts)}</select></label>'
+        f'<label>outcome <select data-filter="outcome" id="filter-outcome">{outcome}</select></label>'
     ]
-    for name in ("type", "topic"):
-        if f[name]:
-            choices = "".join(f'<option value="{esc(v)}">{esc(v)}</option>' for v in f[name])
+    for name, values in (("type", f.type), ("topic", f.topic)):
+        if values:
             filters.append(
                 f'<label>{name} <select data-filter="{name}" id="filter-{name}">'
-                f'<option value="">all</option>{choices}</select></label>'
+                f'<option value="">all</option>{_options(values)}</select></label>'
             )
     filters.append(
         '<label>search <input data-filter="search" id="filter-search" type="search"></label>'
     )
     filters.append('<span id="question-count" class="muted"></span>')
-    questions = (
+    return (
         f'<div class="filters">{"".join(filters)}</div>'
         '<p class="muted">Open a question for its graded chunks; the question\'s words are marked.</p>'
         '<div id="question-list"></div>'
     )
+
+
+def _run_config(page: RunPage) -> str:
     components = table(
         ["component", "name", "args"],
         (
-            [esc(name), esc(spec["name"]), esc(json.dumps(spec["args"], ensure_ascii=False))]
-            for name, spec in page["components"].items()
+            [esc(name), esc(spec.name), esc(json.dumps(spec.args, ensure_ascii=False))]
+            for name, spec in page.components.items()
         ),
         num=(),
     )
-    out = [
-        ("summary", "Summary", "".join(summary)),
-        ("metrics", "Metrics at every k", metrics),
-        (
-            "curves",
-            "Curves",
-            f'<div class="grid2">{plot("curves", figures)}{plot("outcomes", figures)}</div>',
-        ),
-        ("questions", "Questions", questions),
-        ("judge", "Judge", kv_table(page["judge"], pairs=3)),
-    ]
-    out.append(("validation", "Judge against labels", _run_validation(page)))
-    out.append(
-        (
-            "config",
-            "Configuration",
-            "<h3>components</h3>"
-            + components
-            + "<h3>experiment</h3>"
-            + pretty(page["config"])
-            + "<h3>inputs</h3>"
-            + pretty(page["data"]),
-        )
+    return (
+        "<h3>components</h3>"
+        + components
+        + "<h3>experiment</h3>"
+        + pretty(page.config)
+        + "<h3>inputs</h3>"
+        + pretty(page.data)
     )
-    return out
 
 
-def _run_validation(page: Mapping[str, Any]) -> str:
-    v = page.get("validation")
-    if not v:
-        note = page.get("validation_note") or "no labels given (harness report --qrels FILE)"
-        return f'<p class="muted">{esc(note)}</p>'
+def _run_sections(page: RunPage, figures: Mapping[str, Any]) -> Sections:
+    curves = f'<div class="grid2">{plot("curves", figures)}{plot("outcomes", figures)}</div>'
+    return [
+        ("summary", "Summary", _run_summary(page)),
+        ("metrics", "Metrics at every k", _run_metrics(page)),
+        ("curves", "Curves", curves),
+        ("questions", "Questions", _question_filters(page.filters)),
+        ("judge", "Judge", kv_table(page.judge, pairs=3)),
+        ("validation", "Judge against labels", _run_validation(page)),
+        ("config", "Configuration", _run_config(page)),
+    ]
+
+
+def _no_labels(note: str | None) -> str:
+    return f'<p class="muted">{esc(note or "no labels given (harness report --qrels FILE)")}</p>'
+
+
+def _agreement_row(a: Agreement) -> list[str]:
+    if a.confusion is None:
+        return [esc(a.criterion), "0", "", "", "", "", "", "", "", ""]
+    c = a.confusion
+    return [
+        esc(a.criterion),
+        esc(a.n),
+        esc(c.tp),
+        esc(c.fp),
+        esc(c.fn),
+        esc(c.tn),
+        esc(fmt(a.accuracy)),
+        esc(fmt(a.kappa)) + _ci(a.kappa_ci95),
+        esc(fmt(a.auc)),
+        f"{esc(fmt(a.judge_yes_rate, 2))} / {esc(fmt(a.human_yes_rate, 2))}",
+    ]
+
+
+_AGREEMENT_HEAD = (
+    "criterion",
+    "n",
+    "judge yes, label yes",
+    "judge yes, label no",
+    "judge no, label yes",
+    "judge no, label no",
+    "accuracy",
+    "kappa [95%]",
+    "AUC",
+    "yes rate judge / labels",
+)
+
+
+def _run_validation(page: RunPage) -> str:
+    v = page.validation
+    if v is None:
+        return _no_labels(page.validation_note)
     parts = [
-        f"<p>{esc(v['questions_labelled'])} of {esc(v['questions_in_run'])} questions labelled; "
-        f"k = {esc(v['k'])}; labels: relevant from grade {esc(v['relevant_grade'])}, complete "
-        f"from grade {esc(v['complete_grade'])}; unlabelled chunks count as {esc(v['unjudged'])}</p>"
-    ]
-    rows = []
-    for crit, a in v["agreement"].items():
-        if not a.get("n"):
-            rows.append([esc(crit), "0", "", "", "", "", "", "", "", ""])
-            continue
-        c = a["confusion"]
-        rows.append(
-            [
-                esc(crit),
-                esc(a["n"]),
-                esc(c["tp"]),
-                esc(c["fp"]),
-                esc(c["fn"]),
-                esc(c["tn"]),
-                esc(fmt(a["accuracy"])),
-                esc(fmt(a["kappa"])) + _ci(a.get("kappa_ci95")),
-                esc(fmt(a.get("auc"))),
-                f"{esc(fmt(a['judge_yes_rate'], 2))} / {esc(fmt(a['human_yes_rate'], 2))}",
-            ]
-        )
-    parts.append(
+        f"<p>{esc(v.questions_labelled)} of {esc(v.questions_in_run)} questions labelled; "
+        f"k = {esc(v.k)}; labels: relevant from grade {esc(v.relevant_grade)}, complete "
+        f"from grade {esc(v.complete_grade)}; unlabelled chunks count as {esc(v.unjudged)}</p>",
         "<h3>confusion matrices (judge vs labels)</h3>"
-        + table(
-            [
-                "criterion",
-                "n",
-                "judge yes, label yes",
-                "judge yes, label no",
-                "judge no, label yes",
-                "judge no, label no",
-                "accuracy",
-                "kappa [95%]",
-                "AUC",
-                "yes rate judge / labels",
-            ],
-            rows,
-        )
-    )
-    k = v["k"]
-    mrows = [
-        [
-            esc(f"{name}@{k}"),
-            esc(fmt(v["metrics"]["judge"].get(f"{name}@{k}"))),
-            esc(fmt(v["metrics"]["human"].get(f"{name}@{k}"))),
-        ]
-        for name in ("hit_rate", "mrr", "relevancy_mrr", "precision", "ndcg")
-    ]
-    parts.append(
+        + table(_AGREEMENT_HEAD, [_agreement_row(a) for a in v.agreement]),
         "<h3>metrics by the judge and by the labels</h3>"
-        + table(["metric", "judge", "labels"], mrows)
-    )
-    if v.get("ppi"):
-        prow = [
+        + table(
+            ["metric", "judge", "labels"],
+            ([esc(m.name), esc(fmt(m.judge)), esc(fmt(m.human))] for m in v.metrics),
+        ),
+    ]
+    if v.corrected:
+        rows = [
             [
-                esc(key),
-                esc(fmt(p["judge_only"])),
-                esc(fmt(p["ppi"])) + _ci(p["ci95"]),
-                esc(p["n_labelled"]),
+                esc(p.metric),
+                esc(fmt(p.judge_only)),
+                esc(fmt(p.ppi)) + _ci(p.ci95),
+                esc(p.n_labelled),
             ]
-            for key, p in v["ppi"].items()
+            for p in v.corrected
         ]
         parts.append(
             "<h3>label-corrected estimates (PPI)</h3>"
-            + table(["metric", "judge only", "corrected [95%]", "labelled"], prow)
+            + table(["metric", "judge only", "corrected [95%]", "labelled"], rows)
         )
     return "".join(parts)
 
@@ -318,226 +328,225 @@ def _params(params: Mapping[str, Any]) -> str:
     return esc(" ".join(f"{k}={v}" for k, v in params.items()))
 
 
-def _sweep_sections(
-    page: Mapping[str, Any], figures: Mapping[str, Any]
-) -> list[tuple[str, str, str]]:
-    s = page["sweep"]
-    c = s["counts"]
-    summary = [
-        f"<p>status <b>{esc(s['status'])}</b>; objective {esc(' & '.join(s['objective']))} "
-        f"({esc(', '.join(s['directions']))}); sampler {esc(s['sampler']['name'])} seed "
-        f"{esc(s['sampler']['seed'])}, pruner {esc(s['pruner'])}; {esc(c['complete'])} complete, "
-        f"{esc(c['pruned'])} pruned, {esc(c['failed'])} failed of {esc(s['trials_requested'])} "
+def _sweep_summary(page: SweepPage) -> str:
+    s = page.sweep
+    c = s.counts
+    parts = [
+        f"<p>status <b>{esc(s.status)}</b>; objective {esc(' & '.join(s.objective))} "
+        f"({esc(', '.join(s.directions))}); sampler {esc(s.sampler.name)} seed "
+        f"{esc(s.sampler.seed)}, pruner {esc(s.pruner)}; {esc(c.complete)} complete, "
+        f"{esc(c.pruned)} pruned, {esc(c.failed)} failed of {esc(s.trials_requested)} "
         f"requested</p>",
-        f'<p class="muted">{esc(s["sweep_dir"])}; updated {esc(s["updated_at"])}</p>',
+        f'<p class="muted">{esc(s.sweep_dir)}; updated {esc(s.updated_at)}</p>',
     ]
-    if s["error"]:
-        summary.append(f'<p class="warn">error: {esc(s["error"])}</p>')
-    rec = page["recommendation"]
+    if s.error:
+        parts.append(f'<p class="warn">error: {esc(s.error)}</p>')
+    rec = page.recommendation
     if rec:
-        summary.append(
-            f'<p class="note"><b>recommended: trial {esc(rec["trial"])}</b> '
-            f"{_params(rec['params'])}<br>{esc(rec['reason'])}<br>"
-            f'<span class="muted">test: {esc(rec["test"])}</span></p>'
+        parts.append(
+            f'<p class="note"><b>recommended: trial {esc(rec.trial)}</b> '
+            f"{_params(rec.params)}<br>{esc(rec.reason)}<br>"
+            f'<span class="muted">test: {esc(rec.test)}</span></p>'
         )
-    elif len(s["objective"]) > 1:
-        summary.append(
+    elif len(s.objective) > 1:
+        parts.append(
             '<p class="note">Two objectives: the Pareto front has no single best; pick a trial '
             "of the front by the trade-off you accept.</p>"
         )
     else:
-        summary.append('<p class="muted">no recommendation yet (no complete trial)</p>')
+        parts.append('<p class="muted">no recommendation yet (no complete trial)</p>')
+    return "".join(parts)
 
-    rows, classes = [], []
-    multi = len(s["objective"]) > 1
-    varied = list(page["params"])
-    for r in page["leaderboard"]:
-        marks = []
-        if r["best"]:
-            marks.append("best")
-        if r["recommended"]:
-            marks.append("recommended")
-        if r["tie"]:
-            marks.append("tie")
-        if r["pareto"]:
-            marks.append("Pareto front")
-        values = ", ".join(fmt(v) for v in r["values"]) if r["values"] else "-"
-        diff = r["diff"]
-        rows.append(
-            [
-                esc(r["rank"] or ""),
-                esc(r["number"]),
-                esc(r["state"]),
-                esc(values) + ("" if multi else _ci(r["ci"])),
-                esc("" if diff is None else f"{diff['mean']:+.3f}")
-                + (_ci([diff["low"], diff["high"]]) if diff else ""),
-                esc(fmt(r["p_holm"])),
-                esc(fmt(r["context_chars"])),
-                *(esc(fmt(r["params"].get(name))) for name in varied),
-                esc(", ".join(marks))
-                + (f' <span class="muted">{esc(r["error"])}</span>' if r["error"] else ""),
-            ]
+
+def _board_cells(r: BoardRow, varied: Sequence[str], multi: bool) -> list[str]:
+    """A leaderboard row's escaped cells."""
+    marks = [
+        mark
+        for mark, on in (
+            ("best", r.best),
+            ("recommended", r.recommended),
+            ("tie", r.tie),
+            ("Pareto front", r.pareto),
         )
-        classes.append("best" if r["best"] else "tie" if r["tie"] or r["pareto"] else "")
+        if on
+    ]
+    values = ", ".join(fmt(v) for v in r.values) if r.values else "-"
+    diff = r.diff
+    return [
+        esc(r.rank or ""),
+        esc(r.number),
+        esc(r.state),
+        esc(values) + ("" if multi else _ci(r.ci)),
+        esc("" if diff is None else f"{diff.mean:+.3f}")
+        + (_ci([diff.low, diff.high]) if diff else ""),
+        esc(fmt(r.p_holm)),
+        esc(fmt(r.context_chars)),
+        *(esc(fmt(r.params.get(name))) for name in varied),
+        esc(", ".join(marks)) + (f' <span class="muted">{esc(r.error)}</span>' if r.error else ""),
+    ]
+
+
+def _leaderboard(page: SweepPage, figures: Mapping[str, Any]) -> str:
+    objective = page.sweep.objective
+    varied = list(page.params)
+    board = page.leaderboard
+    rows = [_board_cells(r, varied, len(objective) > 1) for r in board]
+    classes = ["best" if r.best else "tie" if r.tie or r.pareto else "" for r in board]
     fixed = {
         name: value
-        for name, value in (page["leaderboard"][0]["params"] if page["leaderboard"] else {}).items()
+        for name, value in (board[0].params if board else {}).items()
         if name not in varied
     }
-    board = table(
-        [
-            "rank",
-            "trial",
-            "state",
-            f"{' & '.join(s['objective'])} [95%]",
-            "minus best [95% paired]",
-            "Holm p",
-            "context chars",
-            *(esc(name) for name in varied),
-            "",
-        ],
-        rows,
-        num=range(7 + len(varied)),
-        classes=classes,
-    ) + (
-        f'<p class="muted">Every trial: {_params(fixed)}. Intervals: bootstrap over questions '
+    head = [
+        "rank",
+        "trial",
+        "state",
+        f"{' & '.join(objective)} [95%]",
+        "minus best [95% paired]",
+        "Holm p",
+        "context chars",
+        *(esc(name) for name in varied),
+        "",
+    ]
+    return (
+        table(head, rows, num=range(7 + len(varied)), classes=classes)
+        + f'<p class="muted">Every trial: {_params(fixed)}. Intervals: bootstrap over questions '
         "(the objective), paired bootstrap over the questions both trials answered (the "
         "difference to the best). Shaded: the best and the ties, the trials its paired test "
-        "(Holm p) cannot separate from it.</p>"
+        "(Holm p) cannot separate from it.</p>" + plot("forest", figures)
     )
-    board += plot("forest", figures)
 
-    search = [
-        plot("history", figures),
-        plot("slice", figures),
-        plot("parallel", figures),
-        plot("pareto", figures),
-    ]
+
+def _search(page: SweepPage, figures: Mapping[str, Any]) -> str:
+    parts = [plot(fig, figures) for fig in ("history", "slice", "parallel", "pareto")]
     if "importance" in figures:
-        search.append(plot("importance", figures))
+        parts.append(plot("importance", figures))
     else:
-        note = page["importances_note"] or "computed when the sweep ends"
-        search.append(f'<p class="muted">parameter importances: none ({esc(note)})</p>')
+        note = page.importances_note or "computed when the sweep ends"
+        parts.append(f'<p class="muted">parameter importances: none ({esc(note)})</p>')
     if not any(key in figures for key in ("history", "slice")):
-        search.insert(0, '<p class="muted">no complete trial to plot</p>')
+        parts.insert(0, '<p class="muted">no complete trial to plot</p>')
+    return "".join(parts)
 
+
+def _heatmap(figures: Mapping[str, Any]) -> str:
     legend = " ".join(
         f'<span class="badge o-{esc(o.replace(" ", "-"))}">{esc(o)}</span>' for o in OUTCOMES
     )
-    heat = (
+    return (
         f"<p>{legend}</p>{plot('heatmap', figures)}"
         '<p class="muted">Click a cell to see the chunks that trial retrieved for that question.</p>'
         '<div id="cell-panel"></div>'
     )
-    cost = kv_table(page["cost"].items()) + (
+
+
+def _cost(page: SweepPage) -> str:
+    c = page.cost
+    rows = [(f.name, getattr(c, f.name)) for f in dataclasses.fields(c)]
+    return kv_table(rows) + (
         '<p class="muted">distinct_verdicts: the floor (one call per distinct question, chunk text '
         "and criterion); naive_calls: what a tool without a cache would make.</p>"
     )
-    v = page.get("validation")
-    if v:
-        top = table(
-            ["rank", "by judge", "by labels"],
-            (
-                [
-                    esc(i),
-                    esc(f"#{a['number']} judge {fmt(a['judge'])} labels {fmt(a['human'])}"),
-                    esc(f"#{b['number']} judge {fmt(b['judge'])} labels {fmt(b['human'])}"),
-                ]
-                for i, (a, b) in enumerate(
-                    zip(v["top_by_judge"], v["top_by_human"], strict=True), 1
-                )
-            ),
-        )
-        validation = (
-            f"<p>Kendall tau between the judge's and the labels' ranking of {esc(v['trials'])} "
-            f"trials by {esc(v['metric'])}@k: <b>{esc(fmt(v['kendall_tau']))}</b></p>"
-            + top
-            + plot("validation", figures)
-        )
-    else:
-        note = page.get("validation_note") or "no labels given (harness report --qrels FILE)"
-        validation = f'<p class="muted">{esc(note)}</p>'
+
+
+def _sweep_validation(page: SweepPage, figures: Mapping[str, Any]) -> str:
+    v = page.validation
+    if v is None:
+        return _no_labels(page.validation_note)
+
+    def trial(t: TrialAgreement) -> str:
+        return esc(f"#{t.number} judge {fmt(t.judge)} labels {fmt(t.human)}")
+
+    top = table(
+        ["rank", "by judge", "by labels"],
+        ([esc(i), trial(a), trial(b)] for i, (a, b) in enumerate(v.top, 1)),
+    )
+    return (
+        f"<p>Kendall tau between the judge's and the labels' ranking of {esc(v.trials)} "
+        f"trials by {esc(v.metric)}@k: <b>{esc(fmt(v.kendall_tau))}</b></p>"
+        + top
+        + plot("validation", figures)
+    )
+
+
+def _sweep_sections(page: SweepPage, figures: Mapping[str, Any]) -> Sections:
+    config = "<h3>space</h3>" + pretty(page.space) + "<h3>experiment</h3>" + pretty(page.config)
     return [
-        ("summary", "Summary", "".join(summary)),
-        ("leaderboard", "Leaderboard", board),
-        ("heatmap", "Questions x trials", heat),
-        ("search", "Search", "".join(search)),
-        ("cost", "Cost", cost),
-        ("validation", "Judge against labels", validation),
-        (
-            "config",
-            "Configuration",
-            "<h3>space</h3>"
-            + pretty(page["space"])
-            + "<h3>experiment</h3>"
-            + pretty(page["config"]),
-        ),
+        ("summary", "Summary", _sweep_summary(page)),
+        ("leaderboard", "Leaderboard", _leaderboard(page, figures)),
+        ("heatmap", "Questions x trials", _heatmap(figures)),
+        ("search", "Search", _search(page, figures)),
+        ("cost", "Cost", _cost(page)),
+        ("validation", "Judge against labels", _sweep_validation(page, figures)),
+        ("config", "Configuration", config),
     ]
 
 
 # ---------------------------------------------------------------- comparisons
 
 
-def _compare_sections(
-    page: Mapping[str, Any], figures: Mapping[str, Any]
-) -> list[tuple[str, str, str]]:
-    runs = page["runs"]
-    run_rows = [
+def _compared_runs(page: ComparePage) -> str:
+    runs = page.runs
+    rows = [
         [
-            esc(r["label"]),
-            esc(r["name"]),
-            esc(r["status"]),
-            esc(r["n_questions"]),
-            esc(fmt(r["judge_calls"])),
-            esc(r["run_dir"]),
+            esc(r.label),
+            esc(r.name),
+            esc(r.status),
+            esc(r.n_questions),
+            esc(fmt(r.judge_calls)),
+            esc(r.run_dir),
         ]
         for r in runs
     ]
-    head = table(["", "run", "status", "questions", "judge calls", "folder"], run_rows, num=(3, 4))
-    if page["settings"]:
-        head += "<h3>settings that differ</h3>" + table(
-            ["setting", *(esc(r["label"]) for r in runs)],
-            ([esc(s["setting"]), *(esc(fmt(v)) for v in s["values"])] for s in page["settings"]),
+    out = table(["", "run", "status", "questions", "judge calls", "folder"], rows, num=(3, 4))
+    if page.settings:
+        out += "<h3>settings that differ</h3>" + table(
+            ["setting", *(esc(r.label) for r in runs)],
+            ([esc(s.setting), *(esc(fmt(v)) for v in s.values)] for s in page.settings),
         )
+    return out
+
+
+def _compared_metrics(page: ComparePage, figures: Mapping[str, Any]) -> str:
     metrics = table(
-        ["metric", *(esc(r["label"]) for r in runs)],
-        (
-            [esc(m["metric"]), *(esc(fmt(v, digits(m["metric"]))) for v in m["values"])]
-            for m in page["metrics"]
-        ),
+        ["metric", *(esc(r.label) for r in page.runs)],
+        ([esc(m.metric), *(esc(fmt(v, digits(m.metric))) for v in m.values)] for m in page.metrics),
     )
-    metrics = f'<div class="side">{metrics}{plot("compare-bars", figures)}</div>'
+    return f'<div class="side">{metrics}{plot("compare-bars", figures)}</div>'
+
+
+def _differences(page: ComparePage, figures: Mapping[str, Any]) -> str:
+    rows = (
+        [
+            esc(f"[{d.run}]-[0]"),
+            esc(d.metric),
+            esc(signed(d.mean, d.metric)) + (" *" if d.significant else ""),
+            esc(f"[{signed(d.low, d.metric)}, {signed(d.high, d.metric)}]"),
+            esc(d.n),
+        ]
+        for d in page.differences
+    )
     diffs = (
-        table(
-            ["", "metric", "mean difference", "95% interval", "questions"],
-            (
-                [
-                    esc(f"[{d['run']}]-[0]"),
-                    esc(d["metric"]),
-                    esc(signed(d["mean"], d["metric"])) + (" *" if d["significant"] else ""),
-                    esc(f"[{signed(d['low'], d['metric'])}, {signed(d['high'], d['metric'])}]"),
-                    esc(d["n"]),
-                ]
-                for d in page["differences"]
-            ),
-            num=(2, 3, 4),
-        )
+        table(["", "metric", "mean difference", "95% interval", "questions"], rows, num=(2, 3, 4))
         + '<p class="muted">* the interval excludes 0. Paired bootstrap over the questions every run answered.</p>'
     )
-    diffs = f'<div class="side"><div>{diffs}</div>{plot("compare-forest", figures)}</div>'
+    return f'<div class="side"><div>{diffs}</div>{plot("compare-forest", figures)}</div>'
+
+
+def _compare_sections(page: ComparePage, figures: Mapping[str, Any]) -> Sections:
     changes = (
-        f"<p>{esc(len(page['changes']))} questions whose {esc(page['change_metric'])}@"
-        f"{esc(page['k'])} changed; open one for the graded chunks before and after.</p>"
+        f"<p>{esc(len(page.changes))} questions whose {esc(page.change_metric)}@"
+        f"{esc(page.k)} changed; open one for the graded chunks before and after.</p>"
         '<div id="change-list"></div>'
     )
     return [
-        ("runs", "Runs", head),
+        ("runs", "Runs", _compared_runs(page)),
         (
             "metrics",
-            f"Metrics at k={page['k']} over {page['shared_questions']} shared questions",
-            metrics,
+            f"Metrics at k={page.k} over {page.shared_questions} shared questions",
+            _compared_metrics(page, figures),
         ),
-        ("differences", "Paired differences to [0]", diffs),
+        ("differences", "Paired differences to [0]", _differences(page, figures)),
         ("changes", "Questions that changed", changes),
     ]
 
@@ -549,13 +558,20 @@ def _sha256(text: str) -> str:
     return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
 
 
-def render_page(page: Mapping[str, Any], figures: Mapping[str, Any], plotly_js: str) -> str:
+def _sections(page: Page, figures: Mapping[str, Any]) -> Sections:
+    if isinstance(page, RunPage):
+        return _run_sections(page, figures)
+    if isinstance(page, SweepPage):
+        return _sweep_sections(page, figures)
+    return _compare_sections(page, figures)
+
+
+def render_page(page: Page, figures: Mapping[str, Any], plotly_js: str) -> str:
     """The whole HTML document. `page` and `figures` are redacted here; `plotly_js` (the
     library, inlined once) is not a log's text and goes in as it is."""
     page = redact_obj(page)
     figures = redact_obj(figures)
-    builders = {"run": _run_sections, "sweep": _sweep_sections, "compare": _compare_sections}
-    sections = builders[page["kind"]](page, figures)
+    sections = _sections(page, figures)
     nav = "".join(
         f'<a href="#{esc(sid)}">{esc(title.split(" ")[0])}</a>' for sid, title, _ in sections
     )
@@ -572,10 +588,10 @@ def render_page(page: Mapping[str, Any], figures: Mapping[str, Any], plotly_js: 
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{esc(csp)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(page['title'])} - harness report</title><style>{CSS}</style></head><body>"
-        f'<header class="top"><h1>{esc(page["title"])}</h1><nav>{nav}</nav></header>'
+        f"<title>{esc(page.title)} - harness report</title><style>{CSS}</style></head><body>"
+        f'<header class="top"><h1>{esc(page.title)}</h1><nav>{nav}</nav></header>'
         f"<main>{body}</main>"
-        f'<script type="application/json" id="page-data">{script_json(page)}</script>'
+        f'<script type="application/json" id="page-data">{script_json(page.to_json())}</script>'
         f'<script type="application/json" id="figure-data">{script_json(figures)}</script>'
     )
     return markup + "".join(f"<script>{s}</script>" for s in scripts) + "</body></html>\n"

@@ -1,0 +1,85 @@
+"""Generation replies from a hostile or broken model (#26 items 14 and 15): reading a reply
+is linear in its length, deep nesting is a malformed reply (never a RecursionError), and
+an over-long question is dropped, not kept."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from harness.generate.critique import MAX_QUESTION_CHARS, parse_critique, parse_draft
+from harness.testing import Act, FakeOpenAI
+from tests.generate.test_generate import MARKED, _doc_text, _generate, scripted_model, write_corpus
+
+MB = 1_000_000
+
+
+def test_question_extraction_is_linear_in_the_reply():
+    """12,000 `{` took about 5 s when every brace rescanned the rest of the reply; a
+    megabyte of each hostile shape now reads in well under a second or two."""
+    shapes = [
+        "{" * 12_000,
+        "{" * MB,
+        '{"a":' * (MB // 5),
+        "[" * MB + "{",
+        '{"q": "' + "}" * MB,
+        "x {" * (MB // 3),
+    ]
+    started = time.perf_counter()
+    for text in shapes:
+        assert parse_draft(text) == "the reply is not a JSON object"
+        assert parse_critique(text) == "the critique is not a JSON object"
+    assert time.perf_counter() - started < 30
+
+
+def test_deep_nesting_is_malformed_not_a_recursion_error():
+    deep = '{"question": "Q?", "answer": "A", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert parse_draft(deep) == "the reply is not a JSON object"
+    # an answer after deep garbage is still found, and shallow nesting is read as before
+    found = parse_draft("[" * 50_000 + ' {"question": "Q?", "answer": "A"}')
+    assert not isinstance(found, str) and found.question == "Q?"
+    nested = parse_draft('{"question": "Q?", "answer": "A", "meta": {"a": [1, {"b": 2}]}}')
+    assert not isinstance(nested, str) and nested.answer == "A"
+
+
+def test_an_over_long_question_or_paraphrase_is_malformed():
+    long_q = "What " + "x" * MAX_QUESTION_CHARS + "?"
+    assert parse_draft(json.dumps({"question": long_q, "answer": "a"})) == (
+        f"the question has {len(long_q)} characters (limit {MAX_QUESTION_CHARS})"
+    )
+    reply = json.dumps({"question": "Q?", "answer": "a", "paraphrase": "y" * MB})
+    assert parse_draft(reply) == f"the paraphrase has {MB} characters (limit {MAX_QUESTION_CHARS})"
+    ok = parse_draft(json.dumps({"question": "q" * MAX_QUESTION_CHARS, "answer": "a"}))
+    assert not isinstance(ok, str)
+
+
+def _hostile_model(n: int, prompt: str) -> Act:
+    """The scripted model, except for passages marked DEEP, HUGE and BRACES."""
+    if "Rate the question" not in prompt:
+        if "MARK-DEEP" in prompt:
+            return Act(text='{"question": ' + "[" * 200_000 + "]" * 200_000 + "}")
+        if "MARK-HUGE" in prompt:
+            return Act(text=json.dumps({"question": "W" * MB + "?", "answer": "a"}))
+        if "MARK-BRACES" in prompt:
+            return Act(text="{" * 200_000)
+    return scripted_model(n, prompt)
+
+
+def test_generate_drops_hostile_replies_and_keeps_the_rest(tmp_path):
+    docs = {
+        "plain-one": MARKED["plain-one"],
+        "plain-two": MARKED["plain-two"],
+        "deep": _doc_text("deep", 1, "MARK-DEEP"),
+        "huge": _doc_text("huge", 1, "MARK-HUGE"),
+        "braces": _doc_text("braces", 1, "MARK-BRACES"),
+    }
+    write_corpus(tmp_path, docs)
+    with FakeOpenAI(_hostile_model) as fake:
+        report = _generate(tmp_path, fake, 8, types=("simple",))
+    assert report.counts["malformed"] >= 3
+    kept = (tmp_path / "q" / "generated.jsonl").read_text(encoding="utf-8")
+    assert "WWWW" not in kept and len(kept) < 100_000
+    for line in kept.splitlines():
+        assert len(json.loads(line)["text"]) <= MAX_QUESTION_CHARS
+    report_file = (tmp_path / "q" / "generated.report.json").read_text(encoding="utf-8")
+    assert len(report_file) < 200_000  # a dropped reply is quoted, cut at 200 characters
