@@ -57,14 +57,9 @@ files with a file helper, not with the llama.cpp launcher's."""
 # them. Nothing may be added to it: a new upward import fails the test.
 PENDING: frozenset[tuple[str, str]] = frozenset(
     {
-        # config/validate.py reads the embedder and reranker registries from retrieval;
-        # the component registry moves below config (issue #21).
-        ("harness.config.validate", "harness.retrieval.registry"),
         # log/database.py opens PostgreSQL through stores; the sweep tables move to
         # stores, which reads log's records (issue #21).
         ("harness.log.database", "harness.stores.postgres"),
-        # pipeline/prepare.py takes its file hash from the llama.cpp launcher (issue #21).
-        ("harness.pipeline.prepare", "harness.llm.local"),
     }
 )
 
