@@ -22,7 +22,8 @@ import optuna
 import pytest
 
 from harness.cli import main
-from harness.log import SweepDatabase, read_sweep
+from harness.log import read_sweep
+from harness.stores.sweeps import SweepDatabase
 from harness.stores.postgres import sqlalchemy_url
 from harness.sweep.shared import WORKER_ATTR
 from harness.testing import Act, FakeOpenAI
