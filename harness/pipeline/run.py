@@ -30,6 +30,7 @@ from harness.log import (
     STATUS_RUNNING,
     RunHeader,
     RunLog,
+    RunStats,
     RunWriter,
     new_run_id,
     now_iso,
@@ -227,7 +228,7 @@ def _stats(
     judge_stats: judge_stage.JudgeStats,
     t_start: float,
     config: JudgeConfig,
-) -> dict[str, Any]:
+) -> RunStats:
     out = {
         **run_stats,
         **judge_stats.to_dict(),
@@ -236,7 +237,7 @@ def _stats(
     cost = judge_stage.judge_cost(config, judge_stats.prompt_tokens, judge_stats.completion_tokens)
     if cost is not None:
         out["cost_usd"] = cost
-    return out
+    return RunStats.from_dict(out)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.compare import Comparison
-from harness.log import RunHeader, RunLog, SweepLog, TrialRecord, effective_status
+from harness.log import RunHeader, RunLog, RunStats, SweepLog, TrialRecord, effective_status
 from harness.metrics import COUNTS, METRIC_NAMES, metric_key, paired_bootstrap
 from harness.types import FAILURE_LABELS, JudgedHit, QuestionResult
 
@@ -185,9 +185,10 @@ def metric_rows(header: RunHeader) -> list[dict[str, Any]]:
     return rows
 
 
-def judge_stats(stats: Mapping[str, Any]) -> list[list[Any]]:
+def judge_stats(stats: RunStats) -> list[list[Any]]:
     """The run's stats as (name, value) rows: the judge's calls, cache hits, errors,
     tokens, cost and times first, then every other recorded number."""
+    recorded = stats.to_dict()
     first = (
         "judge_calls",
         "judge_cache_hits",
@@ -201,10 +202,10 @@ def judge_stats(stats: Mapping[str, Any]) -> list[list[Any]]:
         "index_s",
         "total_s",
     )
-    rows = [[key, stats[key]] for key in first if key in stats]
+    rows = [[key, recorded[key]] for key in first if key in recorded]
     rows += [
         [key, value]
-        for key, value in stats.items()
+        for key, value in recorded.items()
         if key not in first and isinstance(value, (int, float, str, bool))
     ]
     return rows
@@ -571,7 +572,7 @@ def compare_page(
                     "run_dir": str(r.run_dir),
                     "status": effective_status(r.header),
                     "n_questions": len(r.questions),
-                    "judge_calls": r.header.stats.get("judge_calls"),
+                    "judge_calls": r.header.stats.judge_calls,
                 }
                 for i, r in enumerate(runs)
             ],
