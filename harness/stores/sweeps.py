@@ -195,6 +195,22 @@ class SweepDatabase:
         assert run is not None
         return run
 
+    def read_runs(self, name: str) -> dict[int, RunLog]:
+        """Every trial's run log stored with its record, by trial number (what a report of
+        the sweep reads from the run folders of a folder sweep)."""
+        with self._guard("read the sweep's runs") as db:
+            rows = db.execute(
+                "SELECT record, header, questions FROM harness_trials "
+                "WHERE sweep = %s AND header IS NOT NULL ORDER BY number",
+                (name,),
+            ).fetchall()
+        out: dict[int, RunLog] = {}
+        for row in rows:
+            record, run = self._row(name, *row)
+            if run is not None:
+                out[record.number] = run
+        return out
+
     def list_sweeps(self) -> list[dict[str, Any]]:
         """One row per sweep, as `list_results` gives a sweep folder."""
         with self._guard("list the sweeps") as db:
