@@ -124,29 +124,18 @@ def default_storage(sweep_dir: Path) -> str:
 def recorded_storage(sweep_dir: Path, recorded: str) -> str:
     """The storage to resume with when the user gave none: what sweep.json records, but
     only when that is the folder's own SQLite or journal file. Any other (a database
-    server, which would receive $PGPASSWORD, or a file elsewhere) must be given again with
-    --storage: a results folder never chooses where the study and a password go.
-
-    A copied or renamed folder records the file of the folder it was copied from; its own
-    copy of that file (same name, in this folder) is what it resumes with, and the study
-    in it is checked against trials.jsonl before any trial runs (`_check_own_study`)."""
+    server, which would receive $PGPASSWORD, or a file elsewhere: also the file of the
+    folder a copied or renamed one came from) must be given again with --storage: a
+    results folder never chooses where the study and a password go. Whatever storage a
+    resume uses, the study in it is checked against trials.jsonl (`_check_own_study`)."""
     own = default_storage(sweep_dir)
     if not recorded:
         return own
-    journal = shared.journal_storage(sweep_dir)
-    if recorded == journal:
+    if recorded == shared.journal_storage(sweep_dir):
         return recorded
     was = sqlite_file(recorded)
     if was is not None and was.resolve() == Path(own[len(SQLITE) :]):
         return own
-    if was is not None and was.name == "optuna.db" and (sweep_dir / was.name).is_file():
-        return own  # a copied or renamed sweep folder
-    if (
-        shared.is_journal(recorded)
-        and Path(recorded[len(shared.JOURNAL) :]).name == "optuna.journal"
-        and (sweep_dir / "optuna.journal").is_file()
-    ):
-        return journal
     raise HarnessError(
         f"{sweep_dir / SWEEP_FILE}: storage: records {redact_url(recorded)}, not this "
         f"folder's own {own}; a results folder does not choose where the study goes: "

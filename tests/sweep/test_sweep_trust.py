@@ -60,24 +60,34 @@ def finished_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path
     return log.sweep_dir, root / "c"
 
 
-@pytest.mark.parametrize("with_storage", [False, True])
-def test_resuming_a_copied_sweep_folder_never_overwrites_a_finished_trial(
-    tmp_path, finished_sweep, with_storage
-):
+def test_resuming_a_copied_sweep_folder_never_overwrites_a_finished_trial(tmp_path, finished_sweep):
     original, cache = finished_sweep
     copy = tmp_path / "renamed-sweep"
     shutil.copytree(original, copy)
     before, original_before = snapshot(copy), snapshot(original)
     config = load_experiment(SWEEP, ["sweep.trials=5", "judge.concurrency=1"])
-    storage = f"sqlite:///{copy / 'optuna.db'}" if with_storage else None
-    log = run_sweep(config, cache_dir=cache, resume=copy, storage=storage, judge=ScriptedJudge())
+    # Without --storage: sweep.json records the original folder's file, so it is refused.
+    with pytest.raises(HarnessError, match="pass --storage URL again"):
+        run_sweep(config, cache_dir=cache, resume=copy, judge=ScriptedJudge())
+    assert snapshot(copy) == before
+    # With the folder's own optuna.db: its study (recorded by name) goes on from trial 3.
+    log = run_sweep(
+        config,
+        cache_dir=cache,
+        resume=copy,
+        storage=f"sqlite:///{copy / 'optuna.db'}",
+        judge=ScriptedJudge(),
+    )
     assert log.summary.status == "done"
     assert_kept(copy, before)
     assert_kept(original, original_before)
     finished = sorted(t.number for t in log.trials if t.state in FINISHED)
-    assert finished == [0, 1, 2, 3, 4]  # the copy's own study went on from trial 3
+    assert finished == [0, 1, 2, 3, 4]
     # the copy now records its own storage, so the next resume needs no --storage
     assert read_sweep(copy).summary.storage == f"sqlite:///{(copy / 'optuna.db').resolve()}"
+    again = run_sweep(config, cache_dir=cache, resume=copy, trials=6, judge=ScriptedJudge())
+    assert sorted(t.number for t in again.trials if t.state in FINISHED) == [0, 1, 2, 3, 4, 5]
+    assert_kept(copy, before)
 
 
 def test_a_storage_without_the_folders_study_is_refused(tmp_path, finished_sweep):
