@@ -23,8 +23,8 @@ import pytest
 
 from harness.cli import main
 from harness.log import read_sweep
-from harness.stores.sweeps import SweepDatabase
 from harness.stores.postgres import sqlalchemy_url
+from harness.stores.sweeps import SweepDatabase
 from harness.sweep.shared import WORKER_ATTR
 from harness.testing import Act, FakeOpenAI
 from tests.conftest import DATA
