@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from harness.errors import HarnessError
 from harness.log import (
@@ -93,7 +93,7 @@ def sqlite_file(url: str) -> Path | None:
     """The file of a plain sqlite:/// URL (no options), else None."""
     if not url.startswith(SQLITE) or "?" in url:
         return None
-    return Path(urlsplit(url).path if url.startswith("sqlite:////") else url[len(SQLITE) :])
+    return Path(url[len(SQLITE) :])
 
 
 class SweepLogStore(Protocol):
