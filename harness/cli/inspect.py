@@ -9,7 +9,6 @@ from harness.cli.options import emit, format_option, results_dir_option
 from harness.errors import HarnessError
 from harness.log import (
     RunLog,
-    SweepDatabase,
     SweepLog,
     find_sweep_dir,
     list_results,
@@ -19,6 +18,7 @@ from harness.log import (
 )
 from harness.report import text
 from harness.secrets import redact_url
+from harness.stores.sweeps import SweepDatabase
 from harness.types import QuestionResult
 
 

@@ -3,17 +3,33 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from harness.cli.options import emit, format_option, results_dir_option
 from harness.errors import HarnessError
 from harness.log import find_sweep_dir, resolve_run_dir
 
+if TYPE_CHECKING:  # the page's packages (plotly) load only when a page is written
+    from harness.report.html import WrittenReport
+
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Write the page of a run, a sweep, or (with several runs) a comparison."""
-    from harness.report.html import report_compare, report_run, report_sweep
+    from harness.report.html import (
+        report_compare,
+        report_database_sweep,
+        report_run,
+        report_sweep,
+    )
 
     targets = [args.target, *args.more]
+    if args.storage:
+        if len(targets) > 1 or args.qrels is not None:
+            raise HarnessError("--storage: the page of one sweep in the database, without --qrels")
+        written = report_database_sweep(
+            args.storage, args.target, out=args.out, results_dir=args.results_dir
+        )
+        return _emit_written(args, written)
     sweep_dir = find_sweep_dir(args.target, args.results_dir)
     if len(targets) == 1 and sweep_dir is not None:
         written = report_sweep(sweep_dir, out=args.out, qrels=args.qrels)
@@ -31,6 +47,10 @@ def cmd_report(args: argparse.Namespace) -> int:
                 )
         dirs = [resolve_run_dir(t, args.results_dir) for t in targets]
         written = report_compare(dirs, out=args.out, k=args.k, metric=args.metric)
+    return _emit_written(args, written)
+
+
+def _emit_written(args: argparse.Namespace, written: WrittenReport) -> int:
     size_mb = written.size_bytes / 1e6
     message = (
         f"wrote {written.out} ({written.kind}, {size_mb:.1f} MB, {written.figures} plots) "
@@ -64,6 +84,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--metric",
         default="mrr",
         help="comparison: metric for the changed questions (default: mrr)",
+    )
+    p.add_argument(
+        "--storage",
+        metavar="URL",
+        help="the sweep RUN_OR_SWEEP names is in this postgresql:// database",
     )
     format_option(p)
     results_dir_option(p)

@@ -104,18 +104,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def _recorded_for_join(args: argparse.Namespace) -> tuple[dict[str, Any], str, str]:
     """The config a sweep to join started with, from the database or its folder, with
     where it was read and the hint for a mismatch."""
-    from harness.log import SWEEP_FILE, SweepDatabase, read_sweep_summary
-    from harness.stores.postgres import is_postgres
+    from harness.sweep.logs import recorded_summary
 
-    hint = "the experiment file (harness sweep FILE --join SWEEP_NAME)"
-    if args.storage and is_postgres(args.storage):
-        db = SweepDatabase(args.storage)
-        try:
-            return db.read_summary(args.join).config, f"{db.where} sweep {args.join}", hint
-        finally:
-            db.close()
-    folder = Path(args.results_dir) / args.join
-    return read_sweep_summary(folder).config, str(folder / SWEEP_FILE), hint
+    summary, where = recorded_summary(args.storage, args.results_dir, args.join)
+    return summary.config, where, "the experiment file (harness sweep FILE --join SWEEP_NAME)"
 
 
 def _worker_argv(args: argparse.Namespace, name: str) -> list[str]:

@@ -170,8 +170,8 @@ def _libc_prctl() -> Callable[..., int] | None:
     return prctl  # type: ignore[no-any-return]
 
 
-def die_with_parent() -> Callable[[], None] | None:
-    """A `preexec_fn` that makes a child get SIGKILL when this process dies: a server must
+def die_with_parent(signum: int = signal.SIGKILL) -> Callable[[], None] | None:
+    """A `preexec_fn` that makes a child get `signum` (SIGKILL) when this process dies: a server must
     not outlive a harness killed with -9, holding gigabytes. Linux only (prctl
     PR_SET_PDEATHSIG); None elsewhere, when libc's prctl cannot be found, or off the main
     thread (the signal comes when the *thread* that started the child ends, and a worker
@@ -183,10 +183,10 @@ def die_with_parent() -> Callable[[], None] | None:
     if prctl is None or threading.current_thread() is not threading.main_thread():
         return None
     parent = os.getpid()
-    sigkill = int(signal.SIGKILL)
+    sig = int(signum)
 
     def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, sigkill, 0, 0, 0)
+        prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
         # The parent may have died between fork and prctl: then nobody would send it.
         if os.getppid() != parent:
             os._exit(1)

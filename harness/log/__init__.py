@@ -3,10 +3,10 @@
 models.py   RunHeader, RunLog, TrialRecord, SweepSummary, SweepLog (a docstring per field)
 io.py       atomic headers, appended JSONL, checked reading, listing and lookup
 status.py   a "running" record whose process is gone reads as interrupted
-database.py a sweep's log in PostgreSQL, for workers on many machines (SweepDatabase)
+
+A sweep's log in PostgreSQL is harness.stores.sweeps (stores sit above the log).
 """
 
-from harness.log.database import SweepDatabase
 from harness.log.io import (
     HEADER,
     QUESTIONS,
@@ -40,6 +40,7 @@ from harness.log.models import (
     Recommendation,
     RunHeader,
     RunLog,
+    RunStats,
     SamplerSpec,
     SweepLog,
     SweepStats,
@@ -64,9 +65,9 @@ __all__ = [
     "Recommendation",
     "RunHeader",
     "RunLog",
+    "RunStats",
     "RunWriter",
     "SamplerSpec",
-    "SweepDatabase",
     "SweepLog",
     "SweepStats",
     "SweepSummary",

@@ -13,7 +13,8 @@ LOG_VERSION counts incompatible changes; a reader refuses a log newer than itsel
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,170 @@ STATUS_INTERRUPTED = "interrupted"
 STATUS_PRUNED = "pruned"
 
 TRIAL_STATES = ("complete", "pruned", "failed", "interrupted", "requeued")
+
+_PREPARE = (
+    "index_cache_hit",
+    "index_s",
+    "embedded_texts",
+    "retrieve_ms_median",
+    "rerank_llm_calls",
+    "rerank_llm_cache_hits",
+    "prepare_s",
+)
+_POOL = (
+    "failure_pool_calls",
+    "failure_pool_cache_hits",
+    "failure_pool_errors",
+    "failure_pool_prompt_tokens",
+    "failure_pool_completion_tokens",
+)
+_JUDGE = (
+    "judge_calls",
+    "judge_paid_verdicts",
+    "judge_cache_hits",
+    "judge_errors",
+    "judge_retries",
+    "judge_failed_attempts",
+    "prompt_tokens",
+    "completion_tokens",
+    "judge_call_median_s",
+)
+
+
+@dataclass(frozen=True)
+class RunStats(Mapping[str, Any]):
+    """`header.json`'s stats: what a run cost and how long it took.
+
+    Written in groups, each present only once the run got that far: preparation (index,
+    embedding, retrieval), the failure pools' share of the judging, the verdict shares,
+    judging time, the judge's totals, total time and cost. A field left None was not
+    recorded (a null the run did record, such as the median of no calls, is written as
+    null within its group). Keys this version does not know are kept in `extra` and
+    written back as read. Read-only mapping over the recorded keys, in file order, for
+    readers that list every number (the report's table)."""
+
+    index_cache_hit: bool | None = None
+    """The index came from the cache (nothing embedded for it)."""
+    index_s: float | None = None
+    """Seconds to load or build the index."""
+    embedded_texts: int | None = None
+    """Texts embedded (chunks and questions not in the embedding cache)."""
+    retrieve_ms_median: float | None = None
+    """Median retrieval time per question, milliseconds."""
+    rerank_llm_calls: int | None = None
+    """Judge calls the llm reranker made."""
+    rerank_llm_cache_hits: int | None = None
+    """Verdicts the llm reranker took from the cache."""
+    prepare_s: float | None = None
+    """Seconds from the start to retrieval done."""
+    failure_pool_calls: int | None = None
+    """Of the judge's calls, those for the failure pools (with failure analysis on)."""
+    failure_pool_cache_hits: int | None = None
+    failure_pool_errors: int | None = None
+    failure_pool_prompt_tokens: int | None = None
+    failure_pool_completion_tokens: int | None = None
+    failure_pool_cost_usd: float | None = None
+    complete_share: float | None = None
+    """Share of judged chunks called complete (a saturating judge calls nearly all)."""
+    unsure_share: float | None = None
+    """Share of probabilities between 0.4 and 0.6 (a guessing judge)."""
+    hits_flagged: int | None = None
+    """Retrieved chunks that address the grader or an AI."""
+    hits_not_judged: int | None = None
+    """Lazy judging: chunks left unjudged once their question was settled."""
+    judge_s: float | None = None
+    """Seconds spent judging."""
+    judge_calls: int | None = None
+    """Every request the judge made (retries and failed ones included)."""
+    judge_paid_verdicts: int | None = None
+    judge_cache_hits: int | None = None
+    judge_errors: int | None = None
+    judge_retries: int | None = None
+    judge_failed_attempts: int | None = None
+    """Requests that brought no usable answer (None in older logs)."""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    judge_call_median_s: float | None = None
+    """Median seconds per answered request (null: no calls)."""
+    total_s: float | None = None
+    """Seconds for the whole run."""
+    cost_usd: float | None = None
+    """What the judge's tokens cost at the configured prices (None: no prices)."""
+    trust: dict[str, Any] | None = None
+    """How far the headline numbers can be trusted: the judge's error rates (from an exam
+    or labels), raw and corrected complete/relevant rates with intervals, and a one-line
+    statement (`harness.judge.calibration.trust_summary`); None in older logs."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Recorded keys this version has no field for, as read."""
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RunStats:
+        """The record of a stats mapping (known keys to fields, the rest to `extra`)."""
+        known, extra = _split_stats(d)
+        return cls(**known, extra=extra)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """Read through the dataclass's own checks after the unknown keys go to `extra`."""
+        from pydantic_core import core_schema
+
+        def split(obj: Any) -> Any:
+            if not isinstance(obj, dict) or "extra" in obj:
+                return obj
+            known, extra = _split_stats(obj)
+            return {**known, "extra": extra}
+
+        return core_schema.no_info_before_validator_function(split, handler(source))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object written as header.json's stats (the groups the run recorded,
+        in the order it records them)."""
+        out: dict[str, Any] = {}
+        if self.prepare_s is not None or self.index_s is not None:
+            out.update({k: getattr(self, k) for k in _PREPARE})
+        if self.failure_pool_calls is not None:
+            out.update({k: getattr(self, k) for k in _POOL})
+            _put(out, "failure_pool_cost_usd", self.failure_pool_cost_usd)
+        if self.hits_flagged is not None or self.complete_share is not None:
+            out["complete_share"] = self.complete_share
+            out["unsure_share"] = self.unsure_share
+            _put(out, "hits_flagged", self.hits_flagged)
+            _put(out, "hits_not_judged", self.hits_not_judged)
+        _put(out, "judge_s", self.judge_s)
+        if self.judge_calls is not None:
+            for k in _JUDGE:  # judge_failed_attempts: None in older logs, left out
+                if k != "judge_failed_attempts" or self.judge_failed_attempts is not None:
+                    out[k] = getattr(self, k)
+        _put(out, "total_s", self.total_s)
+        _put(out, "cost_usd", self.cost_usd)
+        _put(out, "trust", self.trust)
+        out.update(self.extra)
+        return out
+
+    def __getitem__(self, key: str) -> Any:
+        d = self.to_dict()
+        if key not in d:
+            raise KeyError(key)
+        return d[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
+
+
+def _put(out: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        out[key] = value
+
+
+_STATS_FIELDS = frozenset(f.name for f in fields(RunStats)) - {"extra"}
+
+
+def _split_stats(d: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    known = {k: v for k, v in d.items() if k in _STATS_FIELDS}
+    return known, {k: v for k, v in d.items() if k not in _STATS_FIELDS}
 
 
 @dataclass(frozen=True)
@@ -57,7 +222,7 @@ class RunHeader:
     metric_bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Lazy judging: `name@k` -> (least, most) of the metrics that depend on chunks left
     unjudged; such a metric is never in `metrics` (metrics/lazy.py)."""
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: RunStats = field(default_factory=RunStats)
     """Cost and timing: judge calls, cache hits, errors, retries, tokens, cost_usd,
     index and judging seconds, texts embedded."""
     finished_at: str | None = None
@@ -99,7 +264,7 @@ class RunHeader:
                 if self.metric_bounds
                 else {}
             ),
-            "stats": self.stats,
+            "stats": self.stats.to_dict(),
             **({"warnings": list(self.warnings)} if self.warnings else {}),
         }
 

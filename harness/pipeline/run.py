@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from harness.log import (
     STATUS_RUNNING,
     RunHeader,
     RunLog,
+    RunStats,
     RunWriter,
     new_run_id,
     now_iso,
@@ -50,8 +51,11 @@ from harness.pipeline.progress import LogProgress, ProgressSink
 from harness.stores import CacheStorage, VerdictCache
 from harness.stores.verdicts import FILE as VERDICTS_FILE
 from harness.types import (
+    Chunk,
     CriterionVerdict,
+    Hit,
     JudgedHit,
+    Question,
     QuestionResult,
     Verdict,
 )
@@ -89,12 +93,63 @@ def run_experiment(
     config = cap_k(config, len(inputs.chunks))
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
-    run_id = new_run_id(config.name)
-    folder = Path(run_dir) if run_dir else Path(results_dir) / run_id
-    run_id = folder.name
+    folder = Path(run_dir) if run_dir else Path(results_dir) / new_run_id(config.name)
     writer = RunWriter(folder)
-    ks = tuple(range(1, config.retrieval.k + 1))
-    header = RunHeader(
+    header = _new_header(config, folder.name)
+    writer.write_header(header)
+    cost = _RunCost(config.judge, t_start)
+    try:
+        with contextlib.ExitStack() as stack:
+            verdict_cache = (
+                storage.verdict_cache() if storage else VerdictCache(cache / VERDICTS_FILE)
+            )
+            stack.callback(verdict_cache.close)
+            judges = _JudgeOnDemand(stack, config, cache, folder, judge)
+            prepared = prepare(
+                config,
+                cache_dir=cache,
+                judge=judges.get,
+                verdict_cache=verdict_cache,
+                inputs=inputs,
+                storage=storage,
+            )
+            cost.run.update(prepared.stats)
+            header = replace(header, components=dict(prepared.components), data=prepared.data)
+            writer.write_header(header)
+            t_judge = time.perf_counter()
+            the_judge = judges.get()
+            header, calibration = _with_judge(header, config, the_judge)
+            writer.write_header(header)
+            grading = _Grading(
+                config,
+                prepared,
+                the_judge,
+                verdict_cache,
+                cost.judge,
+                writer,
+                progress or LogProgress(),
+                calibration,
+                cost.pool,
+            )
+            judged, trust_note = _judge_run(grading, cost, batches, after_batch)
+            header = replace(header, warnings=judged.tally.warnings() + trust_note)
+        cost.run["judge_s"] = round(time.perf_counter() - t_judge, 3)
+        header = _finished(header, judged, config.retrieval.k, cost.stats())
+        writer.write_header(header)
+    except KeyboardInterrupt:
+        writer.write_header(_ended(header, STATUS_INTERRUPTED, "interrupted", cost.stats()))
+        raise
+    except Exception as exc:
+        _write_failed(writer, _ended(header, STATUS_FAILED, _failure(exc), cost.stats()))
+        raise
+    finally:
+        writer.close()
+    return read_run(folder)
+
+
+def _new_header(config: ExperimentConfig, run_id: str) -> RunHeader:
+    """The header a run starts with: what it runs, nothing measured yet."""
+    return RunHeader(
         run_id=run_id,
         name=config.name,
         status=STATUS_RUNNING,
@@ -102,129 +157,128 @@ def run_experiment(
         config=config.to_dict(),
         components={},
         data={},
-        ks=ks,
+        ks=tuple(range(1, config.retrieval.k + 1)),
         # Who writes it: a reader on this host then sees a run killed with -9 as interrupted.
         pid=os.getpid(),
         host=this_host(),
     )
-    writer.write_header(header)
-    stats = judge_stage.JudgeStats()
-    # The failure pool is booked in the run's totals (judge_calls is every call the judge
-    # made, as the endpoint counts them) and apart (failure_pool_*): the top k cost the rest.
-    pool_stats = _TeeStats(total=stats)
-    run_stats: dict[str, Any] = {}
+
+
+class _JudgeOnDemand:
+    """The run's judge: the one given, else the configured one, opened on first use (a run
+    whose questions are all cached never starts a local judge server) and closed with
+    the run's exit stack."""
+
+    def __init__(
+        self,
+        stack: contextlib.ExitStack,
+        config: ExperimentConfig,
+        cache: Path,
+        folder: Path,
+        judge: judge_stage.Judge | None,
+    ) -> None:
+        self._stack, self._config, self._cache, self._folder = stack, config, cache, folder
+        self._judge = judge
+
+    def get(self) -> judge_stage.Judge:
+        """The judge, opened now if it was not yet."""
+        if self._judge is None:
+            self._judge = self._stack.enter_context(
+                judge_stage.open_judge(
+                    self._config.judge, cache_dir=self._cache, log_dir=self._folder
+                )
+            )
+        return self._judge
+
+
+@dataclass
+class _RunCost:
+    """What a run has cost so far: the judge's totals, the failure pools' share of them
+    (failure_pool_*; judge_calls is every call the judge made, as the endpoint counts
+    them), and the other recorded numbers (`run`: preparation, shares, timings)."""
+
+    config: JudgeConfig
+    started: float
+    judge: judge_stage.JudgeStats = field(default_factory=judge_stage.JudgeStats)
+    pool: _TeeStats = field(init=False)
+    run: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.pool = _TeeStats(total=self.judge)
+
+    def stats(self) -> RunStats:
+        """The header's stats as they stand."""
+        return _stats(self.run, self.judge, self.started, self.config)
+
+
+def _with_judge(
+    header: RunHeader, config: ExperimentConfig, the_judge: judge_stage.Judge
+) -> tuple[RunHeader, Calibration | None]:
+    """The header with the run's judge (and its calibration, if any) among its components."""
+    components = {**header.components, "judge": the_judge.spec}
+    calibration = load_calibration(config, the_judge)
+    if calibration is not None:
+        components["calibration"] = calibration.spec()
+    return replace(header, components=components), calibration
+
+
+def _judge_run(
+    grading: _Grading, cost: _RunCost, batches: Sequence[int], after_batch: AfterBatch | None
+) -> tuple[Judged, list[str]]:
+    """Judge the prepared run, booking the failure pools, the verdict shares and the
+    trust summary in the run's stats and logging its warnings; also returns the trust
+    summary's warning (none when the judge's error rates are known)."""
     try:
-        with contextlib.ExitStack() as stack:
-            verdict_cache = (
-                storage.verdict_cache() if storage else VerdictCache(cache / VERDICTS_FILE)
-            )
-            stack.callback(verdict_cache.close)
-            active: list[judge_stage.Judge] = [judge] if judge is not None else []
-
-            def get_judge() -> judge_stage.Judge:
-                if not active:
-                    active.append(
-                        stack.enter_context(
-                            judge_stage.open_judge(config.judge, cache_dir=cache, log_dir=folder)
-                        )
-                    )
-                return active[0]
-
-            prepared = prepare(
-                config,
-                cache_dir=cache,
-                judge=get_judge,
-                verdict_cache=verdict_cache,
-                inputs=inputs,
-                storage=storage,
-            )
-            run_stats.update(prepared.stats)
-            header = replace(header, components=dict(prepared.components), data=prepared.data)
-            writer.write_header(header)
-            t_judge = time.perf_counter()
-            the_judge = get_judge()
-            header = replace(header, components={**header.components, "judge": the_judge.spec})
-            calibration = load_calibration(config, the_judge)
-            if calibration is not None:
-                header = replace(
-                    header,
-                    components={**header.components, "calibration": calibration.spec()},
-                )
-            writer.write_header(header)
-            sink = progress or LogProgress()
-            try:
-                per_question, stopped, tally, per_bounds = _judge_all(
-                    config,
-                    prepared,
-                    the_judge,
-                    verdict_cache,
-                    stats,
-                    writer,
-                    batches,
-                    after_batch,
-                    sink,
-                    calibration=calibration,
-                    pool_stats=pool_stats,
-                )
-            finally:
-                sink.stop()
-                if prepared.pool is not None:
-                    run_stats.update(_pool_stats(pool_stats, config.judge))
-            run_stats.update(tally.to_stats())
-            warnings = tally.warnings()
-            for w in warnings:
-                logger.warning(w)
-            run_stats["trust"], note = trust_summary(
-                tally.per_question, calibration, lazy=tally.lazy
-            )
-            header = replace(header, warnings=warnings + ([note] if note else []))
-        run_stats["judge_s"] = round(time.perf_counter() - t_judge, 3)
-        # Lazy judging: a metric that needs unjudged chunks is bounds, never a mean.
-        means, bounds = aggregate_partial(per_question, per_bounds, ks)
-        ci = metrics_stage.aggregate_ci(per_question, ks)
-        header = replace(
-            header,
-            status=STATUS_PRUNED if stopped else STATUS_DONE,
-            finished_at=now_iso(),
-            metrics=means,
-            metrics_ci={key: v for key, v in ci.items() if key not in bounds},
-            metric_bounds=bounds,
-            stats=_stats(run_stats, stats, t_start, config.judge),
-        )
-        writer.write_header(header)
-    except KeyboardInterrupt:
-        writer.write_header(
-            replace(
-                header,
-                status=STATUS_INTERRUPTED,
-                finished_at=now_iso(),
-                stats=_stats(run_stats, stats, t_start, config.judge),
-                error="interrupted",
-            )
-        )
-        raise
-    except Exception as exc:
-        if isinstance(exc, HarnessError):
-            message = str(exc)
-        elif isinstance(exc, OSError):  # a full disk, a read-only folder: name the file
-            message = os_error_message(exc)
-        else:
-            message = f"{type(exc).__name__}: {exc}"
-        failed = replace(
-            header,
-            status=STATUS_FAILED,
-            finished_at=now_iso(),
-            stats=_stats(run_stats, stats, t_start, config.judge),
-            error=message,
-        )
-        try:
-            writer.write_header(failed)
-        except OSError as write_exc:  # the disk that failed the run may refuse this too
-            logger.warning("could not mark the run failed: {}", os_error_message(write_exc))
-        raise
+        judged = _judge_all(grading, batches, after_batch)
     finally:
-        writer.close()
-    return read_run(folder)
+        grading.progress.stop()
+        if grading.prepared.pool is not None:
+            cost.run.update(_pool_stats(cost.pool, grading.config.judge))
+    cost.run.update(judged.tally.to_stats())
+    for w in judged.tally.warnings():
+        logger.warning(w)
+    cost.run["trust"], note = trust_summary(
+        judged.tally.per_question, grading.calibration, lazy=judged.tally.lazy
+    )
+    return judged, [note] if note else []
+
+
+def _finished(header: RunHeader, judged: Judged, k: int, stats: RunStats) -> RunHeader:
+    """The header of a run that ran to its end (or was pruned): its metrics. With lazy
+    judging a metric that needs unjudged chunks is bounds, never a mean."""
+    ks = range(1, k + 1)
+    means, bounds = aggregate_partial(judged.per_question, judged.bounds, ks)
+    ci = metrics_stage.aggregate_ci(judged.per_question, ks)
+    return replace(
+        header,
+        status=STATUS_PRUNED if judged.stopped else STATUS_DONE,
+        finished_at=now_iso(),
+        metrics=means,
+        metrics_ci={key: v for key, v in ci.items() if key not in bounds},
+        metric_bounds=bounds,
+        stats=stats,
+    )
+
+
+def _ended(header: RunHeader, status: str, error: str, stats: RunStats) -> RunHeader:
+    """The header of a run stopped by Ctrl-C or an error."""
+    return replace(header, status=status, finished_at=now_iso(), stats=stats, error=error)
+
+
+def _failure(exc: Exception) -> str:
+    """Why a run failed, in one line."""
+    if isinstance(exc, HarnessError):
+        return str(exc)
+    if isinstance(exc, OSError):  # a full disk, a read-only folder: name the file
+        return os_error_message(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _write_failed(writer: RunWriter, failed: RunHeader) -> None:
+    try:
+        writer.write_header(failed)
+    except OSError as write_exc:  # the disk that failed the run may refuse this too
+        logger.warning("could not mark the run failed: {}", os_error_message(write_exc))
 
 
 def _stats(
@@ -232,7 +286,7 @@ def _stats(
     judge_stats: judge_stage.JudgeStats,
     t_start: float,
     config: JudgeConfig,
-) -> dict[str, Any]:
+) -> RunStats:
     out = {
         **run_stats,
         **judge_stats.to_dict(),
@@ -241,7 +295,7 @@ def _stats(
     cost = judge_stage.judge_cost(config, judge_stats.prompt_tokens, judge_stats.completion_tokens)
     if cost is not None:
         out["cost_usd"] = cost
-    return out
+    return RunStats.from_dict(out)
 
 
 @dataclass
@@ -368,171 +422,247 @@ def load_calibration(config: ExperimentConfig, judge: judge_stage.Judge) -> Cali
     return cal
 
 
-def _judge_all(
-    config: ExperimentConfig,
-    prepared: Prepared,
-    judge: judge_stage.Judge,
-    cache: VerdictCache,
-    stats: judge_stage.JudgeStats,
-    writer: RunWriter,
-    batches: Sequence[int],
-    after_batch: AfterBatch | None,
-    progress: ProgressSink,
-    *,
-    calibration: Calibration | None = None,
-    pool_stats: judge_stage.JudgeStats | None = None,
-) -> tuple[list[dict[str, float]], bool, VerdictTally, list[dict[str, tuple[float, float]]]]:
+@dataclass(frozen=True)
+class Judged:
+    """What judging a run's questions gave: the metrics of each question that finished,
+    with its bounds (lazy judging), whether `after_batch` stopped the run, the tally."""
+
+    per_question: list[dict[str, float]]
+    bounds: list[dict[str, tuple[float, float]]]
+    stopped: bool
+    tally: VerdictTally
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """One batch of questions as (question, chunk) pairs for the judge."""
+
+    start: int
+    end: int
+    pairs: list[tuple[str, str]]
+    owner: list[int]
+    """The question index of each pair."""
+
+
+def question_result(
+    question: Question,
+    hits: Sequence[Hit],
+    chunks: Mapping[str, Chunk],
+    verdicts: Sequence[Verdict],
+    ks: range,
+    policy: str,
+    extractive: bool,
+) -> QuestionResult:
+    """A question's line of the log from its hits' verdicts: graded chunks, metrics (or
+    bounds, where lazy judging left chunks unjudged) and the judge's errors."""
+    judged = tuple(
+        JudgedHit(
+            hit=h,
+            chunk=chunks[h.chunk_id],
+            verdict=v,
+            flags=injection_flags(chunks[h.chunk_id].text, policy),
+        )
+        for h, v in zip(hits, verdicts, strict=True)
+    )
+    grades = [j.verdict.grade for j in judged]
+    lengths = [len(j.chunk.text) for j in judged]
+    probs = [j.verdict.probabilities() for j in judged]
+    # Only extractive judging marks the answer's characters (its evidence sentence).
+    evidence = (
+        [len(j.verdict.complete.evidence or "") if j.verdict.grade == 2 else 0 for j in judged]
+        if extractive
+        else None
+    )
+    judged_n = next((i for i, v in enumerate(verdicts) if not v.judged), None)
+    m, b = question_metrics_partial(grades, lengths, ks, probs, evidence, judged_n)
+    # generated questions carry their source span: a label-like signal, no judge
+    m.update(source_metrics([j.chunk for j in judged], question.source, ks))
+    errors = [f"rank {j.hit.rank}: {j.verdict.error}" for j in judged if j.verdict.error]
+    return QuestionResult(
+        question=question,
+        hits=judged,
+        metrics=m,
+        error="; ".join(errors) if errors else None,
+        bounds=b,
+    )
+
+
+class _Grading:
+    """Judging one run's questions batch by batch: each question's line is written the
+    moment its last verdict is in (or, when it failed and failure analysis is on, after
+    its batch, with why it failed)."""
+
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        prepared: Prepared,
+        judge: judge_stage.Judge,
+        cache: VerdictCache,
+        stats: judge_stage.JudgeStats,
+        writer: RunWriter,
+        progress: ProgressSink,
+        calibration: Calibration | None,
+        pool_stats: judge_stage.JudgeStats | None,
+    ) -> None:
+        self.config, self.prepared, self.judge, self.cache = config, prepared, judge, cache
+        self.stats, self.writer, self.progress = stats, writer, progress
+        self.calibration = calibration
+        self.pool_stats = pool_stats if pool_stats is not None else judge_stage.JudgeStats()
+        n_q = len(prepared.questions)
+        self.per_question: list[dict[str, float] | None] = [None] * n_q
+        self.per_bounds: list[dict[str, tuple[float, float]]] = [{} for _ in range(n_q)]
+        self.plan = lazy_plan(config, judge.mode)
+        self.policy = config.judge.injection
+        self.tally = VerdictTally(policy=self.policy, lazy=self.plan is not None)
+        self.pending: list[tuple[int, QuestionResult]] = []  # failures to explain
+        self._got: dict[int, dict[int, Verdict]] = {}  # question -> pair index -> verdict
+        self._owner: list[int] = []
+
+    def batch(self, start: int, end: int) -> _Batch:
+        """The pairs of questions start..end-1; a question without hits finishes here."""
+        pairs: list[tuple[str, str]] = []
+        owner: list[int] = []
+        for qi in range(start, end):
+            for hit in self.prepared.hits[qi]:
+                text = text_for_judge(self.prepared.chunks[hit.chunk_id].text, self.policy)
+                pairs.append((self.prepared.questions[qi].text, text))
+                owner.append(qi)
+            if not self.prepared.hits[qi]:
+                self.finish(qi, [])
+        return _Batch(start, end, pairs, owner)
+
+    def judge_batch(self, batch: _Batch) -> None:
+        """Judge a batch's pairs (lazily: in rank order until each question is settled)."""
+        self._owner = batch.owner
+        self._got = {qi: {} for qi in set(batch.owner)}
+        lazy = None
+        if self.plan is not None:
+            chains: dict[int, list[int]] = {}
+            for i, qi in enumerate(batch.owner):
+                chains.setdefault(qi, []).append(i)
+            lazy = judge_stage.LazyPlan(
+                chains=list(chains.values()),
+                settled=lambda got, p=self.plan: is_settled([v.grade for v in got], *p),
+            )
+        judge_stage.judge_pairs(
+            batch.pairs,
+            self.judge,
+            criteria=self.config.judge.criteria,
+            cache=self.cache,
+            stats=self.stats,
+            concurrency=self.config.judge.concurrency,
+            on_done=self._on_done,
+            lazy=lazy,
+        )
+
+    def _on_done(self, i: int, verdict: Verdict) -> None:
+        qi = self._owner[i]
+        got = self._got[qi]
+        got[i] = verdict
+        if len(got) == len(self.prepared.hits[qi]):
+            self.finish(qi, [got[j] for j in sorted(got)])
+
+    def finish(self, qi: int, verdicts: Sequence[Verdict]) -> None:
+        """Question `qi`'s verdicts are all in: its line, now or after its batch."""
+        if self.calibration is not None:
+            verdicts = [self.calibration.apply_verdict(v) if v.judged else v for v in verdicts]
+        self.tally.add(verdicts)
+        k = self.config.retrieval.k
+        result = question_result(
+            self.prepared.questions[qi],
+            self.prepared.hits[qi],
+            self.prepared.chunks,
+            verdicts,
+            range(1, k + 1),
+            self.policy,
+            self.judge.mode == "extractive",  # the judge at hand (a sweep may pass one)
+        )
+        self.tally.flagged += sum(1 for jh in result.hits if jh.flags)
+        judged_n = next((i for i, v in enumerate(verdicts) if not v.judged), len(verdicts))
+        self.tally.not_judged += len(verdicts) - judged_n
+        self.per_bounds[qi] = dict(result.bounds)
+        self.per_question[qi] = result.metrics
+        failed = result.error is None and result.metrics.get(f"hit_rate@{k}") == 0.0
+        if self.prepared.pool is not None and failed:
+            self.pending.append((qi, result))
+        else:
+            self.writer.append(result)
+        self.progress.advance(
+            f"(paid calls {self.stats.calls}, cache hits {self.stats.cache_hits})"
+        )
+
+    def _grade_pool(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
+        verdicts = judge_stage.judge_pairs(
+            pairs,
+            self.judge,
+            criteria=self.config.judge.criteria,
+            cache=self.cache,
+            stats=self.pool_stats,
+            concurrency=self.config.judge.concurrency,
+        )
+        if self.calibration is not None:
+            verdicts = [self.calibration.apply_verdict(v) for v in verdicts]
+        return verdicts
+
+    def explain_pending(self) -> None:
+        """Write the batch's failed questions, each with why it failed (its wider pool)."""
+        if not self.pending or self.prepared.pool is None:
+            return
+        logger.info("explaining {} failed questions from a wider pool", len(self.pending))
+        k = self.config.retrieval.k
+        labels = explain_failures(
+            self.pending,
+            self.prepared.pool,
+            k,
+            self._grade_pool,
+            lambda text: text_for_judge(text, self.policy),
+        )
+        for (qi, result), failure in zip(self.pending, labels, strict=True):
+            # the label rides in the question's metrics, so aggregate() counts it
+            key = f"{metrics_stage.failure_count_name(failure.label)}@{k}"
+            m = {**result.metrics, key: 1.0}
+            self.per_question[qi] = m
+            self.writer.append(replace(result, metrics=m, failure=failure))
+        self.pending.clear()
+
+    def done(self) -> list[dict[str, float]]:
+        """The metrics of every question finished so far, in question order."""
+        return [m for m in self.per_question if m is not None]
+
+    def result(self, stopped: bool) -> Judged:
+        """The run's judging as it stands."""
+        return Judged(self.done(), _kept(self.per_question, self.per_bounds), stopped, self.tally)
+
+
+def _judge_all(grading: _Grading, batches: Sequence[int], after_batch: AfterBatch | None) -> Judged:
     """Judge every (question, hit) pair, batch after batch of questions; write each
-    question's line as soon as it is done. Returns (per-question metrics, stopped early,
-    the verdict tally, per-question bounds).
+    question's line as soon as it is done.
 
     With lazy judging (`lazy_plan`) each question's hits are judged in rank order until
     the objective is settled; the metrics that need the rest are bounds.
 
     `batches` are cumulative question counts (e.g. 10, 20, 40); the last batch always
-    ends with the last question. With `prepared.pool` (failures.explain), a question with
-    no relevant-and-complete chunk in the top k (and no error) is written after its
-    batch, with why it failed (`explain_failures`) in its `failure` and, as a count, in its
-    metrics; that judging is booked in `pool_stats` (and through it in the totals).
+    ends with the last question, and `after_batch` may stop the run after any other. With
+    `prepared.pool` (failures.explain), a question with no relevant-and-complete chunk in
+    the top k (and no error) is written after its batch, with why it failed
+    (`explain_failures`) in its `failure` and, as a count, in its metrics; that judging
+    is booked in the pool's stats (and through them in the totals).
     """
-    n_q = len(prepared.questions)
+    n_q = len(grading.prepared.questions)
     ends = sorted({min(max(int(b), 1), n_q) for b in batches} | {n_q}) if n_q else []
-    per_question: list[dict[str, float] | None] = [None] * n_q
-    per_bounds: list[dict[str, tuple[float, float]]] = [{} for _ in range(n_q)]
-    plan = lazy_plan(config, judge.mode)
-    progress.start(n_q, "judged questions")
-    ks = range(1, config.retrieval.k + 1)
-
-    policy = config.judge.injection
-    tally = VerdictTally(policy=policy, lazy=plan is not None)
-    k_run = config.retrieval.k
-    pending: list[tuple[int, QuestionResult]] = []  # failures to explain after the batch
-    extractive = judge.mode == "extractive"  # the judge at hand (a sweep or test may pass one)
-
-    def grade_pool(pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
-        verdicts = judge_stage.judge_pairs(
-            pairs,
-            judge,
-            criteria=config.judge.criteria,
-            cache=cache,
-            stats=pool_stats if pool_stats is not None else judge_stage.JudgeStats(),
-            concurrency=config.judge.concurrency,
-        )
-        if calibration is not None:
-            verdicts = [calibration.apply_verdict(v) for v in verdicts]
-        return verdicts
-
-    def explain_pending() -> None:
-        if not pending or prepared.pool is None:
-            return
-        logger.info("explaining {} failed questions from a wider pool", len(pending))
-        labels = explain_failures(
-            pending,
-            prepared.pool,
-            k_run,
-            grade_pool,
-            lambda text: text_for_judge(text, policy),
-        )
-        for (qi, result), failure in zip(pending, labels, strict=True):
-            # the label rides in the question's metrics, so aggregate() counts it
-            key = f"{metrics_stage.failure_count_name(failure.label)}@{k_run}"
-            m = {**result.metrics, key: 1.0}
-            per_question[qi] = m
-            writer.append(replace(result, metrics=m, failure=failure))
-        pending.clear()
-
-    def finish(qi: int, verdicts: Sequence[Verdict]) -> None:
-        if calibration is not None:
-            verdicts = [calibration.apply_verdict(v) if v.judged else v for v in verdicts]
-        tally.add(verdicts)
-        judged = tuple(
-            JudgedHit(
-                hit=h,
-                chunk=prepared.chunks[h.chunk_id],
-                verdict=v,
-                flags=injection_flags(prepared.chunks[h.chunk_id].text, policy),
-            )
-            for h, v in zip(prepared.hits[qi], verdicts, strict=True)
-        )
-        tally.flagged += sum(1 for jh in judged if jh.flags)
-        grades = [j.verdict.grade for j in judged]
-        lengths = [len(j.chunk.text) for j in judged]
-        probs = [j.verdict.probabilities() for j in judged]
-        # Only extractive judging marks the answer's characters (its evidence sentence).
-        evidence = (
-            [len(j.verdict.complete.evidence or "") if j.verdict.grade == 2 else 0 for j in judged]
-            if extractive
-            else None
-        )
-        judged_n = next((i for i, v in enumerate(verdicts) if not v.judged), None)
-        m, b = question_metrics_partial(grades, lengths, ks, probs, evidence, judged_n)
-        per_bounds[qi] = b
-        tally.not_judged += len(verdicts) - (len(verdicts) if judged_n is None else judged_n)
-        # generated questions carry their source span: a label-like signal, no judge
-        m.update(source_metrics([j.chunk for j in judged], prepared.questions[qi].source, ks))
-        errors = [f"rank {j.hit.rank}: {j.verdict.error}" for j in judged if j.verdict.error]
-        result = QuestionResult(
-            question=prepared.questions[qi],
-            hits=judged,
-            metrics=m,
-            error="; ".join(errors) if errors else None,
-            bounds=b,
-        )
-        per_question[qi] = m
-        if prepared.pool is not None and not errors and m.get(f"hit_rate@{k_run}") == 0.0:
-            pending.append((qi, result))
-        else:
-            writer.append(result)
-        progress.advance(f"(paid calls {stats.calls}, cache hits {stats.cache_hits})")
-
-    owner: list[int] = []  # question index of each pair of the current batch
-    got: dict[int, dict[int, Verdict]] = {}  # question index -> pair index -> verdict
-
-    def on_done(i: int, verdict: Verdict) -> None:
-        qi = owner[i]
-        got[qi][i] = verdict
-        if len(got[qi]) == len(prepared.hits[qi]):
-            finish(qi, [got[qi][j] for j in sorted(got[qi])])
-
+    grading.progress.start(n_q, "judged questions")
     start = 0
     for end in ends:
-        pairs: list[tuple[str, str]] = []
-        owner.clear()
-        got.clear()
-        for qi in range(start, end):
-            got[qi] = {}
-            for hit in prepared.hits[qi]:
-                text = text_for_judge(prepared.chunks[hit.chunk_id].text, policy)
-                pairs.append((prepared.questions[qi].text, text))
-                owner.append(qi)
-            if not prepared.hits[qi]:
-                finish(qi, [])
-        logger.info("judging {} chunks for questions {}-{} of {}", len(pairs), start + 1, end, n_q)
-        lazy = None
-        if plan is not None:
-            chains: dict[int, list[int]] = {}
-            for i, qi in enumerate(owner):
-                chains.setdefault(qi, []).append(i)
-            lazy = judge_stage.LazyPlan(
-                chains=list(chains.values()),
-                settled=lambda got, p=plan: is_settled([v.grade for v in got], *p),
-            )
-        judge_stage.judge_pairs(
-            pairs,
-            judge,
-            criteria=config.judge.criteria,
-            cache=cache,
-            stats=stats,
-            concurrency=config.judge.concurrency,
-            on_done=on_done,
-            lazy=lazy,
+        batch = grading.batch(start, end)
+        logger.info(
+            "judging {} chunks for questions {}-{} of {}", len(batch.pairs), start + 1, end, n_q
         )
-        explain_pending()
+        grading.judge_batch(batch)
+        grading.explain_pending()
         start = end
-        done = [m for m in per_question if m is not None]
-        if after_batch is not None and end < n_q and after_batch(end, done):
-            return done, True, tally, _kept(per_question, per_bounds)
-    return [m for m in per_question if m is not None], False, tally, _kept(per_question, per_bounds)
+        if after_batch is not None and end < n_q and after_batch(end, grading.done()):
+            return grading.result(stopped=True)
+    return grading.result(stopped=False)
 
 
 def _kept(

@@ -31,7 +31,7 @@ def _bound_cell(bound: tuple[float, float]) -> str:
 
 def _lazy_lines(h: RunHeader) -> list[str]:
     """What a reader of a lazily judged run must know about its metrics."""
-    skipped = h.stats.get("hits_not_judged")
+    skipped = h.stats.hits_not_judged
     if skipped is None and not h.metric_bounds:
         return []
     return [
@@ -92,7 +92,7 @@ def _failures_line(h: RunHeader) -> list[str]:
     if all(v is None for _, v in counts):
         return []
     parts = ", ".join(f"{v or 0:.0f} {label}" for label, v in counts)
-    calls = h.stats.get("failure_pool_calls")
+    calls = h.stats.failure_pool_calls
     paid = f" ({calls} of the judge calls went to their pools)" if calls is not None else ""
     return [f"failures at k={k}: {parts}{paid}; harness show --failures says why"]
 
@@ -113,9 +113,9 @@ def format_run_summary(run: RunLog) -> str:
         *_ci_line(h),
         *_failures_line(h),
         (
-            f"judge calls {s.get('judge_calls', 0)}, cache hits {s.get('judge_cache_hits', 0)}, "
-            f"errors {s.get('judge_errors', 0)}, index {'cached' if s.get('index_cache_hit') else 'built'} "
-            f"in {s.get('index_s', 0):.1f} s, total {s.get('total_s', 0):.1f} s"
+            f"judge calls {s.judge_calls or 0}, cache hits {s.judge_cache_hits or 0}, "
+            f"errors {s.judge_errors or 0}, index {'cached' if s.index_cache_hit else 'built'} "
+            f"in {s.index_s or 0:.1f} s, total {s.total_s or 0:.1f} s"
         ),
         *breakdown_lines(run.questions, h.k or 1),
         f"result log: {run.run_dir}",

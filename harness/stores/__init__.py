@@ -5,6 +5,7 @@ EmbeddingCache   (embedder, kind, text hash) -> vector (stores/embeddings.py)
 SQLiteStore      the engine both use by default
 SignedStore      over any engine: every value tagged with a per-user key, checked on read
 PostgresStore    the engine for sweeps across machines (stores/postgres.py)
+SweepDatabase    a sweep's log in PostgreSQL, for workers on many machines (stores/sweeps.py)
 open_storage     a cache folder or a postgresql:// URL -> the caches of a run (stores/storage.py)
 """
 

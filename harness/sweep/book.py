@@ -101,8 +101,8 @@ class SweepBook:
             return
         s = run.header.stats
         self.stats[record.number] = {
-            **{k: int(s.get(k, 0)) for k in _STAT_KEYS},
-            "cost_usd": float(s.get("cost_usd", 0.0)),
+            **{k: int(getattr(s, k) or 0) for k in _STAT_KEYS},
+            "cost_usd": float(s.cost_usd or 0.0),
             "naive_calls": len(run.questions) * run.header.k * 2,
         }
         for q in run.questions:

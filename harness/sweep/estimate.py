@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,55 +38,15 @@ def estimate_sweep(
     n_trials = trials if trials is not None else config.sweep.trials
     space = SearchSpace(config)
     settings_list = space.enumerate()
-    keys = ("calls_max", "prompt_tokens_max", "completion_tokens_max")
-    settings: list[dict[str, Any]] = []
-    union: dict[tuple[str, str], None] = {}
-    lazy_union: dict[tuple[str, str], None] = {}
-    exact = True
     with judge_estimator(config.judge, cache) as estimate:
-        for params in settings_list:
-            tconfig = with_lazy_default(space.trial_config(params))
-            pairs, _, real = judged_pairs(tconfig, cache)
-            e = estimate(pairs, real)
-            plan = lazy_plan(tconfig, tconfig.judge.effective_mode)
-            lazy = {}
-            if plan is not None:
-                # lazy judging: at most the open pairs of each question's walk in rank order
-                _, may = lazy_pairs(
-                    by_question(pairs),
-                    identity=estimate.identity,
-                    criteria=config.judge.criteria,
-                    cache=estimate.vc if real else None,
-                    target=plan[0],
-                    k=plan[1],
-                )
-                lazy = {"lazy_calls_max": estimate(may, real).calls_max}
-                lazy_union.update(dict.fromkeys(may))
-            settings.append(
-                {
-                    "params": params,
-                    "pairs": len(pairs),
-                    "open_pairs": e.open_pairs,
-                    **{k: getattr(e, k) for k in keys},
-                    "no_cache_calls_max": estimate(pairs, False).calls_max,
-                    **lazy,
-                }
-            )
-            exact = exact and real
-            union.update(dict.fromkeys(pairs))
-        # Each figure over its own costliest settings: the most calls and the most tokens
-        # need not come from the same settings.
-        bound = {k: sum(sorted((d[k] for d in settings), reverse=True)[:n_trials]) for k in keys}
-        if exact and config.judge.effective_mode != "listwise":
-            whole = estimate(list(union), True)
-            bound = {k: min(bound[k], getattr(whole, k)) for k in keys}
-        lazy_max = None
-        if lazy_union:
-            lazy_max = sum(
-                sorted((d.get("lazy_calls_max", 0) for d in settings), reverse=True)[:n_trials]
-            )
-            if exact:
-                lazy_max = min(lazy_max, estimate(list(lazy_union), True).calls_max)
+        costs = [
+            _setting_cost(config, with_lazy_default(space.trial_config(p)), p, estimate, cache)
+            for p in settings_list
+        ]
+        settings = [c.row for c in costs]
+        exact = all(c.real for c in costs)
+        bound = _bound(config, costs, estimate, n_trials, exact)
+        lazy_max = _lazy_bound(costs, estimate, n_trials, exact)
     est: dict[str, Any] = {
         "trials": n_trials,
         "sampler": config.sweep.sampler,
@@ -96,9 +57,7 @@ def estimate_sweep(
         "prompt_tokens_max": bound["prompt_tokens_max"],
         "completion_tokens_max": bound["completion_tokens_max"],
         "one_trial_calls_max": max((d["calls_max"] for d in settings), default=0),
-        "no_cache_calls_max": sum(
-            sorted((d["no_cache_calls_max"] for d in settings), reverse=True)[:n_trials]
-        ),
+        "no_cache_calls_max": _top(settings, "no_cache_calls_max", n_trials),
         "settings": settings,
         **({"lazy": True, "lazy_judge_calls_max": lazy_max} if lazy_max is not None else {}),
     }
@@ -106,3 +65,82 @@ def estimate_sweep(
     if cost is not None:
         est["cost_usd_max"] = cost
     return est
+
+
+_KEYS = ("calls_max", "prompt_tokens_max", "completion_tokens_max")
+
+
+@dataclass(frozen=True)
+class _SettingCost:
+    """One setting of the space: its row of the estimate, its judged pairs, and those lazy
+    judging may ask (None when the setting is not judged lazily)."""
+
+    row: dict[str, Any]
+    pairs: list[tuple[str, str]]
+    lazy_pairs: list[tuple[str, str]] | None
+    real: bool
+    """The pairs are the ones a run would judge (retrieval ran), not a stand-in."""
+
+
+def _setting_cost(
+    config: ExperimentConfig,
+    tconfig: ExperimentConfig,
+    params: dict[str, Any],
+    estimate: Any,
+    cache: Path,
+) -> _SettingCost:
+    """What one setting could cost: its open pairs against the verdict cache."""
+    pairs, _, real = judged_pairs(tconfig, cache)
+    e = estimate(pairs, real)
+    plan = lazy_plan(tconfig, tconfig.judge.effective_mode)
+    lazy: dict[str, Any] = {}
+    may = None
+    if plan is not None:
+        # lazy judging: at most the open pairs of each question's walk in rank order
+        _, may = lazy_pairs(
+            by_question(pairs),
+            identity=estimate.identity,
+            criteria=config.judge.criteria,
+            cache=estimate.vc if real else None,
+            target=plan[0],
+            k=plan[1],
+        )
+        lazy = {"lazy_calls_max": estimate(may, real).calls_max}
+    row = {
+        "params": params,
+        "pairs": len(pairs),
+        "open_pairs": e.open_pairs,
+        **{k: getattr(e, k) for k in _KEYS},
+        "no_cache_calls_max": estimate(pairs, False).calls_max,
+        **lazy,
+    }
+    return _SettingCost(row, list(pairs), None if may is None else list(may), real)
+
+
+def _top(rows: list[dict[str, Any]], key: str, n: int) -> int:
+    """The sum of `key` over the `n` rows with the most of it."""
+    return sum(sorted((d.get(key, 0) for d in rows), reverse=True)[:n])
+
+
+def _bound(
+    config: ExperimentConfig, costs: list[_SettingCost], estimate: Any, n: int, exact: bool
+) -> dict[str, int]:
+    """Calls and tokens at most: each figure over its own costliest settings (the most
+    calls and the most tokens need not come from the same settings), and never more than
+    every open pair of the space paid once (real pairs, not listwise)."""
+    rows = [c.row for c in costs]
+    bound = {k: _top(rows, k, n) for k in _KEYS}
+    if exact and config.judge.effective_mode != "listwise":
+        union = dict.fromkeys(p for c in costs for p in c.pairs)
+        whole = estimate(list(union), True)
+        bound = {k: min(bound[k], getattr(whole, k)) for k in _KEYS}
+    return bound
+
+
+def _lazy_bound(costs: list[_SettingCost], estimate: Any, n: int, exact: bool) -> int | None:
+    """The calls lazy judging could make at most (None: no setting is judged lazily)."""
+    union = dict.fromkeys(p for c in costs for p in (c.lazy_pairs or []))
+    if not union:
+        return None
+    most = _top([c.row for c in costs], "lazy_calls_max", n)
+    return min(most, estimate(list(union), True).calls_max) if exact else most

@@ -32,7 +32,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -53,6 +55,8 @@ WORKER_ATTR = "harness_worker"
 FAILED_ATTR = "harness_failed"
 """The trial user attribute marking a trial that failed (counts against the budget)."""
 POLL_S = 0.5
+PARENT_ENV = "HARNESS_SWEEP_PARENT"
+"""Set by `run_workers` to its own pid: a worker whose parent is gone stops (`watch_parent`)."""
 
 
 def grace_period_s(heartbeat_s: int) -> int:
@@ -190,6 +194,16 @@ def worker_name() -> str:
     return f"{this_host()}:{os.getpid()}"
 
 
+def fail_trial(study: optuna.Study, number: int) -> bool:
+    """Mark running trial `number` failed; False if it had ended (another worker got
+    there first)."""
+    try:
+        study.tell(number, state=optuna.trial.TrialState.FAIL)
+    except (ValueError, optuna.exceptions.UpdateFinishedTrialError):
+        return False
+    return True
+
+
 def fail_dead_local(
     study: optuna.Study, on_stale: Callable[[optuna.Study, optuna.trial.FrozenTrial], None]
 ) -> None:
@@ -199,12 +213,8 @@ def fail_dead_local(
         host, _, pid = str(t.user_attrs.get(WORKER_ATTR, "")).rpartition(":")
         if host != this_host() or not pid.isdigit() or process_alive(int(pid)):
             continue
-        try:
-            if not study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL):
-                continue
-        except optuna.exceptions.UpdateFinishedTrialError:
-            continue  # another worker got there first
-        on_stale(study, t)
+        if fail_trial(study, t.number):
+            on_stale(study, t)
 
 
 def run_budget(
@@ -253,8 +263,23 @@ def others_running(study: optuna.Study) -> bool:
 
 def run_workers(argv: Sequence[str], n: int, cwd: Path | None = None) -> list[int]:
     """Start `n` worker processes running `argv` and wait for all of them; their exit
-    statuses. Ctrl-C (or SIGTERM, which the CLI turns into it) stops them the same way."""
-    procs = [subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, cwd=cwd) for _ in range(n)]
+    statuses. Ctrl-C (or SIGTERM, which the CLI turns into it) stops them the same way,
+    and they die with this process even when it is killed with -9: the kernel sends them
+    SIGTERM (Linux), and each also watches its parent (`watch_parent`)."""
+    from harness.llm.local import die_with_parent
+
+    env = {**os.environ, PARENT_ENV: str(os.getpid())}
+    procs = [
+        subprocess.Popen(
+            list(argv),
+            stdout=subprocess.DEVNULL,
+            cwd=cwd,
+            env=env,
+            # One prctl call through a pointer looked up before the fork: safe with threads.
+            preexec_fn=die_with_parent(signal.SIGTERM),
+        )
+        for _ in range(n)
+    ]
     try:
         while any(p.poll() is None for p in procs):
             time.sleep(0.2)  # poll, not wait: a dead worker is reaped at once
@@ -270,3 +295,26 @@ def run_workers(argv: Sequence[str], n: int, cwd: Path | None = None) -> list[in
                 p.wait()
         raise
     return [int(p.returncode) for p in procs]
+
+
+def watch_parent(poll_s: float = 0.5, grace_s: float = 30.0) -> threading.Thread | None:
+    """In a worker started by `run_workers` ($HARNESS_SWEEP_PARENT set): a daemon thread
+    that stops this process once its parent is gone, as Ctrl-C would (SIGTERM), and kills
+    it if it has not ended `grace_s` later. The fallback where the kernel's parent-death
+    signal is not available; None when this process is no such worker."""
+    parent = os.environ.get(PARENT_ENV, "")
+    if not parent.isdigit():
+        return None
+    os.environ.pop(PARENT_ENV)  # not inherited by what this worker starts
+    expected = int(parent)
+
+    def watch() -> None:
+        while os.getppid() == expected:
+            time.sleep(poll_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(grace_s)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    thread = threading.Thread(target=watch, name="harness-parent-watch", daemon=True)
+    thread.start()
+    return thread

@@ -11,7 +11,7 @@ results/<sweep_id>/
 ```
 
 With `--storage postgresql://...` the study, the caches and the log (summary, trial
-records and each trial's run log: harness.log.database) live in that database, and any
+records and each trial's run log: harness.stores.sweeps) live in that database, and any
 number of workers on any machines join the sweep by its name; the folder then only
 holds the run folders of the trials this machine ran (harness.sweep.shared).
 
@@ -47,31 +47,36 @@ from harness.log import (
     STATUS_INTERRUPTED,
     STATUS_RUNNING,
     SWEEP_FILE,
+    TRIALS_FILE,
     RunLog,
     SamplerSpec,
-    SweepDatabase,
     SweepLog,
     SweepSummary,
     TrialRecord,
     append_trial,
     new_run_id,
     now_iso,
-    read_run,
-    read_sweep,
     read_sweep_summary,
     read_trials,
     this_host,
-    write_sweep_summary,
 )
 from harness.metrics import aggregate, metric_key
 from harness.metrics.lazy import lazy_target
 from harness.pipeline import ProgressSink, count_questions, default_cache_dir, run_experiment
 from harness.secrets import redact, redact_url, remember_url
 from harness.stores import CacheStorage, FolderStorage, open_storage
-from harness.stores.postgres import is_postgres
+from harness.stores.sweeps import SweepDatabase
 from harness.sweep import shared
 from harness.sweep.book import SweepBook, directions
 from harness.sweep.importance import param_importances
+from harness.sweep.logs import (
+    SQLITE,
+    SweepLogStore,
+    check_storage,
+    open_database,
+    open_sweep_log,
+    sqlite_file,
+)
 from harness.sweep.space import SearchSpace
 
 
@@ -119,19 +124,17 @@ def default_storage(sweep_dir: Path) -> str:
 def recorded_storage(sweep_dir: Path, recorded: str) -> str:
     """The storage to resume with when the user gave none: what sweep.json records, but
     only when that is the folder's own SQLite or journal file. Any other (a database
-    server, which would receive $PGPASSWORD, or a file elsewhere) must be given again with
-    --storage: a results folder never chooses where the study and a password go."""
+    server, which would receive $PGPASSWORD, or a file elsewhere: also the file of the
+    folder a copied or renamed one came from) must be given again with --storage: a
+    results folder never chooses where the study and a password go. Whatever storage a
+    resume uses, the study in it is checked against trials.jsonl (`_check_own_study`)."""
     own = default_storage(sweep_dir)
     if not recorded:
         return own
     if recorded == shared.journal_storage(sweep_dir):
         return recorded
-    prefix = "sqlite:///"
-    if (
-        recorded.startswith(prefix)
-        and "?" not in recorded
-        and Path(recorded[len(prefix) :]).resolve() == Path(own[len(prefix) :])
-    ):
+    was = sqlite_file(recorded)
+    if was is not None and was.resolve() == Path(own[len(SQLITE) :]):
         return own
     raise HarnessError(
         f"{sweep_dir / SWEEP_FILE}: storage: records {redact_url(recorded)}, not this "
@@ -140,25 +143,62 @@ def recorded_storage(sweep_dir: Path, recorded: str) -> str:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class _Place:
+    """Where a sweep lives: its folder, its study's storage and name, and how it began."""
+
+    sweep_dir: Path
+    storage: str
+    study_name: str
+    resumed: bool = False
+    """An existing folder's study continues (it must be there, and be the folder's own)."""
+    created: bool = False
+    """This process starts the sweep (else it resumes or joins one)."""
+
+
+@dataclasses.dataclass
+class _TrialEnd:
+    """What a trial's record is made of, gathered as the trial goes."""
+
+    number: int
+    run_dir: Path
+    started: float = dataclasses.field(default_factory=time.perf_counter)
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def record(
+        self, state: str, values: list[float] | None = None, error: str | None = None, done: int = 0
+    ) -> TrialRecord:
+        """The trial's line of trials.jsonl."""
+        return TrialRecord(
+            number=self.number,
+            state=state,
+            params=self.params,
+            values=values,
+            run_dir=str(self.run_dir),
+            error=error,
+            questions_done=done,
+            duration_s=round(time.perf_counter() - self.started, 3),
+        )
+
+
 class _Sweep:
     """State of one sweep process: folder, study, shared judge and the bookkeeping."""
 
     def __init__(
         self,
         config: ExperimentConfig,
-        sweep_dir: Path,
-        storage: str,
+        place: _Place,
         cache_dir: Path,
+        log: SweepLogStore,
         progress: ProgressSink | None = None,
-        *,
         caches: CacheStorage | None = None,
-        db: SweepDatabase | None = None,
     ) -> None:
         self.config = config
         self.progress = progress
         self.space = SearchSpace(config)
-        self.dir = sweep_dir
-        self.storage_url = storage
+        self.dir = place.sweep_dir
+        self.storage_url = place.storage
+        self.study_name = place.study_name
         self.cache_dir = cache_dir
         self.judge: Judge | None = None
         self.book = SweepBook(tuple(config.sweep.objective))
@@ -166,12 +206,9 @@ class _Sweep:
         self.importances: dict[str, float] = {}
         self.importances_note: str | None = None
         self.caches = caches
-        self.db = db
-        """The sweep's log in PostgreSQL (else the folder's files)."""
-        self.shared = db is not None or shared.is_journal(storage)
+        self.log = log
+        self.shared = log.shared
         """Other workers may run trials of this sweep at the same time."""
-        self._seen = 0  # the last trial row of the database this worker took in
-        self._taken: dict[int, TrialRecord] = {}  # trials.jsonl lines taken in (journal)
         self.slots: shared.SlotLock | None = None
 
     def summary(self, status: str, error: str | None = None) -> SweepSummary:
@@ -189,7 +226,7 @@ class _Sweep:
             pruner=c.sweep.pruner,
             space=dataclasses.asdict(c.sweep.space),
             storage=redact_url(self.storage_url),
-            study_name=self.dir.name,
+            study_name=self.study_name,
             n_trials_requested=c.sweep.trials,
             counts=self.book.counts(),
             best=self.book.best(),
@@ -203,41 +240,13 @@ class _Sweep:
             host=this_host(),
         )
 
-    def _take(self, rows: list[tuple[TrialRecord, RunLog | None]]) -> None:
-        for record, run in rows:
-            self.book.add(record, run)
-
-    def _commit(
-        self, status: str, error: str | None, record: TrialRecord | None, run: RunLog | None
-    ) -> None:
-        """One transaction of the database log: the record, the others' new trials, the
-        summary over all of them."""
-        assert self.db is not None
-
-        def summarize(rows: list[tuple[TrialRecord, RunLog | None]]) -> SweepSummary:
-            self._take(rows)
-            return self.summary(status, error)
-
-        self._seen = self.db.commit(self.dir.name, self._seen, record, run, summarize)
-
-    def _take_from_folder(self) -> None:
-        """Take in the trials other local workers appended to trials.jsonl (journal)."""
-        for record in read_trials(self.dir):
-            if self._taken.get(record.number) != record:
-                folder = Path(record.run_dir)
-                run = read_run(folder) if record.run_dir and (folder / HEADER).is_file() else None
-                self.book.add(record, run)
-                self._taken[record.number] = record
-
     def write(self, status: str, error: str | None = None) -> None:
-        if self.db is not None:
-            self._commit(status, error, None, None)
-        elif self.shared:
-            with shared.folder_lock(self.dir):
-                self._take_from_folder()
-                write_sweep_summary(self.dir, self.summary(status, error))
-        else:
-            write_sweep_summary(self.dir, self.summary(status, error))
+        """Store the summary (after taking in other workers' trials)."""
+        self.log.write(self.book, lambda: self.summary(status, error))
+
+    def append(self, record: TrialRecord, run: RunLog | None = None) -> None:
+        """Log a trial's end and take it into the bookkeeping."""
+        self.log.append(record, run, self.book, lambda: self.summary(STATUS_RUNNING))
 
     def on_stale(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         """A trial whose worker died (no heartbeat, or its process gone): its settings run
@@ -255,103 +264,77 @@ class _Sweep:
             )
         )
 
-    def append(self, record: TrialRecord, run: RunLog | None = None) -> None:
-        """Log a trial's end and take it into the bookkeeping (reading only its own run
-        folder, and only when the caller does not hold it already)."""
-        if self.db is not None:
-            self._commit(STATUS_RUNNING, None, record, run)
-            return
-        if self.shared:
-            with shared.folder_lock(self.dir):
-                append_trial(self.dir, record)
-            return  # taken into the book with the others' trials on the next write
-        append_trial(self.dir, record)
-        folder = Path(record.run_dir)
-        if run is None and record.run_dir and (folder / HEADER).is_file():
-            run = read_run(folder)
-        self.book.add(record, run)
-
     def objective(self, trial: optuna.Trial) -> float | list[float]:
+        """Run one trial; its record is logged however it ends."""
         if self.slots is not None:  # the trial is running in the study: others count it
             self.slots.release()
             trial.set_user_attr(shared.WORKER_ATTR, shared.worker_name())
-        t0 = time.perf_counter()
-        params: dict[str, Any] = {}
-        run_dir = self.dir / "trials" / str(trial.number)
-
-        def record(
-            state: str,
-            values: list[float] | None = None,
-            error: str | None = None,
-            done: int = 0,
-            run: RunLog | None = None,
-        ) -> None:
-            self.append(
-                TrialRecord(
-                    number=trial.number,
-                    state=state,
-                    params=params,
-                    values=values,
-                    run_dir=str(run_dir),
-                    error=error,
-                    questions_done=done,
-                    duration_s=round(time.perf_counter() - t0, 3),
-                ),
-                run,
-            )
-
+        end = _TrialEnd(trial.number, self.dir / "trials" / str(trial.number))
         try:
-            params = self.space.suggest(trial)
-            tconfig = with_lazy_default(self.space.trial_config(params))
-            keys = [metric_key(m, params["k"]) for m in self.config.sweep.objective]
-            single = len(keys) == 1
-
-            def after_batch(n_done: int, per_q: list[dict[str, float]]) -> bool:
-                if not single:
-                    return False
-                value = aggregate(per_q, range(1, params["k"] + 1)).get(keys[0])
-                if value is None:
-                    return False
-                trial.report(value, step=n_done)
-                return trial.should_prune()
-
-            logger.info("trial {}: {}", trial.number, params)
-            run = run_experiment(
-                tconfig,
-                cache_dir=self.cache_dir,
-                judge=self.judge,
-                run_dir=run_dir,
-                batches=_batch_counts(self.config.sweep.batches, self.n_questions),
-                after_batch=after_batch,
-                progress=self.progress,
-                storage=self.caches,
-            )
-            done = len(run.questions)
-            if run.header.status == "pruned":
-                record("pruned", done=done, run=run)
-                raise optuna.TrialPruned(f"pruned after {done} questions")
-            missing = [k for k in keys if k not in run.header.metrics]
-            if missing:
-                raise HarnessError(f"no value for {missing} (every question's verdicts failed?)")
-            values = [float(run.header.metrics[k]) for k in keys]
-            record("complete", values=values, done=done, run=run)
-            return values[0] if single else values
+            end.params = self.space.suggest(trial)
+            values = self._run_trial(trial, end)
+            return values[0] if len(values) == 1 else values
         except KeyboardInterrupt:
-            record("interrupted", error="interrupted")
+            self.append(end.record("interrupted", error="interrupted"))
             raise
         except optuna.TrialPruned as exc:
-            if not (run_dir / HEADER).is_file():  # pruned before it ran
-                record("pruned", error=str(exc))
+            if not (end.run_dir / HEADER).is_file():  # pruned before it ran
+                self.append(end.record("pruned", error=str(exc)))
             raise
         except Exception as exc:
             message = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
             logger.warning("trial {} failed: {}", trial.number, message)
-            record("failed", error=message)
+            self.append(end.record("failed", error=message))
             if self.shared:  # counts against the budget (a dead worker's trial does not)
                 trial.set_user_attr(shared.FAILED_ATTR, True)
             raise
         finally:
             self.write(STATUS_RUNNING)
+
+    def _run_trial(self, trial: optuna.Trial, end: _TrialEnd) -> list[float]:
+        """The trial's run, reporting its running objective after each batch; its values
+        (or TrialPruned, its record logged)."""
+        params = end.params
+        keys = [metric_key(m, params["k"]) for m in self.config.sweep.objective]
+        logger.info("trial {}: {}", trial.number, params)
+        run = run_experiment(
+            with_lazy_default(self.space.trial_config(params)),
+            cache_dir=self.cache_dir,
+            judge=self.judge,
+            run_dir=end.run_dir,
+            batches=_batch_counts(self.config.sweep.batches, self.n_questions),
+            after_batch=_pruning_hook(trial, keys, params["k"]),
+            progress=self.progress,
+            storage=self.caches,
+        )
+        done = len(run.questions)
+        if run.header.status == "pruned":
+            self.append(end.record("pruned", done=done), run)
+            raise optuna.TrialPruned(f"pruned after {done} questions")
+        missing = [k for k in keys if k not in run.header.metrics]
+        if missing:
+            raise HarnessError(f"no value for {missing} (every question's verdicts failed?)")
+        values = [float(run.header.metrics[k]) for k in keys]
+        self.append(end.record("complete", values=values, done=done), run)
+        return values
+
+
+def _pruning_hook(
+    trial: optuna.Trial, keys: list[str], k: int
+) -> Callable[[int, list[dict[str, float]]], bool]:
+    """After each batch: report the running objective and ask the pruner (one objective
+    only: Optuna cannot prune multi-objective studies)."""
+
+    def after_batch(n_done: int, per_q: list[dict[str, float]]) -> bool:
+        if len(keys) != 1:
+            return False
+        value = aggregate(per_q, range(1, k + 1)).get(keys[0])
+        if value is None:
+            return False
+        trial.report(value, step=n_done)
+        return trial.should_prune()
+
+    return after_batch
 
 
 @contextlib.contextmanager
@@ -375,7 +358,7 @@ def _requeue_unfinished(study: optuna.Study, sweep: _Sweep) -> int:
         rec = logged.get(t.number)
         stale = t.state == optuna.trial.TrialState.RUNNING
         if stale:
-            study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
+            shared.fail_trial(study, t.number)
         if (stale and rec is None) or (rec is not None and rec.state == "interrupted"):
             study.enqueue_trial(dict(t.params), skip_if_exists=False)
             append_trial(
@@ -394,12 +377,27 @@ def _requeue_unfinished(study: optuna.Study, sweep: _Sweep) -> int:
     return count
 
 
-def _open_database(storage: str | None) -> SweepDatabase | None:
-    """The sweep tables of a PostgreSQL storage (None for any other)."""
-    if storage is None or not is_postgres(storage):
-        return None
-    remember_url(storage)
-    return SweepDatabase(storage)
+def _check_own_study(study: optuna.Study, sweep_dir: Path, storage: str) -> None:
+    """Refuse to resume a study that is not the folder's own: every trial trials.jsonl
+    logs as finished must be in it, finished, with the same settings; otherwise new
+    trials would reuse their numbers and overwrite their run folders."""
+    trials = {t.number: t for t in study.get_trials(deepcopy=False)}
+    for rec in read_trials(sweep_dir):
+        if rec.state not in ("complete", "pruned", "failed"):
+            continue
+        t = trials.get(rec.number)
+        # The record also holds settings fixed outside the space: compare what Optuna drew.
+        drawn = {} if t is None else dict(t.params)
+        if (
+            t is None
+            or not t.state.is_finished()
+            or any(rec.params.get(k) != v for k, v in drawn.items())
+        ):
+            raise HarnessError(
+                f"{sweep_dir / TRIALS_FILE}: trial {rec.number} is not in the study "
+                f"{study.study_name!r} of {redact_url(storage)} as logged; that study is not "
+                "this folder's own, and resuming it would overwrite finished trials"
+            )
 
 
 def _check_same_sweep(recorded: SweepSummary, config: ExperimentConfig, where: str) -> None:
@@ -412,6 +410,203 @@ def _check_same_sweep(recorded: SweepSummary, config: ExperimentConfig, where: s
         raise HarnessError(
             f"{where}: sweep {recorded.sweep_id!r} exists with another space, objective or "
             "sampler; join it without the experiment file (--join NAME), or pick a new --name"
+        )
+
+
+def _resume_place(sweep_dir: Path, storage: str | None) -> _Place:
+    """An existing sweep folder to continue: its study's storage and recorded name."""
+    if not (sweep_dir / SWEEP_FILE).is_file():
+        raise HarnessError(f"{sweep_dir}: not a sweep folder (no {SWEEP_FILE})")
+    recorded = read_sweep_summary(sweep_dir)
+    return _Place(
+        sweep_dir,
+        storage or recorded_storage(sweep_dir, recorded.storage),
+        recorded.study_name or sweep_dir.name,
+        resumed=True,
+    )
+
+
+def _join_place(
+    results_dir: Path, join: str, storage: str | None, db: SweepDatabase | None
+) -> _Place:
+    """An existing sweep to work on: in the database, or a folder with its journal."""
+    sweep_dir = results_dir / join
+    if db is not None:
+        if not db.exists(join):
+            raise HarnessError(f"{db.where}: no sweep named {join!r} to join")
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        assert storage is not None
+        return _Place(sweep_dir, storage, join)
+    if not (sweep_dir / SWEEP_FILE).is_file():
+        raise HarnessError(
+            f"{sweep_dir}: no sweep folder to join (no {SWEEP_FILE}); give "
+            "--storage URL for a sweep in a database"
+        )
+    recorded = read_sweep_summary(sweep_dir).storage
+    return _Place(sweep_dir, storage or recorded_storage(sweep_dir, recorded), join)
+
+
+def _locate(
+    config: ExperimentConfig,
+    results_dir: Path,
+    *,
+    resume: str | os.PathLike[str] | None,
+    storage: str | None,
+    db: SweepDatabase | None,
+    name: str | None,
+    join: str | None,
+    workers: int,
+) -> _Place:
+    """Where the sweep lives, its folder made when it is new."""
+    if resume is not None and db is not None:
+        join = Path(resume).name  # a database sweep is resumed by joining it
+    elif resume is not None:
+        return _resume_place(Path(resume), storage)
+    if join is not None:
+        return _join_place(results_dir, join, storage, db)
+    sweep_name = name or new_run_id(f"{config.name}-sweep")
+    sweep_dir = results_dir / sweep_name
+    if db is not None and db.exists(sweep_name):
+        _check_same_sweep(db.read_summary(sweep_name), config, db.where)
+        return _join_place(results_dir, sweep_name, storage, db)
+    if db is None and sweep_dir.exists():
+        raise HarnessError(f"{sweep_dir}: exists; join it with --join {sweep_name}")
+    sweep_dir.mkdir(parents=True, exist_ok=db is not None)
+    if storage is None:
+        storage = shared.journal_storage(sweep_dir) if workers > 1 else default_storage(sweep_dir)
+    return _Place(sweep_dir, storage, sweep_name, created=True)
+
+
+def _caches(
+    place: _Place, db: SweepDatabase | None, cache: Path, heartbeat_s: int
+) -> CacheStorage | None:
+    """The caches workers share (None: the run's own default in `cache`)."""
+    ttl = float(shared.grace_period_s(heartbeat_s))
+    if db is not None:
+        return open_storage(place.storage, cache, claim_ttl_s=ttl)
+    if shared.is_journal(place.storage):
+        return FolderStorage(cache, claim_ttl_s=ttl)
+    return None
+
+
+def _open_study(sweep: _Sweep, place: _Place, heartbeat_s: int) -> optuna.Study:
+    """The sweep's Optuna study: created (or joined), or, on a resume, loaded and checked
+    to be the folder's own (a resume never starts a new study reusing trial numbers)."""
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # we log trial ends ourselves
+    config = sweep.config
+    try:
+        storage = shared.optuna_storage(
+            place.storage, heartbeat_s=heartbeat_s, on_stale=sweep.on_stale
+        )
+        if place.resumed and place.study_name not in _study_names(storage):
+            raise HarnessError(
+                f"{redact_url(place.storage)}: holds no study named {place.study_name!r}; "
+                f"it is not the study of {place.sweep_dir}, and a new one would reuse the "
+                "numbers of its finished trials"
+            )
+        study = optuna.create_study(
+            study_name=place.study_name,
+            storage=storage,
+            sampler=_sampler(config, parallel=sweep.shared),
+            pruner=_pruner(config),
+            directions=directions(config.sweep.objective),
+            load_if_exists=True,
+        )
+    except HarnessError:
+        raise
+    except Exception as exc:  # storage errors come in many types
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise HarnessError(
+            f"cannot open the study storage {redact_url(place.storage)}: {redact(first)}"
+        ) from None
+    if place.resumed:
+        _check_own_study(study, place.sweep_dir, place.storage)
+    return study
+
+
+def _study_names(storage: str | optuna.storages.BaseStorage) -> set[str]:
+    return {s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)}
+
+
+def _start(study: optuna.Study, sweep: _Sweep, place: _Place, n_trials: int) -> int:
+    """Requeue what a resume finds cut short, enqueue a new sweep's baseline, and log the
+    sweep as running; the number of trials still to finish."""
+    if place.resumed:
+        _requeue_unfinished(study, sweep)
+        sweep.book.add_from_disk(read_trials(place.sweep_dir))
+    if place.created and sweep.config.sweep.baseline:
+        baseline = sweep.space.baseline()
+        if baseline is None:
+            logger.warning("the experiment's own settings lie outside the space: no baseline trial")
+        else:
+            study.enqueue_trial(baseline)
+    finished = len(
+        study.get_trials(
+            deepcopy=False,
+            states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED),
+        )
+    )
+    sweep.write(STATUS_RUNNING)
+    return max(0, n_trials - finished)
+
+
+def _optimize(study: optuna.Study, sweep: _Sweep, n_trials: int, remaining: int) -> None:
+    """Run this process's trials: up to the shared budget, or `remaining` of its own."""
+    if not sweep.shared:
+        study.optimize(
+            sweep.objective, n_trials=remaining, catch=(Exception,), gc_after_trial=False
+        )
+        return
+    sweep.slots = shared.SlotLock(sweep.storage_url, sweep.dir.name, sweep.dir)
+    try:
+        shared.run_budget(
+            study,
+            sweep.objective,
+            n_trials,
+            sweep.slots,
+            sweep.on_stale,
+            reap_local=shared.is_journal(sweep.storage_url),
+        )
+    finally:
+        sweep.slots.close()
+
+
+def _run_here(
+    study: optuna.Study, sweep: _Sweep, judge: Judge | None, n_trials: int, remaining: int
+) -> None:
+    """Run the trials in this process, logging how the sweep ended."""
+    logger.info(
+        "sweep {}: {} trials to run ({} finished)", sweep.dir.name, remaining, n_trials - remaining
+    )
+    try:
+        with _maybe_judge(sweep, judge):
+            _optimize(study, sweep, n_trials, remaining)
+    except KeyboardInterrupt:
+        # Other workers carry on: the shared summary keeps saying so.
+        busy = sweep.shared and shared.others_running(study)
+        sweep.write(STATUS_RUNNING if busy else STATUS_INTERRUPTED, None if busy else "interrupted")
+        raise
+    except Exception as exc:
+        sweep.write(STATUS_FAILED, str(exc))
+        raise
+    sweep.importances, note = param_importances(study, sweep.config.sweep.objective[0])
+    sweep.importances_note = note or None
+    sweep.write(STATUS_DONE)
+
+
+def _run_local_workers(
+    sweep: _Sweep, worker_argv: Callable[[str], Sequence[str]] | None, workers: int, remaining: int
+) -> None:
+    """Start `workers` processes joining the sweep and wait for them."""
+    if worker_argv is None:
+        raise HarnessError("workers > 1 needs a command that starts a worker")
+    name = sweep.dir.name
+    logger.info("sweep {}: {} workers for {} trials", name, workers, remaining)
+    codes = shared.run_workers(worker_argv(name), workers)
+    if all(code != 0 for code in codes):
+        raise HarnessError(
+            f"sweep {name}: every worker failed (exit statuses {codes}); "
+            "their error lines are above"
         )
 
 
@@ -436,7 +631,8 @@ def run_sweep(
     `resume` is an existing sweep folder: its study continues where it stopped, a trial
     cut short by a crash or kill -9 runs again (paying only for verdicts it never got),
     and no finished trial is redone; the storage sweep.json records is reused only when
-    it is the folder's own optuna.db (any other must be given again as `storage`).
+    it is the folder's own optuna.db (any other must be given again as `storage`), and a
+    storage without the folder's own study is refused, never started afresh.
     `judge` replaces the configured judge (tests pass a scripted one); `progress` shows
     each trial's judging.
 
@@ -445,150 +641,40 @@ def run_sweep(
     name is joined); `join` is the name of a sweep to work on (in the database, or a
     folder under `results_dir` whose study is its own journal file). `workers` > 1 starts
     that many processes running `worker_argv(name)` and waits for them (without
-    `storage`, they share a journal file in the sweep folder). Workers stop when the
-    sweep holds `trials` finished trials between them; `heartbeat_s` is how often a
-    PostgreSQL worker signals it lives (a silent one's trial reruns after 3 beats).
+    `storage`, they share a journal file in the sweep folder); they die with this process.
+    Workers stop when the sweep holds `trials` finished trials between them;
+    `heartbeat_s` is how often a PostgreSQL worker signals it lives (a silent one's trial
+    reruns after 3 beats).
     """
     if judge is None:
         check_endpoint(config.judge, config.path or "<experiment>")
     shared.check_shareable(storage, workers)
+    check_storage(storage)  # before anything is made
+    shared.watch_parent()  # a local worker ends with the sweep that started it
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     if storage is not None:
         remember_url(storage)  # its password, should a storage error echo it
-    db = _open_database(storage)
-    if resume is not None and db is not None:
-        join = Path(resume).name  # a database sweep is resumed by joining it
-        resume = None
-    created = False
-    if resume is not None:
-        sweep_dir = Path(resume)
-        if not (sweep_dir / SWEEP_FILE).is_file():
-            raise HarnessError(f"{sweep_dir}: not a sweep folder (no {SWEEP_FILE})")
-        storage = storage or recorded_storage(sweep_dir, read_sweep_summary(sweep_dir).storage)
-    elif join is not None:
-        sweep_dir = Path(results_dir) / join
-        if db is not None:
-            if not db.exists(join):
-                raise HarnessError(f"{db.where}: no sweep named {join!r} to join")
-            sweep_dir.mkdir(parents=True, exist_ok=True)
-        else:
-            if not (sweep_dir / SWEEP_FILE).is_file():
-                raise HarnessError(
-                    f"{sweep_dir}: no sweep folder to join (no {SWEEP_FILE}); give "
-                    "--storage URL for a sweep in a database"
-                )
-            storage = storage or recorded_storage(sweep_dir, read_sweep_summary(sweep_dir).storage)
-    else:
-        sweep_name = name or new_run_id(f"{config.name}-sweep")
-        sweep_dir = Path(results_dir) / sweep_name
-        if db is not None and db.exists(sweep_name):
-            _check_same_sweep(db.read_summary(sweep_name), config, db.where)
-            join = sweep_name
-        elif db is None and sweep_dir.exists():
-            raise HarnessError(f"{sweep_dir}: exists; join it with --join {sweep_name}")
-        sweep_dir.mkdir(parents=True, exist_ok=db is not None)
-        created = join is None
-    if storage is None:
-        storage = shared.journal_storage(sweep_dir) if workers > 1 else default_storage(sweep_dir)
-    storage_url = storage
-    n_trials = trials if trials is not None else config.sweep.trials
-    caches: CacheStorage | None = None
-    if db is not None:
-        caches = open_storage(
-            storage_url, cache, claim_ttl_s=float(shared.grace_period_s(heartbeat_s))
-        )
-    elif shared.is_journal(storage_url):
-        caches = FolderStorage(cache, claim_ttl_s=float(shared.grace_period_s(heartbeat_s)))
-    sweep = _Sweep(config, sweep_dir, storage_url, cache, progress, caches=caches, db=db)
-    if db is not None and created and not db.create(sweep.summary(STATUS_RUNNING)):
-        created = False  # another worker created it with this name a moment ago
-    optuna.logging.set_verbosity(optuna.logging.ERROR)  # we log trial ends ourselves
-    try:
-        study = optuna.create_study(
-            study_name=sweep_dir.name,
-            storage=shared.optuna_storage(
-                storage_url, heartbeat_s=heartbeat_s, on_stale=sweep.on_stale
-            ),
-            sampler=_sampler(config, parallel=sweep.shared),
-            pruner=_pruner(config),
-            directions=directions(config.sweep.objective),
-            load_if_exists=True,
-        )
-    except Exception as exc:  # storage errors come in many types
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise HarnessError(
-            f"cannot open the study storage {redact_url(storage_url)}: {redact(first)}"
-        ) from None
-    if resume is not None:
-        _requeue_unfinished(study, sweep)
-        sweep.book.add_from_disk(read_trials(sweep_dir))
-    if created and config.sweep.baseline:
-        baseline = sweep.space.baseline()
-        if baseline is None:
-            logger.warning("the experiment's own settings lie outside the space: no baseline trial")
-        else:
-            study.enqueue_trial(baseline)
-    finished = len(
-        study.get_trials(
-            deepcopy=False,
-            states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED),
-        )
+    db = open_database(storage)
+    place = _locate(
+        config,
+        Path(results_dir),
+        resume=resume,
+        storage=storage,
+        db=db,
+        name=name,
+        join=join,
+        workers=workers,
     )
-    remaining = max(0, n_trials - finished)
-    sweep.write(STATUS_RUNNING)
+    log = open_sweep_log(place.storage, place.sweep_dir, db)
+    sweep = _Sweep(config, place, cache, log, progress, _caches(place, db, cache, heartbeat_s))
+    if db is not None and place.created and not db.create(sweep.summary(STATUS_RUNNING)):
+        place = dataclasses.replace(place, created=False)  # another worker made it just now
+    study = _open_study(sweep, place, heartbeat_s)
+    n_trials = trials if trials is not None else config.sweep.trials
+    remaining = _start(study, sweep, place, n_trials)
     if workers > 1:
-        if worker_argv is None:
-            raise HarnessError("workers > 1 needs a command that starts a worker")
-        logger.info("sweep {}: {} workers for {} trials", sweep_dir.name, workers, remaining)
-        codes = shared.run_workers(worker_argv(sweep_dir.name), workers)
-        if all(code != 0 for code in codes):
-            raise HarnessError(
-                f"sweep {sweep_dir.name}: every worker failed (exit statuses {codes}); "
-                "their error lines are above"
-            )
-        return _read_back(sweep, db)
-    logger.info("sweep {}: {} trials to run ({} finished)", sweep_dir.name, remaining, finished)
-    try:
-        with _maybe_judge(sweep, judge):
-            if sweep.shared:
-                sweep.slots = shared.SlotLock(storage_url, sweep_dir.name, sweep_dir)
-                try:
-                    shared.run_budget(
-                        study,
-                        sweep.objective,
-                        n_trials,
-                        sweep.slots,
-                        sweep.on_stale,
-                        reap_local=shared.is_journal(storage_url),
-                    )
-                finally:
-                    sweep.slots.close()
-            else:
-                study.optimize(
-                    sweep.objective,
-                    n_trials=remaining,
-                    catch=(Exception,),
-                    gc_after_trial=False,
-                )
-    except KeyboardInterrupt:
-        # Other workers carry on: the shared summary keeps saying so.
-        busy = sweep.shared and shared.others_running(study)
-        sweep.write(STATUS_RUNNING if busy else STATUS_INTERRUPTED, None if busy else "interrupted")
-        raise
-    except Exception as exc:
-        sweep.write(STATUS_FAILED, str(exc))
-        raise
-    sweep.importances, note = param_importances(study, config.sweep.objective[0])
-    sweep.importances_note = note or None
-    sweep.write(STATUS_DONE)
-    return _read_back(sweep, db)
-
-
-def _read_back(sweep: _Sweep, db: SweepDatabase | None) -> SweepLog:
-    """The sweep as written: from its folder, or from the database (with this machine's
-    folder as its sweep_dir)."""
-    if db is None:
-        return read_sweep(sweep.dir)
-    log = db.read_sweep(sweep.dir.name)
-    return dataclasses.replace(log, sweep_dir=sweep.dir)
+        _run_local_workers(sweep, worker_argv, workers, remaining)
+    else:
+        _run_here(study, sweep, judge, n_trials, remaining)
+    return log.read()

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from common import print_table  # noqa: E402
 
-from harness.log import SweepDatabase  # noqa: E402
+from harness.stores.sweeps import SweepDatabase  # noqa: E402
 from harness.testing import Act, FakeOpenAI  # noqa: E402
 from tests.postgres import PostgresServer, find_bin  # noqa: E402
 

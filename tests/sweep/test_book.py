@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.config import load_experiment
 from harness.log import read_run as real_read_run
-from harness.sweep import book, run_sweep, study
+from harness.sweep import book, logs, run_sweep
 from tests.conftest import DATA, ScriptedJudge
 
 SWEEP = DATA / "sweep.toml"
@@ -17,7 +17,7 @@ def test_no_trial_end_rereads_earlier_trials(tmp_path, monkeypatch):
         reads.append(str(folder))
         return real_read_run(folder)
 
-    monkeypatch.setattr(study, "read_run", counting_read_run)
+    monkeypatch.setattr(logs, "read_run", counting_read_run)
     monkeypatch.setattr(book, "read_run", counting_read_run)
     config = load_experiment(SWEEP, ["sweep.trials=8", "sweep.pruner=none"])
     log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())

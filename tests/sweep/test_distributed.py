@@ -22,8 +22,9 @@ import optuna
 import pytest
 
 from harness.cli import main
-from harness.log import SweepDatabase, read_sweep
+from harness.log import read_sweep
 from harness.stores.postgres import sqlalchemy_url
+from harness.stores.sweeps import SweepDatabase
 from harness.sweep.shared import WORKER_ATTR
 from harness.testing import Act, FakeOpenAI
 from tests.conftest import DATA

@@ -5,7 +5,8 @@
     render.py   the HTML document: escaped markup, inlined plotly.js, data as safe JSON
     assets.py   the page's style sheet and script
 
-`report_run`, `report_sweep` and `report_compare` read the logs (through harness.log),
+`report_run`, `report_sweep` and `report_compare` read the logs (through harness.log;
+`report_database_sweep` a sweep in PostgreSQL, through harness.stores.sweeps),
 build the page and write it, by default beside the log.
 """
 
@@ -19,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.log import HEADER, RunHeader, RunLog, read_run, read_sweep
+from harness.log import HEADER, RunHeader, RunLog, SweepLog, read_run, read_sweep
 from harness.report.html.data import Page, compare_page, run_page, sweep_page
 from harness.report.html.figures import page_figures
 from harness.report.html.render import render_page, script_json, write_page
+from harness.secrets import redact_url, remember_url
 
 REPORT_FILE = "report.html"
 """The page's name beside a run's or a sweep's log."""
@@ -37,6 +39,7 @@ __all__ = [
     "page_figures",
     "render_page",
     "report_compare",
+    "report_database_sweep",
     "report_run",
     "report_sweep",
     "run_page",
@@ -123,6 +126,21 @@ def report_run(
     return _write(page, target, "run", started, "included" if validation else note)
 
 
+def _trial_runs(sweep: SweepLog) -> dict[int, RunLog]:
+    """The run of every trial of a folder sweep whose run folder is on this machine."""
+    runs: dict[int, RunLog] = {}
+    for t in sweep.trials:
+        # The recorded folder, or the trial's place in this sweep folder if it was moved.
+        for folder in (
+            Path(t.run_dir) if t.run_dir else None,
+            sweep.sweep_dir / "trials" / str(t.number),
+        ):
+            if folder is not None and (folder / HEADER).is_file():
+                runs[t.number] = read_run(folder)
+                break
+    return runs
+
+
 def report_sweep(
     sweep_dir: str | os.PathLike[str],
     *,
@@ -135,16 +153,7 @@ def report_sweep(
 
     started = time.perf_counter()
     sweep = read_sweep(sweep_dir)
-    runs: dict[int, RunLog] = {}
-    for t in sweep.trials:
-        # The recorded folder, or the trial's place in this sweep folder if it was moved.
-        for folder in (
-            Path(t.run_dir) if t.run_dir else None,
-            sweep.sweep_dir / "trials" / str(t.number),
-        ):
-            if folder is not None and (folder / HEADER).is_file():
-                runs[t.number] = read_run(folder)
-                break
+    runs = _trial_runs(sweep)
     first = next(iter(runs.values())).header if runs else None
     labels, note = _qrels_for(qrels, first)
     validation = None
@@ -156,6 +165,36 @@ def report_sweep(
     page = sweep_page(sweep, runs, validation=validation, validation_note=note or None)
     target = Path(out) if out is not None else Path(sweep_dir) / REPORT_FILE
     return _write(page, target, "sweep", started, "included" if validation else note)
+
+
+def report_database_sweep(
+    storage: str,
+    name: str,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    results_dir: str | os.PathLike[str] = "results",
+) -> WrittenReport:
+    """Write the page of sweep `name` stored in the PostgreSQL database `storage`, as
+    `report_sweep` writes a folder sweep's: the summary, the trials and their run logs
+    all come from the database, whichever machines ran them (default page:
+    RESULTS_DIR/NAME/report.html, this machine's folder of the sweep)."""
+    from harness.stores.postgres import is_postgres
+    from harness.stores.sweeps import SweepDatabase
+
+    if not is_postgres(storage):
+        raise HarnessError(f"--storage: expected a postgresql:// URL, got {redact_url(storage)}")
+    started = time.perf_counter()
+    remember_url(storage)
+    db = SweepDatabase(storage)
+    try:
+        sweep, runs = db.read_sweep(name), db.read_runs(name)
+    finally:
+        db.close()
+    note = "the judge against labels reads trial folders: not shown for a sweep in a database"
+    page = sweep_page(sweep, runs, validation=None, validation_note=note)
+    target = Path(out) if out is not None else Path(results_dir) / name / REPORT_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return _write(page, target, "sweep", started, note)
 
 
 def report_compare(

@@ -32,6 +32,7 @@ from harness.log import (
     Recommendation,
     RunHeader,
     RunLog,
+    RunStats,
     SweepLog,
     TrialRecord,
     effective_status,
@@ -285,9 +286,10 @@ def _curve(h: RunHeader, name: str) -> Curve:
     )
 
 
-def judge_stats(stats: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def judge_stats(stats: RunStats) -> list[tuple[str, Any]]:
     """The run's stats as (name, value) rows: the judge's calls, cache hits, errors,
     tokens, cost and times first, then every other recorded number."""
+    recorded = stats.to_dict()
     first = (
         "judge_calls",
         "judge_cache_hits",
@@ -301,10 +303,10 @@ def judge_stats(stats: Mapping[str, Any]) -> list[tuple[str, Any]]:
         "index_s",
         "total_s",
     )
-    rows = [(key, stats[key]) for key in first if key in stats]
+    rows = [(key, recorded[key]) for key in first if key in recorded]
     rows += [
         (key, value)
-        for key, value in stats.items()
+        for key, value in recorded.items()
         if key not in first and isinstance(value, (int, float, str, bool))
     ]
     return rows
@@ -1157,7 +1159,7 @@ def compare_page(
                 run_dir=str(r.run_dir),
                 status=effective_status(r.header),
                 n_questions=len(r.questions),
-                judge_calls=r.header.stats.get("judge_calls"),
+                judge_calls=r.header.stats.judge_calls,
             )
             for i, r in enumerate(runs)
         ),

@@ -1,4 +1,5 @@
-"""A sweep's result log in a PostgreSQL database, for sweeps whose workers run on many
+"""A sweep's result log in a PostgreSQL database (stores sit above the log: they
+hold its records, the log knows nothing of them), for sweeps whose workers run on many
 machines: the same typed records as sweep.json and trials.jsonl, in two tables.
 
 ```
@@ -30,6 +31,7 @@ from harness.errors import HarnessError
 from harness.log.io import parse_record, sweep_entry
 from harness.log.models import RunHeader, RunLog, SweepLog, SweepSummary, TrialRecord
 from harness.secrets import redact, redact_obj, redact_url
+from harness.stores.postgres import connect, ensure_schema
 from harness.types import QuestionResult
 
 _DDL = (
@@ -54,8 +56,6 @@ class SweepDatabase:
     """The sweep tables of one PostgreSQL database (created on first use)."""
 
     def __init__(self, url: str) -> None:
-        from harness.stores.postgres import connect, ensure_schema
-
         self.url = url
         self.where = redact_url(url)
         self._db = connect(url)
@@ -194,6 +194,22 @@ class SweepDatabase:
         run = self._row(name, *row)[1]
         assert run is not None
         return run
+
+    def read_runs(self, name: str) -> dict[int, RunLog]:
+        """Every trial's run log stored with its record, by trial number (what a report of
+        the sweep reads from the run folders of a folder sweep)."""
+        with self._guard("read the sweep's runs") as db:
+            rows = db.execute(
+                "SELECT record, header, questions FROM harness_trials "
+                "WHERE sweep = %s AND header IS NOT NULL ORDER BY number",
+                (name,),
+            ).fetchall()
+        out: dict[int, RunLog] = {}
+        for row in rows:
+            record, run = self._row(name, *row)
+            if run is not None:
+                out[record.number] = run
+        return out
 
     def list_sweeps(self) -> list[dict[str, Any]]:
         """One row per sweep, as `list_results` gives a sweep folder."""
