@@ -257,6 +257,12 @@ class SweepStats:
     sweep that pays once per distinct verdict."""
     naive_calls: int = 0
     """What a tool without a cache would make: for every trial, questions x k x 2."""
+    batch_verdicts: int = 0
+    """Verdicts paid through a batch API before the trials ran (judge.batch); the trials
+    read them from the cache."""
+    batch_cost_usd: float = 0.0
+    """What those batch jobs cost (at judge.batch_discount of the online price), included
+    in cost_usd."""
 
 
 @dataclass(frozen=True)

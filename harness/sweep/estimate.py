@@ -30,7 +30,9 @@ def estimate_sweep(
     the `trials` most expensive settings each paying all their open pairs, and (pointwise
     or both modes, real pairs) every open pair of the whole space paid once, since the
     cache never pays a verdict twice. Pruning only lowers it. `no_cache_calls_max` is
-    the same trials' calls without a verdict cache.
+    the same trials' calls without a verdict cache. With prices set, `batch_cost_usd_max`
+    is what judging the whole space through a batch API would cost (judge.batch: every
+    open pair of every setting, at judge.batch_discount of the online price).
     """
     check_endpoint(config.judge, config.path or "<experiment>")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -79,6 +81,8 @@ def estimate_sweep(
         if exact and config.judge.effective_mode != "listwise":
             whole = estimate(list(union), True)
             bound = {k: min(bound[k], getattr(whole, k)) for k in keys}
+        # A batch judges every pair of the space, each question's chunks all (no lazy walk)
+        batched = estimate(list(union), True) if exact else None
         lazy_max = None
         if lazy_union:
             lazy_max = sum(
@@ -105,4 +109,10 @@ def estimate_sweep(
     cost = judge_cost(config.judge, bound["prompt_tokens_max"], bound["completion_tokens_max"])
     if cost is not None:
         est["cost_usd_max"] = cost
+        if batched is not None:
+            whole = judge_cost(
+                config.judge, batched.prompt_tokens_max, batched.completion_tokens_max
+            )
+            est["batch_cost_usd_max"] = round((whole or 0.0) * config.judge.batch_discount, 6)
+    est["batch"] = config.judge.batch
     return est

@@ -173,6 +173,8 @@ class _Sweep:
         self._seen = 0  # the last trial row of the database this worker took in
         self._taken: dict[int, TrialRecord] = {}  # trials.jsonl lines taken in (journal)
         self.slots: shared.SlotLock | None = None
+        self.batch: dict[str, Any] = {}
+        """What the sweep's batch jobs cost (judge.batch; harness.judge.batch)."""
 
     def summary(self, status: str, error: str | None = None) -> SweepSummary:
         c = self.config
@@ -193,7 +195,7 @@ class _Sweep:
             n_trials_requested=c.sweep.trials,
             counts=self.book.counts(),
             best=self.book.best(),
-            stats=self.book.sweep_stats(),
+            stats=self.book.sweep_stats(self.batch),
             recommendation=self.book.recommendation(),
             importances=self.importances,
             importances_note=self.importances_note,
@@ -551,6 +553,14 @@ def run_sweep(
     logger.info("sweep {}: {} trials to run ({} finished)", sweep_dir.name, remaining, finished)
     try:
         with _maybe_judge(sweep, judge):
+            if config.judge.batch:
+                from harness.sweep.batch import batch_sweep
+
+                assert sweep.judge is not None
+                sweep.batch = batch_sweep(
+                    config, sweep.judge, sweep_dir, cache, shared=sweep.shared
+                )
+                sweep.write(STATUS_RUNNING)
             if sweep.shared:
                 sweep.slots = shared.SlotLock(storage_url, sweep_dir.name, sweep_dir)
                 try:
