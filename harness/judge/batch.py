@@ -226,12 +226,9 @@ class BatchAPI:
     """The Files and Batches endpoints of an OpenAI-compatible base URL (the OpenAI SDK,
     with its retries of 429s, 5xx and dropped connections)."""
 
-    def __init__(self, base_url: str, api_key: str, timeout_s: float = 120.0) -> None:
-        import openai
-
-        self.sdk = openai.OpenAI(
-            base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=5
-        )
+    def __init__(self, client: ChatClient, max_retries: int = 5) -> None:
+        """The endpoint and key of the judge's `client` (the key stays inside the SDK)."""
+        self.sdk = client.sdk(max_retries)
 
     def upload(self, jsonl: bytes) -> str:
         """POST /files with purpose "batch": the file's id."""
@@ -373,17 +370,12 @@ def judge_in_batches(
 ) -> dict[str, Any]:
     """Judge `pairs` through the batch API into `cache` (see the module's docstring);
     the batch stats (`BatchState.stats`)."""
-    api = api or BatchAPI(judge.client.base_url, _api_key(judge), config.timeout_s)
+    api = api or BatchAPI(judge.client)
     state = BatchState.load(state_path(sweep_dir))
     run = _BatchRun(pairs, judge, config, cache, state, api, sleep)
     for round_ in range(1, rounds(judge.mode) + 1):
         run.round(round_)
     return state.stats(config)
-
-
-def _api_key(judge: ChatJudge) -> str:
-    header = judge.client._headers.get("Authorization", "")
-    return header.split(" ", 1)[-1] if header else ""
 
 
 class _BatchRun:

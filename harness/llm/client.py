@@ -209,6 +209,11 @@ class ChatClient:
             )
         return wait
 
+    def sdk(self, max_retries: int) -> Any:
+        """The OpenAI SDK's client for this endpoint and key, retrying `max_retries`
+        times (the Files and Batches endpoints go through it: `harness.judge.batch`)."""
+        return self._sdk.with_options(max_retries=max_retries)
+
     def request_body(
         self,
         messages: list[dict[str, str]],

@@ -317,7 +317,8 @@ class SweepSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object written to sweep.json (pid, host, recommendation, importances
-        and their note only where recorded, so an older sweep.json reads back the same)."""
+        and their note, and the batch stats only where recorded, so an older sweep.json
+        reads back the same)."""
         d = plain(self)
         d["best"] = [b.to_dict() for b in self.best]
         for key in ("pid", "host", "recommendation", "importances_note"):
@@ -325,6 +326,9 @@ class SweepSummary:
                 d.pop(key)
         if not d["importances"]:
             d.pop("importances")
+        for key in ("batch_verdicts", "batch_cost_usd"):  # only a batch sweep's
+            if not d["stats"][key]:
+                d["stats"].pop(key)
         order = ("log_version", "sweep_id", "status", "updated_at", "error", "experiment")
         return {**{k: d[k] for k in order}, **{k: v for k, v in d.items() if k not in order}}
 

@@ -288,6 +288,11 @@ def format_sweep(summary: SweepSummary, trials: Sequence[TrialRecord]) -> str:
         f"judge calls {st.judge_calls}, cache hits {st.judge_cache_hits}, distinct "
         f"verdicts {st.distinct_verdicts}, without a cache {st.naive_calls} calls"
     )
+    if st.batch_verdicts:
+        lines.append(
+            f"batch API: {st.batch_verdicts} verdicts judged before the trials "
+            f"(${st.batch_cost_usd:.4f} of the sweep's ${st.cost_usd:.4f})"
+        )
     return "\n".join(lines)
 
 

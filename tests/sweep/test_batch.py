@@ -182,7 +182,8 @@ def test_a_batch_created_but_not_recorded_is_found_not_created_again(tmp_path):
 
     with FakeBatchAPI() as server:
         with pytest.raises(KeyboardInterrupt):
-            _run(server, tmp_path, api=DiesAfterCreate(server.base_url, "k"))
+            client = ChatJudge(base_url=server.base_url, model="fake", api_key="k").client
+            _run(server, tmp_path, api=DiesAfterCreate(client))
         assert len(server.batches) == 1
         stats, missing = _run(server, tmp_path)
     assert missing == []
