@@ -174,6 +174,7 @@ def plan_asks(
             rel_key = verdict_key(identity, criteria.relevant, q, c)
             comp_key = verdict_key(identity, criteria.complete, q, c)
             rel = cache.get(rel_key)
+            keys: tuple[str, ...]
             if judge.mode in PAIRWISE_MODES:
                 if round_ != 1 or (rel is not None and (not rel.value or cache.get(comp_key))):
                     continue

@@ -110,9 +110,9 @@ def estimate_sweep(
     if cost is not None:
         est["cost_usd_max"] = cost
         if batched is not None:
-            whole = judge_cost(
+            space_usd = judge_cost(
                 config.judge, batched.prompt_tokens_max, batched.completion_tokens_max
             )
-            est["batch_cost_usd_max"] = round((whole or 0.0) * config.judge.batch_discount, 6)
+            est["batch_cost_usd_max"] = round((space_usd or 0.0) * config.judge.batch_discount, 6)
     est["batch"] = config.judge.batch
     return est

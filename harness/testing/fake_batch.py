@@ -153,9 +153,12 @@ class FakeBatchAPI:
         )
         content = b""
         purpose = ""
-        for part in msg.get_payload():
+        for part in msg.walk():
+            if part.is_multipart():
+                continue
             name = part.get_param("name", header="content-disposition")
-            payload = part.get_payload(decode=True) or b""
+            payload = part.get_payload(decode=True)
+            assert isinstance(payload, bytes)
             if name == "file":
                 content = payload
             elif name == "purpose":

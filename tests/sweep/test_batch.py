@@ -198,8 +198,10 @@ def test_kill_9_while_the_provider_works_resumes_without_resubmitting(tmp_path):
         results, cache = tmp_path / "r", tmp_path / "c"
         argv = [sys.executable, "-m", "harness", "sweep", str(SWEEP), "--name", "s"]
         argv += ["--results-dir", str(results), "--cache-dir", str(cache), "--trials", "3"]
+        argv += ["--batch"]  # the flag for judge.batch = true
         for item in sets(server):
-            argv += ["--set", item]
+            if not item.startswith("judge.batch="):
+                argv += ["--set", item]
         proc = subprocess.Popen(
             argv,
             cwd=ROOT,
