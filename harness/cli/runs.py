@@ -48,7 +48,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from harness.log import SWEEP_FILE, read_sweep_summary
     from harness.sweep import estimate_sweep, run_sweep
 
-    overrides = args.set or []
+    overrides = [*(args.set or []), *(["judge.batch=true"] if args.batch else [])]
     if not (args.experiment or args.resume or args.join):
         raise HarnessError(
             "sweep: give an experiment file, --resume SWEEP_DIR or --join SWEEP_NAME"
@@ -171,6 +171,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         metavar="SECONDS",
         help="how often a PostgreSQL worker signals it lives; a silent one's trial runs "
         "again after 3 beats (default 10)",
+    )
+    p_sweep.add_argument(
+        "--batch",
+        action="store_true",
+        help="judge the whole space through the endpoint's batch API first, at its lower "
+        "price (same as --set judge.batch=true)",
     )
     experiment_options(
         p_sweep, "the most the sweep's judge calls, tokens and cost could be; pay nothing"

@@ -216,6 +216,28 @@ class JudgeConfig:
     chunks left unjudged (precision, nDCG, ...) are then bounds, never values. Unset: on
     in sweeps whose objective allows it, off for `harness run`. Listwise judging is
     never lazy (one call asks for all of a question's chunks)."""
+    batch: bool = False
+    """`harness sweep` (also `--batch`): judge the sweep's verdicts through the endpoint's
+    Files and Batches API (OpenAI's, at about half the price of online calls) before any
+    trial runs (`harness.judge.batch`). Every setting of the space is retrieved, the
+    verdicts its pairs need that are not in the verdict cache are submitted as batch jobs
+    (their ids kept in the sweep folder's batches.json, so a sweep killed while the
+    provider works resumes them and pays nothing twice), the answers parsed into the
+    verdict cache as online answers are, and then every trial reads its verdicts from
+    the cache. Pointwise, extractive and ensemble judging submit relevance first and
+    "complete" in a second round for the chunks judged relevant, so the batch pays the
+    same verdicts an online sweep would; both and graded take one round; listwise is not
+    batched. Each question's chunks are all judged (a batch cannot stop a question's
+    walk early as lazy judging does). `harness run` ignores it."""
+    batch_discount: float = 0.5
+    """A batch request's price as a share of an online one's (the dry run and the sweep's
+    stats price batch verdicts with it)."""
+    batch_poll_s: float = 30.0
+    """Seconds between two looks at a batch the provider is working on."""
+    batch_max_requests: int = 50_000
+    """The most requests one batch file holds (OpenAI's limit: 50,000)."""
+    batch_max_bytes: int = 190_000_000
+    """The largest batch file uploaded, in bytes (OpenAI's limit: 200 MB)."""
 
     @property
     def effective_mode(self) -> str:

@@ -209,6 +209,33 @@ class ChatClient:
             )
         return wait
 
+    def sdk(self, max_retries: int) -> Any:
+        """The OpenAI SDK's client for this endpoint and key, retrying `max_retries`
+        times (the Files and Batches endpoints go through it: `harness.judge.batch`)."""
+        return self._sdk.with_options(max_retries=max_retries)
+
+    def request_body(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        grammar: str | None = None,
+        top_logprobs: int = 5,
+    ) -> dict[str, Any]:
+        """The JSON body of a chat completion request, as `achat` posts it (and a batch
+        file carries it: `harness.judge.batch`)."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            "max_tokens": max_tokens,
+        }
+        if self.logprobs:
+            body.update(logprobs=True, top_logprobs=top_logprobs)
+        if grammar:
+            body["grammar"] = grammar
+        return body
+
     def chat(
         self,
         messages: list[dict[str, str]],
@@ -241,16 +268,9 @@ class ChatClient:
         pooled aiohttp session on the loop of `harness.llm.aio`, without the SDK's
         per-request work (its request transform and response models cost about 3 ms of
         CPU a request); errors are the SDK's exception types."""
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": self.temperature,
-            "max_tokens": max_tokens,
-        }
-        if self.logprobs:
-            body.update(logprobs=True, top_logprobs=top_logprobs)
-        if grammar:
-            body["grammar"] = grammar
+        body = self.request_body(
+            messages, max_tokens=max_tokens, grammar=grammar, top_logprobs=top_logprobs
+        )
         cost = Cost()
         while True:
             if self.limiter is not None:
@@ -476,6 +496,13 @@ def _read_completion_json(data: Any) -> Completion:
     except (AttributeError, TypeError, KeyError):
         tokens = []
     return content or "", tokens, *used
+
+
+def read_completion(data: Any) -> Completion:
+    """`(text, tokens, prompt tokens, completion tokens)` of a decoded chat completion
+    (a batch result line's body, say), read as an online answer is; `MalformedReply`
+    when it is none."""
+    return _read_completion_json(data)
 
 
 def _count_json(usage: dict[str, Any], name: str) -> int:

@@ -422,6 +422,12 @@ class SweepStats:
     sweep that pays once per distinct verdict."""
     naive_calls: int = 0
     """What a tool without a cache would make: for every trial, questions x k x 2."""
+    batch_verdicts: int = 0
+    """Verdicts paid through a batch API before the trials ran (judge.batch); the trials
+    read them from the cache."""
+    batch_cost_usd: float = 0.0
+    """What those batch jobs cost (at judge.batch_discount of the online price), included
+    in cost_usd."""
 
 
 @dataclass(frozen=True)
@@ -476,7 +482,8 @@ class SweepSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object written to sweep.json (pid, host, recommendation, importances
-        and their note only where recorded, so an older sweep.json reads back the same)."""
+        and their note, and the batch stats only where recorded, so an older sweep.json
+        reads back the same)."""
         d = plain(self)
         d["best"] = [b.to_dict() for b in self.best]
         for key in ("pid", "host", "recommendation", "importances_note"):
@@ -484,6 +491,9 @@ class SweepSummary:
                 d.pop(key)
         if not d["importances"]:
             d.pop("importances")
+        for key in ("batch_verdicts", "batch_cost_usd"):  # only a batch sweep's
+            if not d["stats"][key]:
+                d["stats"].pop(key)
         order = ("log_version", "sweep_id", "status", "updated_at", "error", "experiment")
         return {**{k: d[k] for k in order}, **{k: v for k, v in d.items() if k not in order}}
 

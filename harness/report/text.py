@@ -177,6 +177,12 @@ def format_sweep_estimate(est: dict[str, Any], max_rows: int = 20) -> str:
     ]
     if "cost_usd_max" in est:
         lines.append(f"cost: at most ${est['cost_usd_max']:.4f}")
+    if "batch_cost_usd_max" in est:
+        chosen = " (judge.batch: the sweep goes this way)" if est.get("batch") else ""
+        lines.append(
+            f"online price: at most ${est['cost_usd_max']:.4f}; batch price: at most "
+            f"${est['batch_cost_usd_max']:.4f} (the whole space through a batch API){chosen}"
+        )
     if est.get("lazy"):
         lines.append(
             f"lazy judging (judge.lazy): at most {est['lazy_judge_calls_max']} judge calls; "
@@ -282,6 +288,11 @@ def format_sweep(summary: SweepSummary, trials: Sequence[TrialRecord]) -> str:
         f"judge calls {st.judge_calls}, cache hits {st.judge_cache_hits}, distinct "
         f"verdicts {st.distinct_verdicts}, without a cache {st.naive_calls} calls"
     )
+    if st.batch_verdicts:
+        lines.append(
+            f"batch API: {st.batch_verdicts} verdicts judged before the trials "
+            f"(${st.batch_cost_usd:.4f} of the sweep's ${st.cost_usd:.4f})"
+        )
     return "\n".join(lines)
 
 

@@ -194,12 +194,24 @@ class SweepBook:
         )
         return recommend(self.objective[0], ranked, self.per_question, self.metrics, self._p_value)
 
-    def sweep_stats(self) -> SweepStats:
-        """Cost of the sweep, summed over the trials' logs (see SweepStats)."""
+    def sweep_stats(self, batch: dict[str, Any] | None = None) -> SweepStats:
+        """Cost of the sweep, summed over the trials' logs (see SweepStats), plus what
+        its batch jobs cost (`batch`: `harness.judge.batch.BatchState.stats`)."""
         total = {k: 0 for k in (*_STAT_KEYS, "naive_calls")}
         cost = 0.0
         for s in self.stats.values():
             for k in total:
                 total[k] += s[k]
             cost += s["cost_usd"]
-        return SweepStats(cost_usd=round(cost, 6), distinct_verdicts=len(self.distinct), **total)
+        extra: dict[str, Any] = {}
+        if batch:
+            cost += batch["batch_cost_usd"]
+            total["prompt_tokens"] += batch["batch_prompt_tokens"]
+            total["completion_tokens"] += batch["batch_completion_tokens"]
+            extra = {
+                "batch_verdicts": batch["batch_verdicts"],
+                "batch_cost_usd": batch["batch_cost_usd"],
+            }
+        return SweepStats(
+            cost_usd=round(cost, 6), distinct_verdicts=len(self.distinct), **total, **extra
+        )

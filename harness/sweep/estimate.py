@@ -31,7 +31,9 @@ def estimate_sweep(
     the `trials` most expensive settings each paying all their open pairs, and (pointwise
     or both modes, real pairs) every open pair of the whole space paid once, since the
     cache never pays a verdict twice. Pruning only lowers it. `no_cache_calls_max` is
-    the same trials' calls without a verdict cache.
+    the same trials' calls without a verdict cache. With prices set, `batch_cost_usd_max`
+    is what judging the whole space through a batch API would cost (judge.batch: every
+    open pair of every setting, at judge.batch_discount of the online price).
     """
     check_endpoint(config.judge, config.path or "<experiment>")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -47,6 +49,8 @@ def estimate_sweep(
         exact = all(c.real for c in costs)
         bound = _bound(config, costs, estimate, n_trials, exact)
         lazy_max = _lazy_bound(costs, estimate, n_trials, exact)
+        # A batch judges every pair of the space, each question's chunks all (no lazy walk)
+        batched = _space_cost(costs, estimate) if exact else None
     est: dict[str, Any] = {
         "trials": n_trials,
         "sampler": config.sweep.sampler,
@@ -64,6 +68,12 @@ def estimate_sweep(
     cost = judge_cost(config.judge, bound["prompt_tokens_max"], bound["completion_tokens_max"])
     if cost is not None:
         est["cost_usd_max"] = cost
+        if batched is not None:
+            space_usd = judge_cost(
+                config.judge, batched.prompt_tokens_max, batched.completion_tokens_max
+            )
+            est["batch_cost_usd_max"] = round((space_usd or 0.0) * config.judge.batch_discount, 6)
+    est["batch"] = config.judge.batch
     return est
 
 
@@ -131,10 +141,14 @@ def _bound(
     rows = [c.row for c in costs]
     bound = {k: _top(rows, k, n) for k in _KEYS}
     if exact and config.judge.effective_mode != "listwise":
-        union = dict.fromkeys(p for c in costs for p in c.pairs)
-        whole = estimate(list(union), True)
+        whole = _space_cost(costs, estimate)
         bound = {k: min(bound[k], getattr(whole, k)) for k in _KEYS}
     return bound
+
+
+def _space_cost(costs: list[_SettingCost], estimate: Any) -> Any:
+    """What every open pair of the space costs, each paid once: what a batch judges."""
+    return estimate(list(dict.fromkeys(p for c in costs for p in c.pairs)), True)
 
 
 def _lazy_bound(costs: list[_SettingCost], estimate: Any, n: int, exact: bool) -> int | None:

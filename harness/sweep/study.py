@@ -210,6 +210,8 @@ class _Sweep:
         self.shared = log.shared
         """Other workers may run trials of this sweep at the same time."""
         self.slots: shared.SlotLock | None = None
+        self.batch: dict[str, Any] = {}
+        """What the sweep's batch jobs cost (judge.batch; harness.judge.batch)."""
 
     def summary(self, status: str, error: str | None = None) -> SweepSummary:
         c = self.config
@@ -230,7 +232,7 @@ class _Sweep:
             n_trials_requested=c.sweep.trials,
             counts=self.book.counts(),
             best=self.book.best(),
-            stats=self.book.sweep_stats(),
+            stats=self.book.sweep_stats(self.batch),
             recommendation=self.book.recommendation(),
             importances=self.importances,
             importances_note=self.importances_note,
@@ -580,6 +582,8 @@ def _run_here(
     )
     try:
         with _maybe_judge(sweep, judge):
+            if sweep.config.judge.batch:
+                _judge_space_in_batches(sweep)
             _optimize(study, sweep, n_trials, remaining)
     except KeyboardInterrupt:
         # Other workers carry on: the shared summary keeps saying so.
@@ -592,6 +596,19 @@ def _run_here(
     sweep.importances, note = param_importances(study, sweep.config.sweep.objective[0])
     sweep.importances_note = note or None
     sweep.write(STATUS_DONE)
+
+
+def _judge_space_in_batches(sweep: _Sweep) -> None:
+    """judge.batch: every verdict the space needs, through the provider's batch API,
+    before the first trial (which then reads them from the cache)."""
+    from harness.sweep.batch import batch_sweep
+
+    if sweep.judge is None:  # _maybe_judge opened it
+        raise HarnessError("a batch sweep needs the judge open")
+    sweep.batch = batch_sweep(
+        sweep.config, sweep.judge, sweep.dir, sweep.cache_dir, shared=sweep.shared
+    )
+    sweep.write(STATUS_RUNNING)
 
 
 def _run_local_workers(

@@ -1,0 +1,65 @@
+"""A sweep judged through a batch API before its trials run (`judge.batch`).
+
+Retrieval for every setting of the space costs nothing the judge bills, so the pairs
+every setting would judge are collected first, judged as batch jobs
+(`harness.judge.batch.judge_in_batches`) into the verdict cache, and every trial then
+reads its verdicts from the cache.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from harness.config import ExperimentConfig
+from harness.errors import HarnessError
+from harness.judge import Judge
+from harness.judge.batch import check_batchable, judge_in_batches
+from harness.pipeline import judged_pairs
+from harness.stores import VerdictCache
+from harness.stores.verdicts import FILE as VERDICTS_FILE
+from harness.sweep.space import SearchSpace
+
+
+def space_pairs(config: ExperimentConfig, cache_dir: Path) -> list[tuple[str, str]]:
+    """The distinct (question, chunk text) pairs every setting of the space judges, in
+    first-seen order. A setting whose index cannot be built for free (a paid embedder
+    without a cached index) has only stand-in chunks: it is left to online judging."""
+    space = SearchSpace(config)
+    pairs: dict[tuple[str, str], None] = {}
+    inexact = 0
+    for params in space.enumerate():
+        got, _, exact = judged_pairs(space.trial_config(params), cache_dir)
+        if not exact:
+            inexact += 1
+            continue
+        pairs.update(dict.fromkeys(got))
+    if inexact:
+        logger.warning(
+            "batch: {} settings need a paid index or reranker first; their trials judge online",
+            inexact,
+        )
+    return list(pairs)
+
+
+def batch_sweep(
+    config: ExperimentConfig, judge: Judge, sweep_dir: Path, cache_dir: Path, *, shared: bool
+) -> dict[str, Any]:
+    """Judge the verdicts the whole space needs through the batch API (resuming the
+    batches `sweep_dir` records); the batch stats for the sweep's summary."""
+    where = config.path or "<experiment>"
+    if shared:
+        raise HarnessError(
+            f"{where}: judge.batch: a batch sweep runs in one process (no --workers, no "
+            "database storage)"
+        )
+    chat = check_batchable(judge, where)
+    pairs = space_pairs(config, cache_dir)
+    logger.info("batch: {} distinct (question, chunk) pairs over the space", len(pairs))
+    cache = VerdictCache(cache_dir / VERDICTS_FILE)
+    try:
+        return judge_in_batches(pairs, chat, config.judge, cache, sweep_dir)
+    finally:
+        cache.close()

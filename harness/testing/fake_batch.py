@@ -1,0 +1,275 @@
+"""A fake OpenAI Files and Batches API (and chat completions) on 127.0.0.1, for tests.
+
+It serves what `harness.judge.batch` uses: POST /files (purpose "batch", multipart),
+POST /batches, GET /batches/{id} (validating -> in_progress -> finalizing -> completed,
+one step a look, with request_counts), GET /batches (the list), GET /files/{id}/content,
+and POST /chat/completions for the requests asked online. Switches: `hold` (batches stay
+in_progress until it is set), `fail(custom_id)` (that request goes to the error file
+with a 500), `expire` (the first n batches expire with only their first half answered),
+`malformed` (that many lines of the first result file are not JSON) and `garbage`
+(that many answers after those, whose text the judge cannot parse).
+Every request of every batch and every online call is counted, by prompt.
+"""
+
+from __future__ import annotations
+
+import collections
+import email.parser
+import http.server
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from harness.testing.fake_openai import _Server
+
+
+def answer(prompt: str) -> str:
+    """The judge's answer to a prompt: relevant for about half the chunks, complete
+    always; two lines in "both" mode."""
+    if "Answer exactly two lines" in prompt:
+        return "relevant: yes\ncomplete: no"
+    return "yes" if len(prompt) % 2 else "no"
+
+
+def _prompt(body: dict[str, Any]) -> str:
+    return "\n".join(m.get("content", "") for m in body.get("messages", []))
+
+
+def _completion(body: dict[str, Any], text: str, n: str) -> dict[str, Any]:
+    prompt_tokens = len(_prompt(body).split())
+    return {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": text},
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": 1,
+            "total_tokens": prompt_tokens + 1,
+        },
+    }
+
+
+class FakeBatchAPI:
+    """The fake server on a free loopback port while used as a context manager."""
+
+    def __init__(
+        self,
+        *,
+        answer: Callable[[str], str] = answer,
+        fail: Callable[[str], bool] = lambda cid: False,
+        expire: int = 0,
+        malformed: int = 0,
+        garbage: int = 0,
+        hold: threading.Event | None = None,
+    ) -> None:
+        self.answer, self.fail = answer, fail
+        self.expire, self.malformed, self.garbage = expire, malformed, garbage
+        self.hold = hold
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.uploads = 0
+        self.batch_requests: collections.Counter[str] = collections.Counter()
+        """Prompt -> times it was in a batch that answered it (billed)."""
+        self.submitted: collections.Counter[str] = collections.Counter()
+        """custom_id -> batches it was submitted in."""
+        self.online: collections.Counter[str] = collections.Counter()
+        """Prompt -> online chat completions answered."""
+        self.polls = 0
+        self._lock = threading.Lock()
+        self._results_made = 0
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, code: int, obj: Any, raw: bytes | None = None) -> None:
+                body = raw if raw is not None else json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _body(self) -> bytes:
+                return self.rfile.read(int(self.headers.get("Content-Length", 0)))
+
+            def do_POST(self) -> None:
+                path = self.path.split("?")[0].rstrip("/")
+                data = self._body()
+                with fake._lock:
+                    if path.endswith("/files"):
+                        self._send(200, fake._upload(self.headers["Content-Type"], data))
+                    elif path.endswith("/batches"):
+                        self._send(200, fake._create(json.loads(data)))
+                    elif path.endswith("/chat/completions"):
+                        body = json.loads(data)
+                        fake.online[_prompt(body)] += 1
+                        text = fake.answer(_prompt(body))
+                        self._send(200, _completion(body, text, str(sum(fake.online.values()))))
+                    else:
+                        self._send(404, {"error": {"message": f"no {path}"}})
+
+            def do_GET(self) -> None:
+                path = self.path.split("?")[0].rstrip("/")
+                parts = path.split("/")
+                with fake._lock:
+                    if path.endswith("/batches"):
+                        data = [fake._public(b) for b in fake.batches.values()]
+                        self._send(200, {"object": "list", "data": data, "has_more": False})
+                    elif len(parts) >= 2 and parts[-2] == "batches":
+                        batch = fake.batches.get(parts[-1])
+                        if batch is None:
+                            self._send(404, {"error": {"message": "no such batch"}})
+                        else:
+                            self._send(200, fake._poll(batch))
+                    elif path.endswith("/content") and parts[-2] in fake.files:
+                        self._send(200, None, fake.files[parts[-2]])
+                    else:
+                        self._send(404, {"error": {"message": f"no {path}"}})
+
+        self._server = _Server(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    # ------------------------------------------------------------ the API, under the lock
+
+    def _upload(self, content_type: str, data: bytes) -> dict[str, Any]:
+        msg = email.parser.BytesParser().parsebytes(
+            b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + data
+        )
+        content = b""
+        purpose = ""
+        for part in msg.walk():
+            if part.is_multipart():
+                continue
+            name = part.get_param("name", header="content-disposition")
+            payload = part.get_payload(decode=True)
+            assert isinstance(payload, bytes)
+            if name == "file":
+                content = payload
+            elif name == "purpose":
+                purpose = payload.decode()
+        assert purpose == "batch", purpose
+        self.uploads += 1
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = content
+        return {
+            "id": file_id,
+            "object": "file",
+            "bytes": len(content),
+            "created_at": int(time.time()),
+            "filename": "batch.jsonl",
+            "purpose": "batch",
+            "status": "processed",
+        }
+
+    def _create(self, request: dict[str, Any]) -> dict[str, Any]:
+        file_id = request["input_file_id"]
+        assert request["endpoint"] == "/v1/chat/completions"
+        rows = [json.loads(line) for line in self.files[file_id].splitlines() if line.strip()]
+        for row in rows:
+            self.submitted[row["custom_id"]] += 1
+        batch = {
+            "id": f"batch_{len(self.batches) + 1}",
+            "object": "batch",
+            "endpoint": request["endpoint"],
+            "errors": None,
+            "input_file_id": file_id,
+            "completion_window": "24h",
+            "status": "validating",
+            "output_file_id": None,
+            "error_file_id": None,
+            "created_at": int(time.time()),
+            "request_counts": {"total": len(rows), "completed": 0, "failed": 0},
+            "_rows": rows,
+            "_expire": len(self.batches) < self.expire,
+        }
+        self.batches[batch["id"]] = batch
+        return self._public(batch)
+
+    @staticmethod
+    def _public(batch: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+    def _poll(self, batch: dict[str, Any]) -> dict[str, Any]:
+        self.polls += 1
+        status = batch["status"]
+        total = batch["request_counts"]["total"]
+        if status == "validating":
+            batch["status"] = "in_progress"
+        elif status == "in_progress" and (self.hold is None or self.hold.is_set()):
+            batch["status"] = "finalizing"
+            batch["request_counts"]["completed"] = total // 2
+        elif status == "finalizing":
+            self._finish(batch)
+        return self._public(batch)
+
+    def _finish(self, batch: dict[str, Any]) -> None:
+        rows = batch["_rows"]
+        if batch["_expire"]:
+            rows = rows[: len(rows) // 2]
+        out: list[bytes] = []
+        errors: list[bytes] = []
+        first = self._results_made == 0
+        self._results_made += 1
+        for i, row in enumerate(rows):
+            cid, body = row["custom_id"], row["body"]
+            if self.fail(cid):
+                line = {
+                    "id": f"req-{i}",
+                    "custom_id": cid,
+                    "response": {"status_code": 500, "body": {"error": "server error"}},
+                    "error": {"code": "server_error", "message": "server error"},
+                }
+                errors.append(json.dumps(line).encode())
+                continue
+            if first and i < self.malformed:
+                out.append(b'{"custom_id": "' + cid.encode() + b'", "response": {not json')
+                continue
+            garbled = first and i < self.malformed + self.garbage  # the lines after those
+            text = "banana split" if garbled else self.answer(_prompt(body))
+            self.batch_requests[_prompt(body)] += 1
+            line = {
+                "id": f"req-{i}",
+                "custom_id": cid,
+                "response": {"status_code": 200, "body": _completion(body, text, f"b{i}")},
+                "error": None,
+            }
+            out.append(json.dumps(line).encode())
+        counts = batch["request_counts"]
+        counts["completed"], counts["failed"] = len(out), len(errors)
+        batch["status"] = "expired" if batch["_expire"] else "completed"
+        for kind, lines in (("output_file_id", out), ("error_file_id", errors)):
+            if lines:
+                file_id = f"file-{len(self.files) + 1}"
+                self.files[file_id] = b"\n".join(lines) + b"\n"
+                batch[kind] = file_id
+
+    # ------------------------------------------------------------ serving
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL (ends in /v1)."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeBatchAPI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
