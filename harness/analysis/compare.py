@@ -8,14 +8,16 @@ other metric, the hard counts (mrr, hit_rate) among them, keeps its paired diffe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.errors import HarnessError
 from harness.log import RunLog
 from harness.metrics import METRIC_NAMES, METRICS, paired_bootstrap, parse_metric_id
 from harness.types import JudgedHit, QuestionResult
+
+_V = TypeVar("_V")
 
 COMPARED = METRIC_NAMES
 """Metrics whose paired differences are reported: every registered metric."""
@@ -101,6 +103,33 @@ def _hit_summary(h: JudgedHit | None) -> dict[str, Any] | None:
     return {"rank": h.hit.rank, "chunk_id": h.chunk.chunk_id, "text": h.chunk.text}
 
 
+@dataclass(frozen=True)
+class _Shared:
+    """What runs are compared on: their names, their questions by id, the k, the metric
+    the changed questions are read on, and the questions every run has a value of it for."""
+
+    names: list[str]
+    by_q: list[dict[str, QuestionResult]]
+    k: int
+    change_metric: str
+    questions: list[str]
+    """Ids of the shared questions, in the first run's order."""
+
+    @property
+    def key(self) -> str:
+        """The change metric's id at k."""
+        return f"{self.change_metric}@{self.k}"
+
+
+@dataclass(frozen=True)
+class _Bootstrap:
+    """The paired bootstrap's settings."""
+
+    confidence: float
+    n_resamples: int
+    seed: int
+
+
 def compare_runs(
     runs: Sequence[RunLog],
     *,
@@ -117,6 +146,36 @@ def compare_runs(
     """
     if len(runs) < 2:
         raise HarnessError("compare needs at least two runs")
+    shared = _shared(runs, k, change_metric)
+    k = shared.k
+    metrics = {name: _at_k(r.header.metrics, k) for name, r in zip(shared.names, runs, strict=True)}
+    bounds = {
+        name: _at_k(r.header.metric_bounds, k) for name, r in zip(shared.names, runs, strict=True)
+    }
+    # a difference over the questions that happen to have a value would pass for complete
+    bounded = {m for b in bounds.values() for m in b}
+    bootstrap = _Bootstrap(confidence, n_resamples, seed)
+    others = list(zip(shared.names[1:], shared.by_q[1:], strict=True))
+    diffs = [
+        d for name, other in others for d in _differences(shared, name, other, bounded, bootstrap)
+    ]
+    changes = [c for name, other in others for c in _changes(shared, name, other)]
+    changes.sort(key=lambda c: (c.run, c.after - c.before))
+    return Comparison(
+        shared.names,
+        k,
+        metrics,
+        diffs,
+        changes,
+        len(shared.questions),
+        bounds,
+        shared.change_metric,
+    )
+
+
+def _shared(runs: Sequence[RunLog], k: int | None, change_metric: str | None) -> _Shared:
+    """The k and change metric checked (or defaulted) and the questions the runs share;
+    HarnessError when either is out of range or no question is shared."""
     defaulted = change_metric is None
     if change_metric is None:
         change_metric = objective_metric(runs[0])
@@ -129,61 +188,68 @@ def compare_runs(
         k = common_k
     if k < 1 or k > common_k:
         raise HarnessError(f"--k: expected 1..{common_k} (the largest k every run has), got {k}")
-    names = [str(r.run_dir) for r in runs]
     by_q = [{q.question.question_id: q for q in r.questions} for r in runs]
     if defaulted and not any(f"{change_metric}@{k}" in q.metrics for m in by_q for q in m.values()):
         # runs judged lazily have the soft metric as bounds only: read the hard one
         change_metric = METRICS[change_metric].hard or change_metric
     key = f"{change_metric}@{k}"
-    shared = [qid for qid in by_q[0] if all(qid in m and key in m[qid].metrics for m in by_q)]
-    if not shared:
+    questions = [qid for qid in by_q[0] if all(qid in m and key in m[qid].metrics for m in by_q)]
+    if not questions:
         raise HarnessError("the runs share no question with a value at this k")
-    metrics = {
-        name: {m: r.header.metrics[m] for m in r.header.metrics if m.endswith(f"@{k}")}
-        for name, r in zip(names, runs, strict=True)
-    }
-    bounds = {
-        name: {m: b for m, b in r.header.metric_bounds.items() if m.endswith(f"@{k}")}
-        for name, r in zip(names, runs, strict=True)
-    }
-    # a difference over the questions that happen to have a value would pass for complete
-    bounded = {m for b in bounds.values() for m in b}
+    return _Shared([str(r.run_dir) for r in runs], by_q, k, change_metric, questions)
+
+
+def _at_k(values: Mapping[str, _V], k: int) -> dict[str, _V]:
+    """The values of the metric ids at `k`."""
+    return {m: v for m, v in values.items() if m.endswith(f"@{k}")}
+
+
+def _differences(
+    shared: _Shared,
+    name: str,
+    other: dict[str, QuestionResult],
+    bounded: set[str],
+    bootstrap: _Bootstrap,
+) -> list[Difference]:
+    """Run `name`'s paired differences to the first run, one per compared metric that
+    is no run's bounds and that both have on some shared question."""
+    base = shared.by_q[0]
     diffs: list[Difference] = []
-    changes: list[QuestionChange] = []
-    base = by_q[0]
-    for name, other in zip(names[1:], by_q[1:], strict=True):
-        for metric in COMPARED:
-            mk = f"{metric}@{k}"
-            if mk in bounded:
-                continue
-            pairs = [
-                (base[q].metrics[mk], other[q].metrics[mk])
-                for q in shared
-                if mk in base[q].metrics and mk in other[q].metrics
-            ]
-            if not pairs:
-                continue
-            mean, low, high = paired_bootstrap(
-                [p[0] for p in pairs],
-                [p[1] for p in pairs],
-                n_resamples=n_resamples,
-                confidence=confidence,
-                seed=seed,
-            )
-            diffs.append(Difference(mk, name, mean, low, high, len(pairs)))
-        for qid in shared:
-            before, after = base[qid].metrics[key], other[qid].metrics[key]
-            if before != after:
-                changes.append(
-                    QuestionChange(
-                        question_id=qid,
-                        text=base[qid].question.text,
-                        run=name,
-                        before=before,
-                        after=after,
-                        first_hit_before=_hit_summary(_first_answer(base[qid])),
-                        first_hit_after=_hit_summary(_first_answer(other[qid])),
-                    )
-                )
-    changes.sort(key=lambda c: (c.run, c.after - c.before))
-    return Comparison(names, k, metrics, diffs, changes, len(shared), bounds, change_metric)
+    for metric in COMPARED:
+        mk = f"{metric}@{shared.k}"
+        if mk in bounded:
+            continue
+        pairs = [
+            (base[q].metrics[mk], other[q].metrics[mk])
+            for q in shared.questions
+            if mk in base[q].metrics and mk in other[q].metrics
+        ]
+        if not pairs:
+            continue
+        mean, low, high = paired_bootstrap(
+            [p[0] for p in pairs],
+            [p[1] for p in pairs],
+            n_resamples=bootstrap.n_resamples,
+            confidence=bootstrap.confidence,
+            seed=bootstrap.seed,
+        )
+        diffs.append(Difference(mk, name, mean, low, high, len(pairs)))
+    return diffs
+
+
+def _changes(shared: _Shared, name: str, other: dict[str, QuestionResult]) -> list[QuestionChange]:
+    """The shared questions whose change metric differs between the first run and `name`."""
+    base, key = shared.by_q[0], shared.key
+    return [
+        QuestionChange(
+            question_id=qid,
+            text=base[qid].question.text,
+            run=name,
+            before=base[qid].metrics[key],
+            after=other[qid].metrics[key],
+            first_hit_before=_hit_summary(_first_answer(base[qid])),
+            first_hit_after=_hit_summary(_first_answer(other[qid])),
+        )
+        for qid in shared.questions
+        if base[qid].metrics[key] != other[qid].metrics[key]
+    ]

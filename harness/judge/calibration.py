@@ -245,12 +245,57 @@ def _shown(v: Any) -> str:
     return f"{type(v).__name__} {text}"
 
 
+@dataclass(frozen=True)
+class _File:
+    """A calibration file's bytes and its top-level JSON object, fields not yet checked."""
+
+    path: Path
+    raw: bytes
+    obj: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Tables:
+    """A calibration file's per-criterion tables, each name a known criterion."""
+
+    criteria: dict[str, Any]
+    rates: dict[str, Any]
+
+
 def read_calibration(path: str | os.PathLike[str]) -> Calibration:
     """A calibration file, checked field by field before anything uses it: a missing,
     empty, BOM-prefixed or non-JSON file, a number that is a string, huge or infinite,
     a grade that is not a whole number, an unknown criterion or none of the known ones
     each raise one ConfigError naming the file and the field."""
-    p = Path(path)
+    file = _read_file(Path(path))
+    f = _Fields(str(file.path))
+    d = file.obj
+    tables = _tables(d, f)
+    maps = {name: _platt_map(m, f"criteria.{name}", f) for name, m in tables.criteria.items()}
+    rates = {name: _error_rates(r, f"rates.{name}", f) for name, r in tables.rates.items()}
+    grades = {}
+    for key, default in (("relevant_grade", 1), ("complete_grade", 2)):
+        grades[key] = f.count(d, key, "", default=default)
+    source = d.get("source", {})
+    if not isinstance(source, dict):
+        raise f.fail("source", "expected an object")
+    return Calibration(
+        criteria=maps,
+        judge=f.text(d, "judge"),
+        relevant_grade=grades["relevant_grade"],
+        complete_grade=grades["complete_grade"],
+        created_at=f.text(d, "created_at"),
+        source=source,
+        sha256=hashlib.sha256(file.raw).hexdigest(),
+        path=str(file.path),
+        rates=rates,
+        basis=f.text(d, "basis") or "labels",
+    )
+
+
+def _read_file(p: Path) -> _File:
+    """The file's bytes and JSON object: ConfigError for a missing, unreadable, empty,
+    BOM-prefixed or non-JSON file, or JSON that is not an object."""
     where = str(p)
     try:
         raw = p.read_bytes()
@@ -272,76 +317,59 @@ def read_calibration(path: str | os.PathLike[str]) -> Calibration:
         d = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError):  # bad UTF-8, bad JSON, a 5000-digit integer
         raise ConfigError(where, "", "expected a JSON calibration file") from None
-    f = _Fields(where)
     if not isinstance(d, dict):
         raise ConfigError(where, "", "expected a JSON object (written by harness calibrate)")
+    return _File(p, raw, d)
+
+
+def _tables(d: dict[str, Any], f: _Fields) -> _Tables:
+    """The file's version checked and its `criteria` and `rates` tables: objects, naming
+    only known criteria, not both empty."""
     version = f.count(d, "calibration_version", "", default=1)
     if version > CALIBRATION_VERSION:
-        raise ConfigError(where, "calibration_version", "written by a newer harness")
+        raise f.fail("calibration_version", "written by a newer harness")
     criteria = d.get("criteria")
-    rates_in = d.get("rates", {})
+    rates = d.get("rates", {})
     if not isinstance(criteria, dict):
-        raise ConfigError(where, "criteria", "expected an object of per-criterion maps")
-    if not isinstance(rates_in, dict):
-        raise ConfigError(where, "rates", "expected an object of per-criterion rates")
-    for section, table in (("criteria", criteria), ("rates", rates_in)):
+        raise f.fail("criteria", "expected an object of per-criterion maps")
+    if not isinstance(rates, dict):
+        raise f.fail("rates", "expected an object of per-criterion rates")
+    for section, table in (("criteria", criteria), ("rates", rates)):
         for name in table:
             if name not in CRITERIA:
-                raise ConfigError(
-                    where,
-                    f"{section}.{name}",
-                    f"unknown criterion: expected {' or '.join(CRITERIA)}",
+                raise f.fail(
+                    f"{section}.{name}", f"unknown criterion: expected {' or '.join(CRITERIA)}"
                 )
-    if not criteria and not rates_in:
-        raise ConfigError(
-            where, "criteria", f"expected a map (or rates) for {' and/or '.join(CRITERIA)}"
-        )
-    maps: dict[str, PlattMap] = {}
-    for name, m in criteria.items():
-        field_ = f"criteria.{name}"
-        if not isinstance(m, dict):
-            raise ConfigError(where, field_, "expected an object {a, b, n, positives}")
-        n = f.count(m, "n", field_)
-        positives = f.count(m, "positives", field_)
-        if positives > n:
-            raise ConfigError(where, f"{field_}.positives", f"expected at most n = {n}")
-        maps[name] = PlattMap(
-            f.number(m, "a", field_, PARAM_LIMIT),
-            f.number(m, "b", field_, PARAM_LIMIT),
-            n,
-            positives,
-        )
-    rates: dict[str, ErrorRates] = {}
-    for name, r in rates_in.items():
-        field_ = f"rates.{name}"
-        if not isinstance(r, dict):
-            raise ConfigError(where, field_, "expected an object {tpr, fpr, positives, negatives}")
-        extra = r.get("extra", {})
-        rates[name] = ErrorRates(
-            tpr=f.share(r, "tpr", field_),
-            fpr=f.share(r, "fpr", field_),
-            positives=f.count(r, "positives", field_),
-            negatives=f.count(r, "negatives", field_),
-            basis=f.text(r, "basis") or "labels",
-            extra=extra if isinstance(extra, dict) else {},
-        )
-    grades = {}
-    for key, default in (("relevant_grade", 1), ("complete_grade", 2)):
-        grades[key] = f.count(d, key, "", default=default)
-    source = d.get("source", {})
-    if not isinstance(source, dict):
-        raise ConfigError(where, "source", "expected an object")
-    return Calibration(
-        criteria=maps,
-        judge=f.text(d, "judge"),
-        relevant_grade=grades["relevant_grade"],
-        complete_grade=grades["complete_grade"],
-        created_at=f.text(d, "created_at"),
-        source=source,
-        sha256=hashlib.sha256(raw).hexdigest(),
-        path=str(p),
-        rates=rates,
-        basis=f.text(d, "basis") or "labels",
+    if not criteria and not rates:
+        raise f.fail("criteria", f"expected a map (or rates) for {' and/or '.join(CRITERIA)}")
+    return _Tables(criteria, rates)
+
+
+def _platt_map(m: Any, field_: str, f: _Fields) -> PlattMap:
+    """One criterion's map, `field_` its name in the file (criteria.NAME)."""
+    if not isinstance(m, dict):
+        raise f.fail(field_, "expected an object {a, b, n, positives}")
+    n = f.count(m, "n", field_)
+    positives = f.count(m, "positives", field_)
+    if positives > n:
+        raise f.fail(f"{field_}.positives", f"expected at most n = {n}")
+    return PlattMap(
+        f.number(m, "a", field_, PARAM_LIMIT), f.number(m, "b", field_, PARAM_LIMIT), n, positives
+    )
+
+
+def _error_rates(r: Any, field_: str, f: _Fields) -> ErrorRates:
+    """One criterion's measured error rates, `field_` its name in the file (rates.NAME)."""
+    if not isinstance(r, dict):
+        raise f.fail(field_, "expected an object {tpr, fpr, positives, negatives}")
+    extra = r.get("extra", {})
+    return ErrorRates(
+        tpr=f.share(r, "tpr", field_),
+        fpr=f.share(r, "fpr", field_),
+        positives=f.count(r, "positives", field_),
+        negatives=f.count(r, "negatives", field_),
+        basis=f.text(r, "basis") or "labels",
+        extra=extra if isinstance(extra, dict) else {},
     )
 
 
@@ -368,6 +396,26 @@ MIN_MEASURED = 20
 called trusted: with fewer, a rate of 1.0 may be one lucky pair."""
 
 
+_CORRECTED = (("complete_rate", "complete", 1), ("relevant_rate", "relevant", 0))
+"""(stats["trust"] key, criterion, its column in `per_question`) of each corrected rate."""
+_VERDICTS = ("trusted", "biased", "untrusted")
+"""A run's trust verdicts, best first: a run gets its worst rate's."""
+
+
+@dataclass(frozen=True)
+class _RateCheck:
+    """One judged rate against the judge's measured error rates."""
+
+    name: str
+    """Its key in stats["trust"]: complete_rate or relevant_rate."""
+    entry: dict[str, Any]
+    """Raw and corrected rate, interval and undefined share, as logged."""
+    line: str
+    """Its part of the trust statement."""
+    verdict: str
+    """One of _VERDICTS, for this rate alone."""
+
+
 def trust_summary(
     per_question: Sequence[tuple[int, int, int]],
     cal: Calibration | None,
@@ -390,23 +438,14 @@ def trust_summary(
     judged run's rates are over the chunks it chose to judge (it stops at the first
     answer), a biased sample: they are reported uncorrected, with a note.
     """
-    from harness.metrics.trust import corrected_rate
-
-    judged = sum(n for _, _, n in per_question)
-    out: dict[str, Any] = {"basis": cal.basis if cal and cal.rates else None}
     if cal is None or not cal.rates:
-        why = (
-            "the judge's error rates are unknown, so its complete-rate and hit rate carry no "
-            "error bar"
-            if cal is None
-            else f"the calibration {cal.path} holds no measured error rates (written by an "
-            "older harness)"
-        )
-        out["statement"] = f"untrusted: {why}"
-        return out, f"{why}: {UNTRUSTED_HINT}"
-    out["calibration"] = cal.path
-    out["rates"] = {c: r.to_dict() for c, r in cal.rates.items()}
-    if judged == 0:
+        return _without_rates(cal)
+    out: dict[str, Any] = {
+        "basis": cal.basis,
+        "calibration": cal.path,
+        "rates": {c: r.to_dict() for c, r in cal.rates.items()},
+    }
+    if sum(n for _, _, n in per_question) == 0:
         out["statement"] = "untrusted: no chunk was judged"
         return out, None
     if lazy:
@@ -415,40 +454,53 @@ def trust_summary(
             "judged chunks are not a sample of the retrieved ones"
         )
         return out, None
-    parts = []
-    verdict = "trusted"
-    for name, crit, col in (("complete_rate", "complete", 1), ("relevant_rate", "relevant", 0)):
-        r = cal.rates.get(crit)
-        if r is None:
-            continue
-        c = corrected_rate(
-            [(q[col], q[2]) for q in per_question], r.tpr, r.fpr, r.positives, r.negatives
-        )
-        out[name] = {
-            "raw": round(c.raw, 4),
-            "corrected": None if c.corrected is None else round(c.corrected, 4),
-            "low": None if c.low is None else round(c.low, 4),
-            "high": None if c.high is None else round(c.high, 4),
-            "undefined_share": round(c.undefined_share, 4),
-        }
-        label = name.replace("_", "-")
-        if c.corrected is None or c.low is None or c.high is None:
-            verdict = "untrusted"
-            parts.append(
-                f"{label} {c.raw:.0%} cannot be corrected (TPR {r.tpr:.2f} <= FPR {r.fpr:.2f})"
-            )
-            continue
-        few = r.positives < MIN_MEASURED or r.negatives < MIN_MEASURED
-        if few:
-            verdict = "untrusted"
-        elif not c.low <= c.raw <= c.high and verdict == "trusted":
-            verdict = "biased"
-        parts.append(
-            f"judged {label} {c.raw:.0%}, corrected {c.corrected:.0%} "
-            f"[{c.low:.0%}, {c.high:.0%}] (TPR {r.tpr:.2f}, FPR {r.fpr:.2f}, {r.basis}"
-            + (f"; only {r.positives} answers and {r.negatives} non-answers" if few else "")
-            + ")"
-        )
+    checks = [
+        _check_rate(name, cal.rates[crit], [(q[col], q[2]) for q in per_question])
+        for name, crit, col in _CORRECTED
+        if crit in cal.rates
+    ]
+    out.update({c.name: c.entry for c in checks})
+    verdict = max((c.verdict for c in checks), key=_VERDICTS.index, default="trusted")
     out["verdict"] = verdict
-    out["statement"] = f"{verdict}: " + "; ".join(parts)
+    out["statement"] = f"{verdict}: " + "; ".join(c.line for c in checks)
     return out, None if verdict == "trusted" else out["statement"]
+
+
+def _without_rates(cal: Calibration | None) -> tuple[dict[str, Any], str]:
+    """`trust_summary` of a run whose judge has no measured error rates: untrusted, and
+    the warning says what to run."""
+    why = (
+        "the judge's error rates are unknown, so its complete-rate and hit rate carry no error bar"
+        if cal is None
+        else f"the calibration {cal.path} holds no measured error rates (written by an "
+        "older harness)"
+    )
+    return {"basis": None, "statement": f"untrusted: {why}"}, f"{why}: {UNTRUSTED_HINT}"
+
+
+def _check_rate(name: str, r: ErrorRates, counts: Sequence[tuple[int, int]]) -> _RateCheck:
+    """The judged rate `name` over (judged yes, judged) per question, corrected with the
+    judge's error rates `r`."""
+    from harness.metrics.trust import corrected_rate
+
+    c = corrected_rate(counts, r.tpr, r.fpr, r.positives, r.negatives)
+    entry = {
+        "raw": round(c.raw, 4),
+        "corrected": None if c.corrected is None else round(c.corrected, 4),
+        "low": None if c.low is None else round(c.low, 4),
+        "high": None if c.high is None else round(c.high, 4),
+        "undefined_share": round(c.undefined_share, 4),
+    }
+    label = name.replace("_", "-")
+    if c.corrected is None or c.low is None or c.high is None:
+        line = f"{label} {c.raw:.0%} cannot be corrected (TPR {r.tpr:.2f} <= FPR {r.fpr:.2f})"
+        return _RateCheck(name, entry, line, "untrusted")
+    few = r.positives < MIN_MEASURED or r.negatives < MIN_MEASURED
+    line = (
+        f"judged {label} {c.raw:.0%}, corrected {c.corrected:.0%} "
+        f"[{c.low:.0%}, {c.high:.0%}] (TPR {r.tpr:.2f}, FPR {r.fpr:.2f}, {r.basis}"
+        + (f"; only {r.positives} answers and {r.negatives} non-answers" if few else "")
+        + ")"
+    )
+    verdict = "untrusted" if few else "trusted" if c.low <= c.raw <= c.high else "biased"
+    return _RateCheck(name, entry, line, verdict)

@@ -11,7 +11,7 @@ from typing import Any
 from harness import corpus
 from harness import judge as judge_stage
 from harness.components.registry import load
-from harness.config import ExperimentConfig
+from harness.config import ExperimentConfig, JudgeConfig
 from harness.judge.injection import text_for_judge
 from harness.llm.endpoint import reranker_endpoint
 from harness.pipeline.failures import pool_pairs
@@ -54,10 +54,10 @@ def plan(config: ExperimentConfig, cache_dir: Path, *, with_pool: bool) -> Plann
     `failures.pool_pairs`).
 
     Retrieval runs when it costs nothing (an embedder whose module's `estimate` says it
-    is free, or an index already cached). With a paid embedder and no cached index nothing is embedded: each question
-    gets k stand-in chunks of the corpus's average chunk length (an upper bound). A k
-    above the number of chunks is lowered to it, with a warning, as a run would. A
-    reranker whose ranking is paid for (its module's `estimate`) is not run: the dense
+    is free, or an index already cached). With a paid embedder and no cached index
+    nothing is embedded: each question gets k stand-in chunks of the corpus's average
+    chunk length (an upper bound). A k above the number of chunks is lowered to it, with
+    a warning, as a run would. A reranker whose ranking is paid for (its module's `estimate`) is not run: the dense
     candidates stand in for its top k (`exact` is then False), and each candidate is a
     rerank pair when the reranker grades candidates.
     """
@@ -149,12 +149,26 @@ def _lazy_plan(config: ExperimentConfig) -> tuple[str, int] | None:
     return lazy_plan(config, config.judge.effective_mode)
 
 
+@dataclass(frozen=True)
+class _Estimates:
+    """What the judge's estimator says of a plan: the top k's pairs, and (None when the
+    run asks none) lazy judging's (must, may), the failure pools' and the reranker's."""
+
+    top: judge_stage.CallEstimate
+    lazy: tuple[judge_stage.CallEstimate, judge_stage.CallEstimate] | None
+    pool: judge_stage.CallEstimate | None
+    rerank: judge_stage.CallEstimate | None
+    rerank_own_model: bool
+    """Whether the reranker asks its own model (then nothing of the judge's cache or price
+    applies to it)."""
+
+
 def estimate_run(
     config: ExperimentConfig, *, cache_dir: str | os.PathLike[str] | None = None
 ) -> dict[str, Any]:
     """What a run would cost the judge, before anything is paid.
 
-    The pairs are the real ones when retrieval is free (see `judged_pairs`), and then the
+    The pairs are the real ones when retrieval is free (see `plan`), and then the
     verdict cache is consulted: `judge_calls_min` is exact (in pointwise mode "complete"
     is asked only of chunks judged relevant, so the calls lie between min and max).
     Tokens are estimated at 4 characters a token from the real prompts. With
@@ -165,79 +179,117 @@ def estimate_run(
     judge_stage.check_endpoint(config.judge, config.path or "<experiment>")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     planned = plan(config, cache, with_pool=True)
-    pairs, pool, n_questions, exact = (
-        planned.pairs,
-        planned.pool,
-        planned.n_questions,
-        planned.exact,
+    e = _estimate(config, planned, cache)
+    est = _priced(
+        config.judge,
+        {
+            "exact_pairs": planned.exact,
+            "questions": planned.n_questions,
+            "pairs": len(planned.pairs),
+            "mode": config.judge.effective_mode,
+            "open_pairs": e.top.open_pairs,
+            "judge_calls_min": e.top.calls_min,
+            "judge_calls_max": e.top.calls_max,
+            "prompt_tokens_min": e.top.prompt_tokens_min,
+            "prompt_tokens_max": e.top.prompt_tokens_max,
+            "completion_tokens_max": e.top.completion_tokens_max,
+        },
+        "cost_usd_max",
+        e.top.prompt_tokens_max,
+        e.top.completion_tokens_max,
     )
+    if e.rerank is not None:
+        n_rerank = len(planned.rerank_pairs)
+        est.update(_rerank_estimate(config.judge, n_rerank, e.rerank, e.rerank_own_model))
+    if e.lazy is not None:
+        est.update(_lazy_estimate(config.judge, *e.lazy))
+    if e.pool is not None:
+        est.update(_pool_estimate(config.judge, len(planned.pool), e.pool))
+    return est
+
+
+def _estimate(config: ExperimentConfig, planned: Planned, cache: Path) -> _Estimates:
+    """Ask the judge's estimator about every kind of pair the plan holds (the verdict
+    cache consulted only for pairs that are the real ones)."""
     lazy_plan = _lazy_plan(config)
+    exact = planned.exact
     with judge_stage.judge_estimator(config.judge, cache) as estimate:
-        e = estimate(pairs, exact)
-        p = estimate(pool, exact) if pool else None
-        lazy = estimate.lazy(by_question(pairs), exact, *lazy_plan) if lazy_plan else None
+        top = estimate(planned.pairs, exact)
+        pool = estimate(planned.pool, exact) if planned.pool else None
+        lazy = estimate.lazy(by_question(planned.pairs), exact, *lazy_plan) if lazy_plan else None
         # the reranker's model is the judge's unless it has its own (then nothing of the
         # judge's cache counts): relevance only, one call per open pair (calls_min)
         own_model = reranker_endpoint(config.retrieval) is not None
-        rr = (
+        rerank = (
             estimate(planned.rerank_pairs, exact and not own_model)
             if planned.rerank_pairs
             else None
         )
-    est: dict[str, Any] = {
-        "exact_pairs": exact,
-        "questions": n_questions,
-        "pairs": len(pairs),
-        "mode": config.judge.effective_mode,
-        "open_pairs": e.open_pairs,
-        "judge_calls_min": e.calls_min,
-        "judge_calls_max": e.calls_max,
-        "prompt_tokens_min": e.prompt_tokens_min,
-        "prompt_tokens_max": e.prompt_tokens_max,
-        "completion_tokens_max": e.completion_tokens_max,
+    return _Estimates(top, lazy, pool, rerank, own_model)
+
+
+def _rerank_estimate(
+    config: JudgeConfig, n_pairs: int, rr: judge_stage.CallEstimate, own_model: bool
+) -> dict[str, Any]:
+    """The estimate's rerank_* fields: relevance only, one call per open pair; priced as
+    the judge's unless the reranker asks its own model."""
+    fields = {
+        "rerank_pairs": n_pairs,
+        "rerank_calls_max": rr.calls_min,
+        "rerank_prompt_tokens_max": rr.prompt_tokens_min,
     }
-    cost = judge_stage.judge_cost(config.judge, e.prompt_tokens_max, e.completion_tokens_max)
-    if cost is not None:
-        est["cost_usd_max"] = cost
-    if rr is not None:
-        est.update(
-            rerank_pairs=len(planned.rerank_pairs),
-            rerank_calls_max=rr.calls_min,
-            rerank_prompt_tokens_max=rr.prompt_tokens_min,
-        )
-        if not own_model:
-            rerank_cost = judge_stage.judge_cost(
-                config.judge, rr.prompt_tokens_min, rr.calls_min * 2
-            )
-            if rerank_cost is not None:
-                est["rerank_cost_usd_max"] = rerank_cost
-    if lazy is not None:
-        # judge.lazy: each question stops once its objective is settled, somewhere between
-        # its first open pair and every open pair up to the objective's cut-off
-        must, may = lazy
-        est.update(
-            lazy=True,
-            lazy_judge_calls_min=must.calls_min,
-            lazy_judge_calls_max=may.calls_max,
-            lazy_prompt_tokens_max=may.prompt_tokens_max,
-        )
-        lazy_cost = judge_stage.judge_cost(
-            config.judge, may.prompt_tokens_max, may.completion_tokens_max
-        )
-        if lazy_cost is not None:
-            est["lazy_cost_usd_max"] = lazy_cost
-    if p is not None:
-        # An upper bound, apart from the top k's: every question could fail.
-        est.update(
-            failure_pool_pairs=len(pool),
-            failure_pool_open_pairs=p.open_pairs,
-            failure_pool_calls_max=p.calls_max,
-            failure_pool_prompt_tokens_max=p.prompt_tokens_max,
-            failure_pool_completion_tokens_max=p.completion_tokens_max,
-        )
-        pool_cost = judge_stage.judge_cost(
-            config.judge, p.prompt_tokens_max, p.completion_tokens_max
-        )
-        if pool_cost is not None:
-            est["failure_pool_cost_usd_max"] = pool_cost
-    return est
+    if own_model:
+        return fields
+    return _priced(config, fields, "rerank_cost_usd_max", rr.prompt_tokens_min, rr.calls_min * 2)
+
+
+def _lazy_estimate(
+    config: JudgeConfig, must: judge_stage.CallEstimate, may: judge_stage.CallEstimate
+) -> dict[str, Any]:
+    """The estimate's lazy_* fields (judge.lazy): each question stops once its objective
+    is settled, somewhere between its first open pair (`must`) and every open pair up to
+    the objective's cut-off (`may`)."""
+    return _priced(
+        config,
+        {
+            "lazy": True,
+            "lazy_judge_calls_min": must.calls_min,
+            "lazy_judge_calls_max": may.calls_max,
+            "lazy_prompt_tokens_max": may.prompt_tokens_max,
+        },
+        "lazy_cost_usd_max",
+        may.prompt_tokens_max,
+        may.completion_tokens_max,
+    )
+
+
+def _pool_estimate(
+    config: JudgeConfig, n_pairs: int, p: judge_stage.CallEstimate
+) -> dict[str, Any]:
+    """The estimate's failure_pool_* fields: an upper bound, apart from the top k's
+    (every question could fail)."""
+    return _priced(
+        config,
+        {
+            "failure_pool_pairs": n_pairs,
+            "failure_pool_open_pairs": p.open_pairs,
+            "failure_pool_calls_max": p.calls_max,
+            "failure_pool_prompt_tokens_max": p.prompt_tokens_max,
+            "failure_pool_completion_tokens_max": p.completion_tokens_max,
+        },
+        "failure_pool_cost_usd_max",
+        p.prompt_tokens_max,
+        p.completion_tokens_max,
+    )
+
+
+def _priced(
+    config: JudgeConfig,
+    fields: dict[str, Any],
+    key: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+) -> dict[str, Any]:
+    """`fields`, and under `key` what these tokens would cost when the judge has a price."""
+    cost = judge_stage.judge_cost(config, prompt_tokens, completion_tokens)
+    return {**fields, key: cost} if cost is not None else fields

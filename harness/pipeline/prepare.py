@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,8 @@ def default_cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class Prepared:
-    """Everything before judging: documents, chunks, index and hits per question."""
+    """Everything before judging: the questions, the indexed chunks by id, each
+    question's top k hits, and the components, data and stats the run header logs."""
 
     questions: tuple[Question, ...]
     chunks: dict[str, Chunk]
@@ -66,7 +67,7 @@ def _llm_grader(
     stats: judge_stage.JudgeStats,
 ) -> rerank_stage.LLMGrader:
     """The llm reranker's grading: P(relevant) from the judge's endpoint and model (or
-    the experiment's own llm_* settings), through the judge's code path and cache."""
+    the reranker's own, retrieval.llm_*), through the judge's code path and cache."""
 
     def grader() -> tuple[Callable[[str, str], tuple[float, bool]], ComponentSpec, bool]:
         endpoint = reranker_endpoint(config.retrieval)
@@ -156,6 +157,30 @@ def count_questions(config: ExperimentConfig) -> int:
     )
 
 
+@dataclass(frozen=True)
+class _Indexed:
+    """The corpus chunked, embedded and indexed (from the cache when it can be), and the
+    questions embedded by the same embedder."""
+
+    splitter: ComponentSpec
+    embedder: CachedEmbedder
+    corpus_sha: str
+    key: str
+    index: index_stage.Index
+    index_s: float
+    """Seconds spent loading or building the index."""
+    qvecs: list[list[float]]
+    """One query vector per question, in question order."""
+
+
+@dataclass(frozen=True)
+class _Retrieved:
+    """Each question's top k (reranked) and how long retrieving it took."""
+
+    hits: tuple[tuple[Hit, ...], ...]
+    latencies_ms: tuple[float, ...]
+
+
 def prepare(
     config: ExperimentConfig,
     *,
@@ -176,8 +201,39 @@ def prepare(
     if inputs is None:
         inputs = load_inputs(config)
     config = cap_k(config, len(inputs.chunks))
-    docs, questions, chunks = inputs.docs, inputs.questions, list(inputs.chunks)
-    questions_path = inputs.questions_path
+    indexed = _index(config, inputs, cache_dir, storage)
+    rerank_stats = judge_stage.JudgeStats()
+    llm_grader = (
+        _llm_grader(config, judge, verdict_cache, rerank_stats)
+        if judge is not None and verdict_cache is not None
+        else None
+    )
+    # FAISS allocates depth slots per question: never more than there are chunks.
+    depth = min(rerank_stage.first_stage_depth(config.retrieval), max(1, len(inputs.chunks)))
+    reranker = _reranker(config, indexed, depth, llm_grader)
+    retrieved = _retrieve(config, inputs.questions, indexed, reranker, depth)
+    indexed.embedder.cache.close()  # type: ignore[union-attr]
+    pool = _failure_pool(config, inputs, indexed) if config.failures.explain else None
+    return Prepared(
+        questions=tuple(inputs.questions),
+        chunks=indexed.index.chunks,
+        hits=retrieved.hits,
+        components={
+            "splitter": indexed.splitter,
+            "embedder": indexed.embedder.spec,
+            "reranker": reranker.spec,
+        },
+        data=_data(config, inputs, indexed),
+        stats=_stats(indexed, retrieved, rerank_stats, t0),
+        pool=pool,
+    )
+
+
+def _index(
+    config: ExperimentConfig, inputs: Inputs, cache_dir: Path, storage: CacheStorage | None
+) -> _Indexed:
+    """Embed and index the chunks (or load their index from the cache) and embed the
+    questions; the embedder caches its vectors in `storage` (else in `cache_dir`)."""
     splitter = corpus.splitter_spec(config.chunking.chunk_size, config.chunking.chunk_overlap)
     emb_spec = embedder_spec(config.embedder)
     embedder = CachedEmbedder(
@@ -185,37 +241,53 @@ def prepare(
         emb_spec,
         storage.embedding_cache() if storage else EmbeddingCache(cache_dir / EMBEDDINGS_FILE),
     )
-    corpus_sha = corpus.corpus_hash(docs)
+    corpus_sha = corpus.corpus_hash(inputs.docs)
     key = index_stage.index_key(corpus_sha, splitter, emb_spec)
     t_index = time.perf_counter()
-    index = index_stage.load_or_build_index(chunks, embedder, key=key, cache_dir=cache_dir)
+    index = index_stage.load_or_build_index(
+        list(inputs.chunks), embedder, key=key, cache_dir=cache_dir
+    )
     index_s = time.perf_counter() - t_index
-    qvecs = embedder.embed_queries([q.text for q in questions])
-    rerank_stats = judge_stage.JudgeStats()
-    # FAISS allocates depth slots per question: never more than there are chunks.
-    depth = min(rerank_stage.first_stage_depth(config.retrieval), max(1, len(chunks)))
+    qvecs = embedder.embed_queries([q.text for q in inputs.questions])
+    return _Indexed(splitter, embedder, corpus_sha, key, index, index_s, qvecs)
+
+
+def _reranker(
+    config: ExperimentConfig,
+    indexed: _Indexed,
+    depth: int,
+    llm_grader: rerank_stage.LLMGrader | None,
+) -> rerank_stage.Reranker:
+    """The configured reranker, over the index's `depth` dense candidates."""
 
     def query_vector(question: str) -> np.ndarray:
-        return np.asarray(embedder.embed_query(question), dtype=np.float32)
+        return np.asarray(indexed.embedder.embed_query(question), dtype=np.float32)
 
-    reranker = rerank_stage.build_reranker(
+    return rerank_stage.build_reranker(
         rerank_stage.RerankContext(
             config=config.retrieval,
             depth=depth,
-            chunks=list(index.chunks.values()),
-            store=index.store,
-            vectors=index.vectors,
+            chunks=list(indexed.index.chunks.values()),
+            store=indexed.index.store,
+            vectors=indexed.index.vectors,
             query_vector=query_vector,
-            llm_grader=(
-                _llm_grader(config, judge, verdict_cache, rerank_stats)
-                if judge is not None and verdict_cache is not None
-                else None
-            ),
+            llm_grader=llm_grader,
         )
     )
+
+
+def _retrieve(
+    config: ExperimentConfig,
+    questions: Sequence[Question],
+    indexed: _Indexed,
+    reranker: rerank_stage.Reranker,
+    depth: int,
+) -> _Retrieved:
+    """Each question's `depth` dense candidates, reranked to its top k, timed."""
+    index = indexed.index
     hits: list[tuple[Hit, ...]] = []
     latencies_ms: list[float] = []
-    for q, vec in zip(questions, qvecs, strict=True):
+    for q, vec in zip(questions, indexed.qvecs, strict=True):
         t_q = time.perf_counter()
         dense = retrieve_stage.retrieve(index.store, [vec], depth)[0]
         candidates = [
@@ -226,55 +298,61 @@ def prepare(
             tuple(rerank_stage.rerank_hits(reranker, q.text, candidates, config.retrieval.k))
         )
         latencies_ms.append((time.perf_counter() - t_q) * 1000)
-    embedder.cache.close()  # type: ignore[union-attr]
-    r_stats = rerank_stats.to_dict()
-    pool = None
-    if config.failures.explain:
-        n_dense = min(config.failures.pool_dense, len(chunks))
+    return _Retrieved(tuple(hits), tuple(latencies_ms))
 
-        def dense_pool(qi: int) -> list[str]:
-            if n_dense < 1:
-                return []
-            hits = retrieve_stage.retrieve(index.store, [qvecs[qi]], n_dense)[0]
-            return [h.chunk_id for h in hits]
 
-        pool = FailurePool(
-            index.chunks,
-            {d.doc_id: d.text for d in docs},
-            dense_pool,
-            lambda: retrieve_stage.bm25_search(
-                list(index.chunks.values()), config.failures.pool_bm25
-            ),
-            pool_dense=config.failures.pool_dense,
-            pool_bm25=config.failures.pool_bm25,
-        )
-    return Prepared(
-        questions=tuple(questions),
-        chunks=index.chunks,
-        hits=tuple(hits),
-        components={"splitter": splitter, "embedder": emb_spec, "reranker": reranker.spec},
-        data={
-            "corpus_sha256": corpus_sha,
-            "questions_sha256": file_sha256(questions_path),
-            "questions_file": questions_path,
-            "qrels_file": config.resolve_path(config.questions.qrels)
-            if config.questions.qrels
-            else None,
-            "n_documents": len(docs),
-            "n_chunks": len(index.chunks),
-            "n_questions": len(questions),
-            "index_key": key,
-        },
-        stats={
-            "index_cache_hit": index.from_cache,
-            "index_s": round(index_s, 3),
-            "embedded_texts": embedder.embedded_texts,
-            "retrieve_ms_median": round(statistics.median(latencies_ms), 3)
-            if latencies_ms
-            else None,
-            "rerank_llm_calls": r_stats["judge_calls"],
-            "rerank_llm_cache_hits": r_stats["judge_cache_hits"],
-            "prepare_s": round(time.perf_counter() - t0, 3),
-        },
-        pool=pool,
+def _failure_pool(config: ExperimentConfig, inputs: Inputs, indexed: _Indexed) -> FailurePool:
+    """Where a failed question's answer may be (failures.explain): its dense pool over
+    the whole index, the BM25 pool and each chunk's neighbours in its document."""
+    index, qvecs = indexed.index, indexed.qvecs
+    n_dense = min(config.failures.pool_dense, len(inputs.chunks))
+
+    def dense_pool(qi: int) -> list[str]:
+        if n_dense < 1:
+            return []
+        hits = retrieve_stage.retrieve(index.store, [qvecs[qi]], n_dense)[0]
+        return [h.chunk_id for h in hits]
+
+    return FailurePool(
+        index.chunks,
+        {d.doc_id: d.text for d in inputs.docs},
+        dense_pool,
+        lambda: retrieve_stage.bm25_search(list(index.chunks.values()), config.failures.pool_bm25),
+        pool_dense=config.failures.pool_dense,
+        pool_bm25=config.failures.pool_bm25,
     )
+
+
+def _data(config: ExperimentConfig, inputs: Inputs, indexed: _Indexed) -> dict[str, Any]:
+    """The run header's `data`: what the run read (files and hashes) and how much."""
+    return {
+        "corpus_sha256": indexed.corpus_sha,
+        "questions_sha256": file_sha256(inputs.questions_path),
+        "questions_file": inputs.questions_path,
+        "qrels_file": config.resolve_path(config.questions.qrels)
+        if config.questions.qrels
+        else None,
+        "n_documents": len(inputs.docs),
+        "n_chunks": len(indexed.index.chunks),
+        "n_questions": len(inputs.questions),
+        "index_key": indexed.key,
+    }
+
+
+def _stats(
+    indexed: _Indexed, retrieved: _Retrieved, rerank_stats: judge_stage.JudgeStats, t0: float
+) -> dict[str, Any]:
+    """The run header's preparation stats: index cache and time, texts embedded,
+    retrieval latency, the llm reranker's calls, and the seconds since `t0`."""
+    r_stats = rerank_stats.to_dict()
+    return {
+        "index_cache_hit": indexed.index.from_cache,
+        "index_s": round(indexed.index_s, 3),
+        "embedded_texts": indexed.embedder.embedded_texts,
+        "retrieve_ms_median": round(statistics.median(retrieved.latencies_ms), 3)
+        if retrieved.latencies_ms
+        else None,
+        "rerank_llm_calls": r_stats["judge_calls"],
+        "rerank_llm_cache_hits": r_stats["judge_cache_hits"],
+        "prepare_s": round(time.perf_counter() - t0, 3),
+    }
