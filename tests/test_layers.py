@@ -53,16 +53,6 @@ KEPT_OUT: dict[str, tuple[str, ...]] = {"harness.llm.local": ("harness.pipeline"
 """Modules a package must not import although its layer allows it: the pipeline hashes
 files with a file helper, not with the llama.cpp launcher's."""
 
-# Back edges being removed on other branches; the lead deletes this list after merging
-# them. Nothing may be added to it: a new upward import fails the test.
-PENDING: frozenset[tuple[str, str]] = frozenset(
-    {
-        # log/database.py opens PostgreSQL through stores; the sweep tables move to
-        # stores, which reads log's records (issue #21).
-        ("harness.log.database", "harness.stores.postgres"),
-    }
-)
-
 
 def _module_name(path: Path) -> str:
     parts = path.relative_to(HARNESS.parent).with_suffix("").parts
@@ -162,7 +152,7 @@ def _live_edges() -> list[tuple[str, str]]:
         (src, dst)
         for src, targets in _graph().items()
         for dst in targets
-        if _package(src) != _package(dst) and (src, dst) not in PENDING
+        if _package(src) != _package(dst)
     ]
 
 
@@ -211,18 +201,9 @@ def test_kept_out_modules_are_not_imported():
         f"{src} imports {dst}"
         for src, targets in _graph().items()
         for dst in targets
-        if dst in KEPT_OUT
-        and src.startswith(tuple(f"{p}." for p in KEPT_OUT[dst]))
-        and (src, dst) not in PENDING
+        if dst in KEPT_OUT and src.startswith(tuple(f"{p}." for p in KEPT_OUT[dst]))
     ]
     assert not leaks, "\n".join(sorted(leaks))
-
-
-def test_pending_edges_still_exist():
-    """The allow-list only shrinks: an entry whose import is gone must be deleted."""
-    graph = _graph()
-    gone = sorted(f"{src} -> {dst}" for src, dst in PENDING if dst not in graph.get(src, set()))
-    assert not gone, f"remove from PENDING: {gone}"
 
 
 def test_the_checker_sees_upward_and_deferred_imports(tmp_path):

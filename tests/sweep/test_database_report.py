@@ -60,11 +60,11 @@ def test_report_reads_a_postgres_sweep_like_a_folder_sweep(tmp_path, pg_url, cap
     assert len(on_disk) == 3
     folder_like = sweep_page(sweep, on_disk)
     from_db = sweep_page(sweep, _runs(pg_url))
-    assert script_json(from_db) == script_json(folder_like)
+    assert script_json(from_db.to_json()) == script_json(folder_like.to_json())
     # the page written holds that data: every trial, and the questions of their runs
     embedded = page_data(html)
     assert "database" in embedded.pop("validation_note")  # labels need the trial folders
-    expected = json.loads(script_json(from_db))
+    expected = json.loads(script_json(from_db.to_json()))
     expected.pop("validation_note")
     assert embedded == expected
     assert len(embedded["trials"]) == 3 and embedded["heatmap"]["questions"]
