@@ -60,9 +60,11 @@ browser:
 test: install browser
 	$(BIN)/python -m pytest -q
 
+# mypy type-checks harness/ (settings in pyproject.toml); make test runs this target too.
 lint: install
 	$(BIN)/ruff check harness tests
 	$(BIN)/ruff format --check harness tests
+	$(BIN)/mypy harness
 
 format: install
 	$(BIN)/ruff check --fix harness tests

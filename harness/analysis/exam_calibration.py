@@ -207,8 +207,10 @@ def _side_rates(
     out: dict[str, Any] = {}
     for kind in ("unrelated", "near"):
         for label, vs in (("", calibrated), ("_raw", raw)):
-            said = [judged_yes(v, crit) for p, v in zip(pairs, vs, strict=True) if p.kind == kind]
-            said = [y for y in said if y is not None]
+            answers = [
+                judged_yes(v, crit) for p, v in zip(pairs, vs, strict=True) if p.kind == kind
+            ]
+            said = [y for y in answers if y is not None]
             if said:
                 out[f"{kind}_yes{label}"] = round(sum(said) / len(said), 4)
                 out[f"{kind}_pairs"] = len(said)

@@ -61,6 +61,11 @@ def _redacted_excepthook(
     sys.stderr.write(redact("".join(traceback.format_exception(exc_type, exc, tb))))
 
 
+def _to_stderr(message: str) -> None:
+    """A log line to whatever sys.stderr is at write time, secrets masked."""
+    sys.stderr.write(redact(message))
+
+
 def _setup_process(verbosity: int) -> None:
     """Logging to stderr, quiet third-party noise, offline model loading by default;
     secrets in the environment remembered, so no text leaving the process shows them."""
@@ -73,7 +78,7 @@ def _setup_process(verbosity: int) -> None:
     level = {-1: "WARNING", 0: "INFO"}.get(verbosity, "DEBUG")
     # Resolve sys.stderr at each write: whoever swapped it (a test, a notebook) may close it.
     logger.add(
-        lambda message: sys.stderr.write(redact(message)),
+        _to_stderr,
         level=level,
         format="<green>{time:HH:mm:ss}</green> {message}",
         colorize=False,

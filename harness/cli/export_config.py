@@ -22,7 +22,7 @@ def cmd_export_config(args: argparse.Namespace) -> int:
     return emit(args, dataclasses.asdict(exported), text.format_exported_config(exported))
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add export-config to the command line."""
     p = sub.add_parser(
         "export-config",

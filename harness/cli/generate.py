@@ -42,7 +42,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return emit(args, report.to_dict(), text.format_generation(report))
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add generate to the command line."""
     p = sub.add_parser(
         "generate", help="write questions from the documents, critiqued, with their sources"

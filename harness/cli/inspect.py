@@ -144,7 +144,7 @@ def _storage_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add list, show and compare to the command line."""
     p_list = sub.add_parser("list", help="runs and sweeps with status and headline metrics")
     p_list.add_argument("results_dir_pos", nargs="?", metavar="RESULTS_DIR")

@@ -332,7 +332,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     )
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add validate, label, judge-check and export to the command line."""
     p_val = sub.add_parser("validate", help="agreement of the judge with human labels (qrels)")
     p_val.add_argument("target", metavar="RUN_OR_SWEEP")

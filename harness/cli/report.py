@@ -59,7 +59,7 @@ def _emit_written(args: argparse.Namespace, written: WrittenReport) -> int:
     return emit(args, written.to_dict(), message)
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add report to the command line."""
     p = sub.add_parser(
         "report", help="one self-contained HTML page for a run, a sweep or a comparison"

@@ -131,7 +131,7 @@ def _worker_argv(args: argparse.Namespace, name: str) -> list[str]:
     return argv
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add run and sweep to the command line."""
     p_run = sub.add_parser("run", help="run one configuration and print its metrics")
     p_run.add_argument("experiment", help="experiment file (TOML)")

@@ -93,7 +93,7 @@ def _build(cls: type, data: Any, where: str, prefix: str) -> dict[str, Any]:
         tp = _unwrap_optional(hints[name])
         if tp is SettingsTables:
             kwargs[name] = _settings_tables(value, where, dotted)
-        elif dataclasses.is_dataclass(tp):
+        elif isinstance(tp, type) and dataclasses.is_dataclass(tp):
             kwargs[name] = tp(**_build(tp, value, where, dotted))
         else:
             kwargs[name] = _coerce(value, tp, where, dotted)
@@ -138,7 +138,7 @@ def _leaf_keys() -> dict[str, list[str]]:
         for f in dataclasses.fields(cls):
             tp = _unwrap_optional(typing.get_type_hints(cls)[f.name])
             dotted = f"{prefix}.{f.name}" if prefix else f.name
-            if dataclasses.is_dataclass(tp):
+            if isinstance(tp, type) and dataclasses.is_dataclass(tp):
                 walk(tp, dotted)
             else:
                 out.setdefault(f.name, []).append(dotted)

@@ -26,7 +26,7 @@ def near_duplicates(texts: Sequence[str], embed: Embed, threshold: float) -> lis
         return []
     vecs = np.asarray(embed(list(texts)), dtype=np.float32)
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-    vecs = vecs / np.where(norms > 0, norms, 1)
+    vecs = (vecs / np.where(norms > 0, norms, 1)).astype(np.float32)
     kept: list[int] = []
     folded: dict[str, int] = {}
     out: list[int | None] = []

@@ -514,8 +514,8 @@ def retry_after_s(exc: Exception) -> float | None:
     """The wait an error response asks for, in seconds (never negative): its
     retry-after-ms, else its Retry-After in seconds or as an HTTP date; None without one."""
     response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if not hasattr(headers, "get"):
+    headers: Any = getattr(response, "headers", None)
+    if headers is None or not hasattr(headers, "get"):
         return None
     ms = headers.get("retry-after-ms")
     if ms is not None:

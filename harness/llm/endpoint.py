@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.config import ExperimentConfig, JudgeConfig, RetrievalConfig
 from harness.errors import ConfigError
@@ -107,7 +108,7 @@ def judge_endpoint(config: JudgeConfig, cache_dir: Path) -> Endpoint:
     """The judge's endpoint: `judge.base_url`/`model` (or HARNESS_JUDGE_BASE_URL /
     HARNESS_JUDGE_MODEL), else the packaged local model (verified against its sha256)."""
     base_url, model = _judge_url_and_model(config)
-    limits = {
+    limits: dict[str, Any] = {
         "requests_per_minute": config.requests_per_minute,
         "tokens_per_minute": config.tokens_per_minute,
     }

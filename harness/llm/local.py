@@ -26,6 +26,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from loguru import logger
 
@@ -167,7 +168,7 @@ def _libc_prctl() -> Callable[..., int] | None:
         return None
     prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     prctl.restype = ctypes.c_int
-    return prctl  # type: ignore[no-any-return]
+    return prctl
 
 
 def die_with_parent(signum: int = signal.SIGKILL) -> Callable[[], None] | None:
@@ -228,7 +229,7 @@ class LlamaServer:
         self.log_path = Path(log_path) if log_path else None
         self.port = 0
         self._proc: subprocess.Popen[bytes] | None = None
-        self._log_file = None
+        self._log_file: BinaryIO | None = None
 
     @property
     def base_url(self) -> str:

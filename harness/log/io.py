@@ -50,7 +50,7 @@ T = TypeVar("T")
 
 
 @functools.cache
-def _adapter(cls: type) -> Any:
+def _adapter(cls: Any) -> Any:
     from pydantic import TypeAdapter
 
     return TypeAdapter(cls)
@@ -76,7 +76,7 @@ def parse_record(cls: type[T], obj: Any, where: str) -> T:
                 f"up to {LOG_VERSION}); upgrade harness to read it"
             )
     try:
-        return _adapter(cls).validate_python(obj)  # type: ignore[no-any-return]
+        return _adapter(cls).validate_python(obj)  # type: ignore[arg-type]  # a class is hashable; functools.cache's stub wants Hashable, which mypy does not see type[T] as
     except ValidationError as exc:
         err = exc.errors()[0]
         field = _printable(".".join(str(p) for p in err["loc"]) or "(the whole object)")

@@ -24,9 +24,15 @@ _PID_REUSE_SLACK_S = 60.0
 
 
 class _Status(Protocol):
-    status: str
-    pid: int | None
-    host: str | None
+    """What effective_status reads of a RunHeader or a SweepSummary (frozen records, so
+    read-only properties here)."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def host(self) -> str | None: ...
 
 
 @functools.cache

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from harness.metrics.ir import COUNTS, METRICS
+from harness.metrics.ir import COUNTS, METRICS, Direction
 
 _METRIC_ID = re.compile(r"^([a-z_]+)@(k|[1-9][0-9]*)$")
 
@@ -40,7 +40,7 @@ def hard_twin(metric_id: str) -> str | None:
     return None if hard is None else f"{hard}@{'k' if fixed is None else fixed}"
 
 
-def direction(name: str) -> str:
+def direction(name: str) -> Direction:
     """ "minimize" for sizes and counts (context_chars, failures), else "maximize"."""
     if name in COUNTS:
         return "minimize"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from harness.metrics.source import source_hit, source_mrr
 from harness.types import FAILURE_LABELS
@@ -187,6 +187,10 @@ def relevant_share(evidence: Sequence[tuple[int | None, int]], k: int) -> float 
     return sum(e or 0 for e, _ in top) / chars if chars else None
 
 
+Direction = Literal["minimize", "maximize"]
+"""How Optuna is told to optimise a metric."""
+
+
 @dataclass(frozen=True)
 class Metric:
     """One entry of the metric registry: a per-question function and how to read it."""
@@ -200,7 +204,7 @@ class Metric:
     the question's source span; see metrics/source.py), the judge's probabilities per chunk,
     "p_answer" (relevant and complete) or "p_relevant", or "evidence": (characters of
     the judge's evidence or None, characters of the chunk) per chunk."""
-    direction: str = "maximize"
+    direction: Direction = "maximize"
     """How a sweep optimises it: "maximize" or "minimize"."""
     interval: bool = True
     """Whether runs report a bootstrap interval for its mean."""
@@ -223,14 +227,14 @@ METRICS: dict[str, Metric] = {
         Metric("precision", precision),
         Metric("ndcg", ndcg),
         Metric("context_chars", context_chars, on="lengths", direction="minimize", interval=False),
-        Metric("soft_hit_rate", soft_hit_rate, on="p_answer", hard="hit_rate"),  # type: ignore[arg-type]
-        Metric("soft_mrr", soft_mrr, on="p_answer", hard="mrr"),  # type: ignore[arg-type]
-        Metric("soft_relevancy_mrr", soft_relevancy_mrr, on="p_relevant", hard="relevancy_mrr"),  # type: ignore[arg-type]
+        Metric("soft_hit_rate", soft_hit_rate, on="p_answer", hard="hit_rate"),
+        Metric("soft_mrr", soft_mrr, on="p_answer", hard="mrr"),
+        Metric("soft_relevancy_mrr", soft_relevancy_mrr, on="p_relevant", hard="relevancy_mrr"),
         Metric("ap", average_precision),
         Metric("relevancy_mrr_found", relevancy_mrr_found, settles="relevant"),
         Metric("relevant_share", relevant_share, on="evidence"),
-        Metric("source_hit", source_hit, on="source"),  # type: ignore[arg-type]
-        Metric("source_mrr", source_mrr, on="source"),  # type: ignore[arg-type]
+        Metric("source_hit", source_hit, on="source"),
+        Metric("source_mrr", source_mrr, on="source"),
     )
 }
 """The metric registry: every per-question metric, reported as `name@k`, in display order.
@@ -272,30 +276,30 @@ def question_metrics(
     any_failed = any(g is None for g in grades)
     for k in ks:
         top = grades[:k]
-        known = None if any(g is None for g in top) else [int(g) for g in top]  # type: ignore[arg-type]
+        known = None if any(g is None for g in top) else [int(g) for g in top if g is not None]
         top_p = None if probs is None or any(p is None for p in probs[:k]) else probs[:k]
         for m in METRICS.values():
+            value: float | None = None
             if m.on == "source":
                 continue  # from source spans, not verdicts: metrics.source.source_metrics
             if m.on == "lengths":
-                out[f"{m.name}@{k}"] = m.fn(lengths, k)
+                value = m.fn(lengths, k)
             elif m.on in ("p_answer", "p_relevant"):
                 if top_p is not None:
-                    column = [p[1] if m.on == "p_answer" else p[0] for p in top_p]  # type: ignore[index]
-                    out[f"{m.name}@{k}"] = m.fn(column, k)  # type: ignore[arg-type]
+                    value = m.fn(
+                        [p[1] if m.on == "p_answer" else p[0] for p in top_p if p is not None], k
+                    )
             elif m.on == "evidence":
                 if ev is not None and known is not None:
                     value = m.fn(ev, k)
-                    if value is not None:
-                        out[f"{m.name}@{k}"] = value
             elif m.name == "ndcg":
                 # its ideal ordering needs every grade of the list, not just the top k
                 if not any_failed:
-                    out[f"{m.name}@{k}"] = m.fn([int(g) for g in grades], k)  # type: ignore[arg-type]
+                    value = m.fn([int(g) for g in grades if g is not None], k)
             elif known is not None:
                 value = m.fn(known, k)
-                if value is not None:
-                    out[f"{m.name}@{k}"] = value
+            if value is not None:
+                out[f"{m.name}@{k}"] = value
     return out
 
 

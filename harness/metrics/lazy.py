@@ -160,7 +160,7 @@ def _completions(
     values: list[float] = []
     whole = True
     for tail in itertools.product((0, 1, 2), repeat=unknown):
-        value = fn([*known, *tail], k)  # type: ignore[list-item]
+        value = fn([*known, *tail], k)
         if value is None:
             whole = False
         else:

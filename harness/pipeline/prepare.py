@@ -212,7 +212,8 @@ def prepare(
     depth = min(rerank_stage.first_stage_depth(config.retrieval), max(1, len(inputs.chunks)))
     reranker = _reranker(config, indexed, depth, llm_grader)
     retrieved = _retrieve(config, inputs.questions, indexed, reranker, depth)
-    indexed.embedder.cache.close()  # type: ignore[union-attr]
+    if indexed.embedder.cache is not None:
+        indexed.embedder.cache.close()
     pool = _failure_pool(config, inputs, indexed) if config.failures.explain else None
     return Prepared(
         questions=tuple(inputs.questions),

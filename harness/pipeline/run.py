@@ -540,10 +540,12 @@ class _Grading:
             chains: dict[int, list[int]] = {}
             for i, qi in enumerate(batch.owner):
                 chains.setdefault(qi, []).append(i)
-            lazy = judge_stage.LazyPlan(
-                chains=list(chains.values()),
-                settled=lambda got, p=self.plan: is_settled([v.grade for v in got], *p),
-            )
+            plan = self.plan
+
+            def settled(got: Sequence[Verdict]) -> bool:
+                return is_settled([v.grade for v in got], *plan)
+
+            lazy = judge_stage.LazyPlan(chains=list(chains.values()), settled=settled)
         judge_stage.judge_pairs(
             batch.pairs,
             self.judge,

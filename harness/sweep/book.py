@@ -32,6 +32,7 @@ from harness.metrics import (
     paired_permutation_p,
     parse_metric_id,
 )
+from harness.metrics.ir import Direction
 from harness.sweep.recommend import recommend
 
 _STAT_KEYS = (
@@ -44,7 +45,7 @@ _STAT_KEYS = (
 )
 
 
-def directions(objective: Sequence[str]) -> list[str]:
+def directions(objective: Sequence[str]) -> list[Direction]:
     """Optuna directions: context size and failure counts are minimised, the rest maximised."""
     return [direction(parse_metric_id(m)[0]) for m in objective]
 

@@ -223,7 +223,7 @@ class _Sweep:
             experiment=c.path,
             config=c.to_dict(),
             objective=list(c.sweep.objective),
-            directions=directions(c.sweep.objective),
+            directions=[str(d) for d in directions(c.sweep.objective)],
             sampler=SamplerSpec(name=c.sweep.sampler, seed=c.sweep.seed),
             pruner=c.sweep.pruner,
             space=dataclasses.asdict(c.sweep.space),

@@ -22,6 +22,7 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -279,7 +280,7 @@ class FakeOpenAI:
                         auth = self.headers.get("Authorization", "")
                         key = auth.split(" ", 1)[-1]
                         message = f"Incorrect API key provided: {key} (header {auth!r})"
-                        body = {"error": {"message": message, "key": key}}
+                        body: dict[str, Any] = {"error": {"message": message, "key": key}}
                         self._send(int(act.kind[-3:]), json.dumps(body).encode())
                     elif act.kind == "hang":
                         time.sleep(act.hang_s)

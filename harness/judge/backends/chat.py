@@ -93,8 +93,5 @@ def open(
     with endpoint.serve(parallel=config.concurrency, log_dir=log_dir) as base_url:
         # a local server's slots keep the passage just read: judge a chunk's pairs back
         # to back
-        yield ChatJudge(
-            **{**settings, "base_url": base_url},
-            limiter=endpoint.limiter(),
-            **({"prompt_cache": True} if endpoint.is_local else {}),
-        )
+        extra: dict[str, Any] = {"prompt_cache": True} if endpoint.is_local else {}
+        yield ChatJudge(**{**settings, "base_url": base_url}, limiter=endpoint.limiter(), **extra)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from harness.metrics.ir import Direction
 from harness.report.html.data import (
     OUTCOMES,
     VALIDATED_METRICS,
@@ -221,7 +222,9 @@ def _study(page: SweepPage) -> Any:
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # no "A new study created" line
     try:
-        study = optuna.create_study(directions=list(page.sweep.directions))
+        study = optuna.create_study(
+            directions=[cast(Direction, d) for d in page.sweep.directions]  # as recorded
+        )
     finally:
         optuna.logging.set_verbosity(verbosity)
     for t in trials:

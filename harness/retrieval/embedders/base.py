@@ -36,6 +36,8 @@ class CachedEmbedder(Embeddings):
     `embedded_texts` counts texts actually sent to the model (the cost), across calls.
     """
 
+    _inner: Embeddings | Callable[[], Embeddings]
+
     @property
     def inner(self) -> Embeddings:
         """The wrapped model, built from its factory on first use."""
