@@ -53,12 +53,16 @@ _REFERENTS = (
 _DANGLING = re.compile(
     rf"\b(?:the|this|that|these|those)\s+(?:{_REFERENTS})(?:s|es)?(?:'s)?\b"
     r"(?!\s+(?:of|at|for|in|on|from|by|called|named|titled|that|which|who|whose|behind|"
-    r"near|about|with|between|under)\b)(?!\s+[A-Z0-9\"])"
+    r"near|about|with|between|under)\b)(?!\s+(?-i:[A-Z0-9\"]))"
     r"|\b(?:this|these)\s+(?:one|ones|thing|things|person|people|place)\b"
     r"|\bthe\s+(?:above|following|aforementioned|latter|former)\b"
     r"|\b(?:mentioned|described|listed|shown)\s+(?:above|below|here)\b",
     re.IGNORECASE,
 )
+
+
+_ASKING = "(?:What|Who|Whom|Whose|When|Where|Why|How|Which|Is|Are|Was|Were|Does|Do|Did|Can|The)"
+"""Capitalised words that open a question, not a name ("Which menu" qualifies nothing)."""
 
 
 def dangling_reference(question: str) -> str | None:
@@ -75,7 +79,7 @@ def dangling_reference(question: str) -> str | None:
     stem = noun.rstrip("s")
     # the noun named with a qualifier elsewhere ("Acme's menu ... the menu") is resolved
     rest = question[: m.start()] + question[m.end() :]
-    if re.search(rf"\b[A-Z][\w&.-]*(?:'s)?\s+{stem}", rest):
+    if re.search(rf"\b(?!{_ASKING}\b)[A-Z][\w&.-]*(?:'s)?\s+{stem}", rest):
         return None
     return m.group(0)
 

@@ -37,7 +37,14 @@ from harness.metrics.ir import (
     soft_mrr,
     soft_relevancy_mrr,
 )
-from harness.metrics.overlap import content_words, regret, word_overlap
+from harness.metrics.overlap import (
+    content_words,
+    overlap_warning,
+    regret,
+    source_overlaps,
+    winner_warning,
+    word_overlap,
+)
 from harness.metrics.stats import (
     CI_METRICS,
     aggregate_ci,
@@ -81,6 +88,7 @@ __all__ = [
     "metric_key",
     "mrr",
     "ndcg",
+    "overlap_warning",
     "paired_bootstrap",
     "paired_permutation_p",
     "parse_metric_id",
@@ -94,5 +102,7 @@ __all__ = [
     "soft_hit_rate",
     "soft_mrr",
     "soft_relevancy_mrr",
+    "source_overlaps",
+    "winner_warning",
     "word_overlap",
 ]
