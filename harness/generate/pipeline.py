@@ -672,7 +672,9 @@ def estimate_generation(
     """What generating would cost, paying nothing: calls and tokens for the first round
     (n candidates: the least a run pays) and for every planned candidate (the most), with
     the answers already in the cache taken off. Completion tokens are the caps asked for
-    (an upper bound); prompt tokens are the client's 4-characters-a-token estimate."""
+    (an upper bound); prompt tokens are the client's 4-characters-a-token estimate. An
+    overlap rewrite (one more call for a question that copies its passage) is not
+    counted: how many need one is known only after asking."""
     from harness.judge import judge_cost
     from harness.pipeline.prepare import default_cache_dir, load_corpus
 
@@ -684,12 +686,24 @@ def estimate_generation(
     def cost(cs: Sequence[Candidate]) -> dict[str, Any]:
         calls = cached = p_tok = c_tok = 0
         for c in cs:
+            # one more short call: closed-book for an answerable question, the corpus
+            # check for an unanswerable one
+            check = c.qtype == "unanswerable" or settings.closed_book
+            if settings.style == "query":
+                msgs = prompts.summary_messages([p.text for p in c.passages])
+                if gen.cached(msgs, prompts.QUERY_SUMMARY_MAX_TOKENS) is not None:
+                    cached += 1  # the rest of a cached candidate is taken as cached too
+                    continue
+                calls += 3 + check  # summary, query, critique (+ check)
+                p_tok += 3 * prompt_tokens(msgs) + 100 * check
+                c_tok += 2 * prompts.QUERY_MAX_TOKENS + CRITIQUE_MAX_TOKENS + 40 * check
+                continue
             msgs = _gen_messages(c, settings)
             reply = gen.cached(msgs, settings.max_tokens)
             if reply is None:
-                calls += 2  # the question, then its critique
-                p_tok += prompt_tokens(msgs) + prompt_tokens(msgs) + 150
-                c_tok += settings.max_tokens + CRITIQUE_MAX_TOKENS
+                calls += 2 + check  # the question, then its critique (+ check)
+                p_tok += prompt_tokens(msgs) + prompt_tokens(msgs) + 150 + 100 * check
+                c_tok += settings.max_tokens + CRITIQUE_MAX_TOKENS + 40 * check
                 continue
             cached += 1
             draft = parse_draft(reply)

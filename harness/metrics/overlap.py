@@ -94,18 +94,22 @@ def overlap_warning(overlaps: Sequence[float]) -> str | None:
 
 
 def winner_warning(
-    source: Sequence[float], judge: Sequence[float], names: Sequence[str]
+    source: Sequence[float],
+    other: Sequence[float],
+    names: Sequence[str],
+    other_name: str = "the judge",
 ) -> str | None:
-    """A warning when the source metric and the judge's metric pick different settings
-    (each name scored on both sides, higher is better). None when they agree."""
-    if not names or not (len(source) == len(judge) == len(names)):
+    """A warning when the source metric and another measure (the judge's metric, or
+    labels) pick different settings: each name scored on both sides, higher is better.
+    None when they agree."""
+    if not names or not (len(source) == len(other) == len(names)):
         return None
     by_source = names[max(range(len(names)), key=lambda i: source[i])]
-    by_judge = names[max(range(len(names)), key=lambda i: judge[i])]
-    if by_source == by_judge:
+    by_other = names[max(range(len(names)), key=lambda i: other[i])]
+    if by_source == by_other:
         return None
     return (
-        f"source metrics pick {by_source} but the judge picks {by_judge}: generated "
+        f"source metrics pick {by_source} but {other_name} picks {by_other}: generated "
         "questions' source labels may favour settings that match their wording; trust "
         "neither winner without a look at real questions"
     )

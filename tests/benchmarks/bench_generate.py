@@ -259,7 +259,7 @@ def trec_row(
         pick=names[max(range(len(names)), key=lambda i: src[i])],
         best=names[max(range(len(names)), key=lambda i: lab[i])],
         lex=lexical(data, out),
-        warning=winner_warning(src, lab, names),
+        warning=winner_warning(src, lab, names, "the labels"),
     )
 
 

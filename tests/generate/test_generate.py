@@ -354,10 +354,12 @@ def test_dry_run_estimates_calls_and_tokens(tmp_path):
             exp, n=10, cache_dir=tmp_path / "cache", generator=make_generator(fake, tmp_path / "c2")
         )
         assert fake.requests == 0
-    assert est["least"]["candidates"] == 10 and est["least"]["calls"] == 20
-    assert est["most"]["candidates"] == 15 and est["most"]["calls"] == 30
+    # two calls a candidate, and one more (40 tokens) for each unanswerable one (#24):
+    # the 6th and 12th candidates, as types are taken in turn
+    assert est["least"]["candidates"] == 10 and est["least"]["calls"] == 20 + 1
+    assert est["most"]["candidates"] == 15 and est["most"]["calls"] == 30 + 2
     assert est["least"]["prompt_tokens"] > 0
-    assert est["least"]["completion_tokens_max"] == 10 * (160 + 150)
+    assert est["least"]["completion_tokens_max"] == 10 * (160 + 150) + 40
 
 
 def test_types_paraphrases_exam_and_round_trip_through_run(tmp_path, cache_dir):
