@@ -43,17 +43,25 @@ def mentions_source(question: str) -> bool:
     return bool(_MENTIONS_SOURCE.search(question))
 
 
-_REFERENTS = (
-    "menu|company|firm|business|author|writer|speaker|narrator|article|book|report|study|"
-    "paper|survey|product|item|recipe|story|policy|plan|program|programme|organization|"
-    "organisation|website|site|page|store|shop|restaurant|hotel|school|team|manager|"
-    "manufacturer|table|figure|chart|list|list|case|example|patient|researchers?|"
-    "procedure|project|event|game|movie|film|song|show|law|rule|contract|agreement"
+_DOCUMENT_NOUNS = (
+    "menu|author|writer|speaker|narrator|article|book|report|study|paper|survey|recipe|"
+    "story|table|figure|chart|list|item|product|website|page|movie|film|song|show"
 )
-_DANGLING = re.compile(
-    rf"\b(?:the|this|that|these|those)\s+(?:{_REFERENTS})(?:s|es)?(?:'s)?\b"
+"""Nouns that, unqualified after "the", point at a document the reader never saw."""
+_PLACE_NOUNS = (
+    "company|firm|business|organization|organisation|store|shop|restaurant|hotel|school|"
+    "team|manager|manufacturer|policy|plan|program|programme|project|contract|agreement"
+)
+"""Nouns that "the" may name in a corpus about one of them ("leave at the company", in
+a company's handbook), but "this"/"these" never: "When was this company founded?"."""
+_NOT_QUALIFIED = (
+    r"(?:s|es)?(?:'s)?\b"
     r"(?!\s+(?:of|at|for|in|on|from|by|called|named|titled|that|which|who|whose|behind|"
     r"near|about|with|between|under)\b)(?!\s+(?-i:[A-Z0-9\"]))"
+)
+_DANGLING = re.compile(
+    rf"\b(?:the|this|that|these|those)\s+(?:{_DOCUMENT_NOUNS}){_NOT_QUALIFIED}"
+    rf"|\b(?:this|these|those)\s+(?:{_PLACE_NOUNS}){_NOT_QUALIFIED}"
     r"|\b(?:this|these)\s+(?:one|ones|thing|things|person|people|place)\b"
     r"|\bthe\s+(?:above|following|aforementioned|latter|former)\b"
     r"|\b(?:mentioned|described|listed|shown)\s+(?:above|below|here)\b",
@@ -70,8 +78,8 @@ def dangling_reference(question: str) -> str | None:
     company", "the author", "the above"), or None. A reference qualified right after it
     ("the menu at Luigi's", "the author of Dune", "the company Acme") or a name the
     question gives is not dangling. Conservative: only nouns that, unqualified, point at
-    a document the reader never saw (_REFERENTS), so "the capital of France" and "the
-    heart" pass."""
+    a document the reader never saw (_DOCUMENT_NOUNS; _PLACE_NOUNS after "this" only),
+    so "the capital of France", "the heart" and "leave at the company" pass."""
     m = _DANGLING.search(question)
     if m is None:
         return None
