@@ -330,3 +330,18 @@ def test_every_run_on_copying_generated_questions_warns(tmp_path, cache_dir):
         )
         run = run_experiment(config, results_dir=tmp_path / "results", cache_dir=cache_dir)
     assert any("of their words with their source passages" in w for w in run.header.warnings)
+
+
+def test_a_sweep_warns_when_source_metrics_and_the_judge_disagree():
+    from harness.sweep.book import source_judge_disagreement
+
+    agree = {
+        0: ({"source_mrr@3": 0.5, "mrr@3": 0.6}, 3),
+        1: ({"source_mrr@2": 0.3, "mrr@2": 0.4}, 2),
+    }
+    assert source_judge_disagreement(agree) is None
+    differ = {**agree, 2: ({"source_mrr@4": 0.9, "mrr@4": 0.1}, 4)}
+    warning = source_judge_disagreement(differ)
+    assert warning and "source metrics pick trial 2 but the judge picks trial 0" in warning
+    # hand-written questions have no source metrics: nothing to compare
+    assert source_judge_disagreement({0: ({"mrr@3": 0.6}, 3), 1: ({"mrr@3": 0.2}, 3)}) is None
