@@ -25,7 +25,7 @@ from harness.metrics import kendall_tau, overlap_warning, regret, winner_warning
 from harness.metrics.overlap import REAL_QUERY_OVERLAP, source_overlaps
 from harness.testing import Act, FakeOpenAI
 from harness.types import Document, Question, SourceSpan
-from tests.generate.test_generate import _doc_text, _generate
+from tests.generate.test_generate import _doc_text, _generate, make_generator
 
 _FACT = re.compile(r"([a-z]+-fact-\d+)")
 _MARK = re.compile(r"MARK-([A-Z]+)")
@@ -345,3 +345,19 @@ def test_a_sweep_warns_when_source_metrics_and_the_judge_disagree():
     assert warning and "source metrics pick trial 2 but the judge picks trial 0" in warning
     # hand-written questions have no source metrics: nothing to compare
     assert source_judge_disagreement({0: ({"mrr@3": 0.6}, 3), 1: ({"mrr@3": 0.2}, 3)}) is None
+
+
+def test_dry_run_counts_the_query_style_calls(tmp_path):
+    from harness.generate import estimate_generation
+
+    write_query_corpus(tmp_path, {"plain-a": _doc_text("plain-a", 3)})
+    exp = load_experiment(tmp_path / "exp.toml")
+    with FakeOpenAI(QueryModel()) as fake:
+        gen = make_generator(fake, tmp_path / "c2")
+        est = estimate_generation(
+            exp, n=6, types=ALL_TYPES, cache_dir=tmp_path / "cache", generator=gen
+        )
+        assert fake.requests == 0
+    # summary, query, critique, and closed-book (answerable) or the corpus check
+    assert est["least"]["candidates"] == 6 and est["least"]["calls"] == 6 * 4
+    assert est["least"]["completion_tokens_max"] == 6 * (60 + 60 + 150 + 40)
