@@ -75,6 +75,22 @@ def best_trials(trials: Iterable[TrialRecord], objective: Sequence[str]) -> list
     return [BestTrial(t.number, t.params, t.values, t.run_dir) for t in front]
 
 
+def source_judge_disagreement(trials: dict[int, tuple[dict[str, float], int]]) -> str | None:
+    """From complete trials (number -> (run metrics, k)): `winner_warning` of source_mrr@k
+    against the judge's mrr@k over the trials that have both (two at least)."""
+    names, source, judge = [], [], []
+    for number, (metrics, k) in sorted(trials.items()):
+        s, j = metrics.get(f"source_mrr@{k}"), metrics.get(f"mrr@{k}")
+        if s is None or j is None:
+            continue
+        names.append(f"trial {number}")
+        source.append(float(s))
+        judge.append(float(j))
+    if len(names) < 2:
+        return None
+    return winner_warning(source, judge, names)
+
+
 @dataclass
 class SweepBook:
     """Running totals of a sweep, fed one finished trial at a time."""
@@ -216,19 +232,3 @@ class SweepBook:
                 total[k] += s[k]
             cost += s["cost_usd"]
         return SweepStats(cost_usd=round(cost, 6), distinct_verdicts=len(self.distinct), **total)
-
-
-def source_judge_disagreement(trials: dict[int, tuple[dict[str, float], int]]) -> str | None:
-    """From complete trials (number -> (run metrics, k)): `winner_warning` of source_mrr@k
-    against the judge's mrr@k over the trials that have both (two at least)."""
-    names, source, judge = [], [], []
-    for number, (metrics, k) in sorted(trials.items()):
-        s, j = metrics.get(f"source_mrr@{k}"), metrics.get(f"mrr@{k}")
-        if s is None or j is None:
-            continue
-        names.append(f"trial {number}")
-        source.append(float(s))
-        judge.append(float(j))
-    if len(names) < 2:
-        return None
-    return winner_warning(source, judge, names)
