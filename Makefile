@@ -113,7 +113,7 @@ screenshots: install-models browser
 # 100 questions from the quick-start handbook with the local model, then the quick-start
 # on them: kept / dropped per filter, judge metrics beside source metrics, the judge exam.
 bench-generate: install-models
-	$(BIN)/python tests/benchmarks/bench_generate.py --n $(or $(N),100)
+	$(BIN)/python tests/benchmarks/bench_generate.py --trec --n $(or $(N),100)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -324,6 +324,9 @@ QUESTION_TYPES = (
 )
 """The kinds of question `harness generate` writes, each from its own prompt."""
 
+GENERATE_STYLES = ("query", "question")
+"""How `harness generate` phrases questions (see GenerateConfig.style)."""
+
 
 @dataclass(frozen=True)
 class GenerateConfig:
@@ -357,6 +360,30 @@ class GenerateConfig:
     """Name of the environment variable that holds the generation endpoint's key."""
     max_tokens: int = 160
     """Most tokens of one generated question (JSON with short fields)."""
+    style: str = "query"
+    """How questions are written (GENERATE_STYLES). "query" (default): in two steps, a
+    one-line summary of the passage first, then the terse search query a user would type
+    to find it, written from the summary, not the passage, so it does not copy the
+    passage's words (#24); a question whose word overlap with its source is above
+    `max_overlap` is rewritten once, then dropped. "question": the earlier one-step
+    prompt, a question written while reading the passage. Unmeasured: the default until
+    `make bench-generate` (--trec) shows which one ranks settings like real queries."""
+    style_examples: str = ""
+    """A file of a few real questions (from logs): JSONL with a "text" (or "question")
+    field, or plain text, one a line. Up to 8 are shown to the model as style examples,
+    and they set `max_overlap` (see there)."""
+    max_overlap: float = 0.75
+    """Highest share (0-1] of a question's content words that may occur in its source
+    passage (harness.metrics.word_overlap); above it the question is rewritten once, then
+    dropped (filter `overlap`); 1.0 turns the filter off. Real search queries show a mean
+    of 0.46 against their relevant passages (TREC DL 2019 development half; median 0.5,
+    75th percentile 0.75), so the default rejects what one real query in four would
+    exceed. With `style_examples`, the limit is derived from them (the 90th percentile of
+    their overlap with the best-matching sampled passage, plus 0.1) when that is lower."""
+    closed_book: bool = True
+    """Ask the model each question without any passage (one short call, cached); when its
+    answer matches the source's, the question tests the model's memory, not retrieval, and
+    is dropped (filter `closed_book`)."""
 
 
 @dataclass(frozen=True)

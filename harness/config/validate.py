@@ -14,6 +14,7 @@ from typing import Any
 from harness.components.registry import EMBEDDERS, JUDGES, RERANKERS, load
 from harness.config.schema import (
     CRITERIA_PRESETS,
+    GENERATE_STYLES,
     JUDGE_MODES,
     QUESTION_TYPES,
     ExperimentConfig,
@@ -183,6 +184,16 @@ def _validate_generate(g: GenerateConfig, where: str) -> None:
             raise ConfigError(where, f"generate.{name}", "expected a value on one line")
     if g.base_url and not g.model:
         raise ConfigError(where, "generate.model", "a generation endpoint needs a model name")
+    if g.style not in GENERATE_STYLES:
+        raise ConfigError(
+            where,
+            "generate.style",
+            f"expected one of {', '.join(GENERATE_STYLES)}, got {g.style!r}",
+        )
+    if not 0 < g.max_overlap <= 1:
+        raise ConfigError(
+            where, "generate.max_overlap", f"expected a share 0 < x <= 1, got {g.max_overlap:g}"
+        )
 
 
 def _validate_sweep(sweep: SweepConfig, where: str) -> None:

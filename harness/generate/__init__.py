@@ -1,9 +1,11 @@
 """Questions from the documents (`harness generate`): the reference-free promise starts here.
 
 sampler    source passages spread over documents and positions, independent of chunking
-prompts    one prompt per question type, the critique prompt, GBNF grammars
+prompts    one prompt per question type, the critique prompt, GBNF grammars; the query
+           style's summary and query prompts, the rewrite, closed-book and corpus checks
 llm        the model (the judge's client, budgets and a reply cache keyed by the seed)
-critique   reading answers; the groundedness, usefulness and stand-alone filters
+critique   reading answers; the groundedness, usefulness and stand-alone filters, and
+           definite references without an antecedent ("the menu")
 dedup      near-duplicates by embedding cosine
 exam       the judge exam: source passages must pass, unrelated ones must not
 writer     the questions file, its report (GenerationReport), the exam (and its labels), the paraphrases

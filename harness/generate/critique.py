@@ -7,10 +7,14 @@ Filters, in the order a candidate meets them (the first that fails names the dro
   or paraphrase over 1,000 characters;
 - `standalone`: the question mentions the passage/text/context/document it came from
   ("according to the passage"): dropped without asking, whatever a critic would say;
+- `standalone` also: a definite reference without an antecedent ("the menu", "this
+  company", "the author", "the above"; `dangling_reference`), dropped without asking;
 - `critique`: the critique call failed or could not be read;
 - `groundedness`, `usefulness`, `standalone`: a score below `min_score` (1-5).
-  Unanswerable questions are the exception for groundedness: they must NOT be answerable
-  from their passage, so they are kept when it is at most 6 - min_score (2 by default).
+  Unanswerable questions bypass groundedness: a question that is not answered has
+  nothing to be grounded in, and the critic's low groundedness used to drop them all.
+  They are checked instead for being on-topic but not answered by the corpus (the
+  pipeline's `answered` filter).
 """
 
 from __future__ import annotations
@@ -37,6 +41,55 @@ def mentions_source(question: str) -> bool:
     """True when the question refers to the text it was written from ("in the passage",
     "according to the context", "this excerpt"): it cannot stand alone."""
     return bool(_MENTIONS_SOURCE.search(question))
+
+
+_DOCUMENT_NOUNS = (
+    "menu|author|writer|speaker|narrator|article|book|report|study|paper|survey|recipe|"
+    "story|table|figure|chart|list|item|product|website|page|movie|film|song|show"
+)
+"""Nouns that, unqualified after "the", point at a document the reader never saw."""
+_PLACE_NOUNS = (
+    "company|firm|business|organization|organisation|store|shop|restaurant|hotel|school|"
+    "team|manager|manufacturer|policy|plan|program|programme|project|contract|agreement"
+)
+"""Nouns that "the" may name in a corpus about one of them ("leave at the company", in
+a company's handbook), but "this"/"these" never: "When was this company founded?"."""
+_NOT_QUALIFIED = (
+    r"(?:s|es)?(?:'s)?\b"
+    r"(?!\s+(?:of|at|for|in|on|from|by|called|named|titled|that|which|who|whose|behind|"
+    r"near|about|with|between|under)\b)(?!\s+(?-i:[A-Z0-9\"]))"
+)
+_DANGLING = re.compile(
+    rf"\b(?:the|this|that|these|those)\s+(?:{_DOCUMENT_NOUNS}){_NOT_QUALIFIED}"
+    rf"|\b(?:this|these|those)\s+(?:{_PLACE_NOUNS}){_NOT_QUALIFIED}"
+    r"|\b(?:this|these)\s+(?:one|ones|thing|things|person|people|place)\b"
+    r"|\bthe\s+(?:above|following|aforementioned|latter|former)\b"
+    r"|\b(?:mentioned|described|listed|shown)\s+(?:above|below|here)\b",
+    re.IGNORECASE,
+)
+
+
+_ASKING = "(?:What|Who|Whom|Whose|When|Where|Why|How|Which|Is|Are|Was|Were|Does|Do|Did|Can|The)"
+"""Capitalised words that open a question, not a name ("Which menu" qualifies nothing)."""
+
+
+def dangling_reference(question: str) -> str | None:
+    """The definite reference without an antecedent in `question` ("the menu", "this
+    company", "the author", "the above"), or None. A reference qualified right after it
+    ("the menu at Luigi's", "the author of Dune", "the company Acme") or a name the
+    question gives is not dangling. Conservative: only nouns that, unqualified, point at
+    a document the reader never saw (_DOCUMENT_NOUNS; _PLACE_NOUNS after "this" only),
+    so "the capital of France", "the heart" and "leave at the company" pass."""
+    m = _DANGLING.search(question)
+    if m is None:
+        return None
+    noun = m.group(0).split()[-1].lower().removesuffix("'s")
+    stem = noun.rstrip("s")
+    # the noun named with a qualifier elsewhere ("Acme's menu ... the menu") is resolved
+    rest = question[: m.start()] + question[m.end() :]
+    if re.search(rf"\b(?!{_ASKING}\b)[A-Z][\w&.-]*(?:'s)?\s+{stem}", rest):
+        return None
+    return m.group(0)
 
 
 MAX_QUESTION_CHARS = 1000
@@ -150,15 +203,12 @@ def parse_critique(text: str) -> Critique | str:
 def failed_filters(qtype: str, critique: Critique, min_score: int) -> list[str]:
     """The criteria this critique fails, in CRITERIA order (empty: keep the question).
 
-    groundedness must be >= min_score, except for unanswerable questions, where it must
-    be <= 6 - min_score (the passage must not answer them)."""
+    Every score must be >= min_score, except groundedness for unanswerable questions,
+    which is not asked of them (the pipeline checks they are not answered instead)."""
     failed = []
     for c in CRITERIA:
-        score = critique.scores[c]
         if c == "groundedness" and qtype == "unanswerable":
-            ok = score <= 6 - min_score
-        else:
-            ok = score >= min_score
-        if not ok:
+            continue
+        if critique.scores[c] < min_score:
             failed.append(c)
     return failed

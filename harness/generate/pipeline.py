@@ -3,8 +3,14 @@
 1. Sample n x oversample source passages over the documents (`sampler`); the i-th
    candidate gets the i-th type of `generate.types` in turn.
 2. Ask the model for one question per candidate (its type's prompt; a second passage for
-   multi-passage), then critique it (`critique`): a candidate meets the filters in turn
-   and the first it fails (or every criterion it scores too low on) is why it is dropped.
+   multi-passage). With `generate.style = "query"` that is two calls: a one-line summary
+   of the passage, then the terse search query a user would type, written from the
+   summary, so it does not copy the passage (#24). Then the filters, cheapest first:
+   rule-based stand-alone checks; word overlap with the source above `max_overlap`
+   (rewritten once, then dropped); the closed-book check (the question asked without
+   any passage: a matching answer means it tests memory, not retrieval); the critique
+   (`critique`); for unanswerable questions, the corpus's nearest sampled passages must
+   be on its topic and not answer it. The first filter failed is why it is dropped.
 3. Drop near-duplicates among the survivors (`dedup`), in candidate order.
 4. Candidates are taken in rounds (n first, then what is still missing, with the same
    oversampling) until n are kept or the planned candidates run out; a rerun with the
@@ -31,6 +37,8 @@ from harness.generate import prompts
 from harness.generate.critique import (
     Critique,
     Draft,
+    _json_object,
+    dangling_reference,
     failed_filters,
     mentions_source,
     parse_critique,
@@ -42,12 +50,23 @@ from harness.generate.llm import Generator, dry_generator, open_generator, promp
 from harness.generate.sampler import Passage, sample_passages, second_passage
 from harness.generate.writer import GenerationReport, output_paths, write_outputs
 from harness.llm.client import ChatFailed
+from harness.metrics.overlap import content_words, word_overlap
 from harness.types import Document
 
 CRITIQUE_MAX_TOKENS = 150
 """Three reasons of at most 80 characters and three digits fit in this."""
 
-FILTERS = ("malformed", "errors", "standalone", "groundedness", "usefulness", "duplicates")
+FILTERS = (
+    "malformed",
+    "errors",
+    "standalone",
+    "overlap",
+    "closed_book",
+    "groundedness",
+    "usefulness",
+    "answered",
+    "duplicates",
+)
 """Why a candidate can be dropped, in report order (see harness.generate.critique)."""
 
 
@@ -63,6 +82,8 @@ class Candidate:
     dropped_by: list[str] = field(default_factory=list)
     reason: str = ""
     duplicate_of: int | None = None
+    overlap: float | None = None
+    """Share of the question's content words found in its passage(s)."""
 
     @property
     def question_id(self) -> str:
@@ -133,25 +154,173 @@ def _crit_messages(c: Candidate, draft: Draft, settings: GenerateConfig) -> list
     )
 
 
-def process(c: Candidate, gen: Generator, settings: GenerateConfig) -> Candidate:
-    """Ask for the candidate's question and critique it; returns it with its draft,
-    critique and (when dropped) the filters it failed and why."""
-    try:
-        text = gen.ask(
-            _gen_messages(c, settings),
-            max_tokens=settings.max_tokens,
-            grammar=prompts.generation_grammar(settings.phrasings),
-        )
-    except ChatFailed as exc:
-        return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
+@dataclass(frozen=True)
+class Context:
+    """What every candidate's filters share: style examples, the overlap limit, and the
+    passages nearest a question (for the unanswerable check)."""
+
+    examples: tuple[str, ...] = ()
+    max_overlap: float = 1.0
+    nearest: Any = None
+    """question -> the texts of the nearest sampled passages (BM25), or None."""
+
+
+NEAREST = 3
+"""Passages the unanswerable check reads."""
+
+CLOSED_BOOK_MATCH = 0.6
+"""Share of the source answer's content words a closed-book answer must contain to
+count as the same answer."""
+
+
+def _ask_json(
+    gen: Generator, messages: list[dict[str, str]], max_tokens: int
+) -> dict[str, Any] | None:
+    """The JSON object of one reply (None when there is none); ChatFailed propagates."""
+    return _json_object(gen.ask(messages, max_tokens=max_tokens))
+
+
+def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context) -> Candidate:
+    """The candidate with its draft, or dropped as errors/malformed."""
+    passages = [p.text for p in c.passages]
+    if settings.style == "query":
+        try:
+            obj = _ask_json(
+                gen, prompts.summary_messages(passages), prompts.QUERY_SUMMARY_MAX_TOKENS
+            )
+            summary = obj.get("summary") if obj else None
+            if not isinstance(summary, str) or not summary.strip():
+                return replace(c, dropped_by=["malformed"], reason="no summary in the reply")
+            msgs = prompts.query_messages(c.qtype, " ".join(summary.split()), list(ctx.examples))
+            text = gen.ask(msgs, max_tokens=prompts.QUERY_MAX_TOKENS)
+        except ChatFailed as exc:
+            return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
+    else:
+        try:
+            text = gen.ask(
+                _gen_messages(c, settings),
+                max_tokens=settings.max_tokens,
+                grammar=prompts.generation_grammar(settings.phrasings),
+            )
+        except ChatFailed as exc:
+            return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
     draft = parse_draft(text)
     if isinstance(draft, str):
         return replace(c, dropped_by=["malformed"], reason=f"{draft}: {text[:200]!r}")
-    c = replace(c, draft=draft)
+    return replace(c, draft=draft)
+
+
+def _standalone(draft: Draft) -> str | None:
+    """Why the question cannot stand alone (rule-based), or None."""
     if mentions_source(draft.question):
-        return replace(
-            c, dropped_by=["standalone"], reason="the question mentions the passage it came from"
+        return "the question mentions the passage it came from"
+    ref = dangling_reference(draft.question)
+    if ref:
+        return f"{ref!r} refers to something the question never names"
+    return None
+
+
+def _overlap(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
+    """Measure the question's word overlap with its passage(s); above the limit it is
+    rewritten once, then dropped."""
+    assert c.draft is not None
+    text = " ".join(p.text for p in c.passages)
+    ov = word_overlap(c.draft.question, text)
+    if ov <= ctx.max_overlap:
+        return replace(c, overlap=ov)
+    first = c.draft.question
+    try:
+        reply = gen.ask(
+            prompts.rewrite_messages(first, c.draft.answer), max_tokens=prompts.QUERY_MAX_TOKENS
         )
+    except ChatFailed as exc:
+        return replace(c, dropped_by=["errors"], reason=f"rewrite failed: {exc.error}")
+    again = parse_draft(reply)
+    if not isinstance(again, str) and _standalone(again) is None:
+        ov2 = word_overlap(again.question, text)
+        if ov2 <= ctx.max_overlap:
+            # the source span stays the label; the answer is the first draft's
+            return replace(c, draft=replace(c.draft, question=again.question), overlap=ov2)
+    return replace(
+        c,
+        overlap=ov,
+        dropped_by=["overlap"],
+        reason=f"{ov:.0%} of its words are in the passage (limit {ctx.max_overlap:.0%}), "
+        f"also after a rewrite: {first!r}",
+    )
+
+
+def closed_book_match(source_answer: str, model_answer: str) -> bool:
+    """True when the model's answer without any passage is the source's: it is not
+    "unknown" and holds at least CLOSED_BOOK_MATCH of the source answer's content words."""
+    if not model_answer.strip() or "unknown" in model_answer.lower():
+        return False
+    want = set(content_words(source_answer))
+    if not want:
+        return False
+    got = set(content_words(model_answer))
+    return len(want & got) / len(want) >= CLOSED_BOOK_MATCH
+
+
+def _closed_book(c: Candidate, gen: Generator) -> Candidate:
+    """Drop a question the model answers without any passage (memory, not retrieval)."""
+    assert c.draft is not None
+    try:
+        obj = _ask_json(
+            gen, prompts.closed_book_messages(c.draft.question), prompts.CLOSED_BOOK_MAX_TOKENS
+        )
+    except ChatFailed as exc:
+        return replace(c, dropped_by=["errors"], reason=f"closed-book check failed: {exc.error}")
+    said = obj.get("answer") if obj else None
+    if isinstance(said, str) and closed_book_match(c.draft.answer, said):
+        return replace(
+            c,
+            dropped_by=["closed_book"],
+            reason=f"answered without any passage: {said[:100]!r}",
+        )
+    return c
+
+
+def _answered(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
+    """An unanswerable question must be on the corpus's topic and not answered by the
+    sampled passages nearest to it."""
+    assert c.draft is not None
+    near = ctx.nearest(c.draft.question) if ctx.nearest else [p.text for p in c.passages]
+    try:
+        obj = _ask_json(gen, prompts.answered_messages(c.draft.question, near), 40)
+    except ChatFailed as exc:
+        return replace(c, dropped_by=["errors"], reason=f"answered check failed: {exc.error}")
+    if obj is None:
+        return replace(c, dropped_by=["malformed"], reason="the answered check is not JSON")
+    on_topic = str(obj.get("on_topic", "")).strip().lower()
+    answered = str(obj.get("answered", "")).strip().lower()
+    if on_topic != "yes" or answered != "no":
+        why = "off the corpus's topic" if on_topic != "yes" else "answered by the corpus"
+        return replace(c, dropped_by=["answered"], reason=f"an unanswerable question {why}")
+    return c
+
+
+def process(
+    c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context | None = None
+) -> Candidate:
+    """Ask for the candidate's question and run it through the filters (see the module);
+    returns it with its draft, critique and (when dropped) the filters it failed and why."""
+    ctx = ctx or Context(max_overlap=settings.max_overlap)
+    c = _draft(c, gen, settings, ctx)
+    if not c.passed or c.draft is None:
+        return c
+    why = _standalone(c.draft)
+    if why:
+        return replace(c, dropped_by=["standalone"], reason=why)
+    c = _overlap(c, gen, ctx)
+    if not c.passed:
+        return c
+    draft = c.draft
+    assert draft is not None
+    if settings.closed_book and c.qtype != "unanswerable":
+        c = _closed_book(c, gen)
+        if not c.passed:
+            return c
     try:
         text = gen.ask(
             _crit_messages(c, draft, settings),
@@ -168,7 +337,88 @@ def process(c: Candidate, gen: Generator, settings: GenerateConfig) -> Candidate
     if failed:
         why = "; ".join(f"{f} {crit.scores[f]}: {crit.reasons[f]}" for f in failed)
         return replace(c, dropped_by=failed, reason=why)
+    if c.qtype == "unanswerable":
+        c = _answered(c, gen, ctx)
     return c
+
+
+def read_style_examples(path: str | Path, limit: int = 8) -> list[str]:
+    """Up to `limit` real questions from `path`: JSONL lines with "text" or "question",
+    or plain text, one a line. Bad input is one HarnessError line."""
+    import json
+
+    from harness.errors import HarnessError, os_error_message
+
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise HarnessError(f"generate.style_examples: {os_error_message(exc)}") from None
+    except UnicodeDecodeError:
+        raise HarnessError(f"generate.style_examples {path}: expected UTF-8 text") from None
+    out: list[str] = []
+    for i, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                raise HarnessError(
+                    f"generate.style_examples {path} line {i}: expected a JSON object"
+                ) from None
+            text = obj.get("text", obj.get("question")) if isinstance(obj, dict) else None
+            if not isinstance(text, str) or not text.strip():
+                raise HarnessError(
+                    f'generate.style_examples {path} line {i}: expected a "text" field'
+                )
+            line = text.strip()
+        out.append(" ".join(line.split()))
+        if len(out) >= limit:
+            break
+    if not out:
+        raise HarnessError(f"generate.style_examples {path}: no question in the file")
+    return out
+
+
+def overlap_limit(examples: Sequence[str], passages: Sequence[str], default: float) -> float:
+    """The overlap limit: `default`, or lower when real questions are given: the 90th
+    percentile of their overlap with their best-matching passage, plus 0.1. The best
+    match stands in for the relevant passage, which is unknown, so this errs high."""
+    if not examples or not passages:
+        return default
+    best = sorted(max(word_overlap(e, p) for p in passages) for e in examples)
+    p90 = best[min(len(best) - 1, math.ceil(0.9 * len(best)) - 1)]
+    return min(default, round(p90 + 0.1, 3))
+
+
+def _context(
+    config: ExperimentConfig, settings: GenerateConfig, candidates: Sequence[Candidate]
+) -> Context:
+    """The shared filter context: examples, the overlap limit, BM25 over the sampled
+    passages."""
+    from harness.retrieval.rerankers.base import tokenize
+
+    examples: list[str] = []
+    if settings.style_examples:
+        examples = read_style_examples(config.resolve_path(settings.style_examples))
+    pool = list({p.span: p for c in candidates for p in c.passages}.values())
+    texts = [p.text for p in pool]
+    limit = overlap_limit(examples, texts, settings.max_overlap)
+    nearest = None
+    if pool:
+        from langchain_community.retrievers import BM25Retriever
+
+        retriever = BM25Retriever.from_texts(
+            texts, preprocess_func=tokenize, k=min(NEAREST, len(texts))
+        )
+        lock = __import__("threading").Lock()
+
+        def nearest(question: str) -> list[str]:
+            with lock:
+                return [d.page_content for d in retriever.invoke(question)]
+
+    return Context(examples=tuple(examples), max_overlap=limit, nearest=nearest)
 
 
 def _default_embed(config: ExperimentConfig, cache_dir: Path) -> Embed:
@@ -257,12 +507,13 @@ def generate_questions(
     t0 = time.perf_counter()
     embed_fn = embed or _default_embed(config, cache)
     config = replace(config, generate=settings)
+    ctx = _context(config, settings, candidates)
     if generator is not None:
-        done = _rounds(candidates, generator, settings, n_keep, embed_fn, config)
+        done = _rounds(candidates, generator, settings, n_keep, embed_fn, config, ctx)
         stats = generator.stats
     else:
         with open_generator(config, cache_dir=cache, log_dir=paths["report"].parent) as gen:
-            done = _rounds(candidates, gen, settings, n_keep, embed_fn, config)
+            done = _rounds(candidates, gen, settings, n_keep, embed_fn, config, ctx)
             stats = gen.stats
     survivors = [c for c in done if c.passed]
     kept, surplus = survivors[:n_keep], survivors[n_keep:]
@@ -286,7 +537,12 @@ def generate_questions(
             "source": sum(1 for i in exam if i.expected),
             "unrelated": sum(1 for i in exam if not i.expected),
         },
-        settings={**_plain_settings(settings), "oversample_candidates": len(candidates)},
+        settings={
+            **_plain_settings(settings),
+            "oversample_candidates": len(candidates),
+            "overlap_limit": ctx.max_overlap,
+            "style_examples_used": len(ctx.examples),
+        },
     )
     paraphrases = [_paraphrase_line(c) for c in kept if c.draft is not None and c.draft.paraphrase]
     write_outputs(paths, report, exam, paraphrases if settings.phrasings == 2 else None)
@@ -327,6 +583,7 @@ def _rounds(
     n_keep: int,
     embed: Embed,
     config: ExperimentConfig,
+    ctx: Context | None = None,
 ) -> list[Candidate]:
     """Process candidates in rounds until n_keep survive deduplication or none are left;
     returns every processed candidate, duplicates marked."""
@@ -349,7 +606,7 @@ def _rounds(
             alive,
         )
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            done.extend(pool.map(lambda c: process(c, gen, settings), batch))
+            done.extend(pool.map(lambda c: process(c, gen, settings, ctx), batch))
         done = _mark_duplicates(done, embed, settings.dedup_threshold)
     return done
 
@@ -387,6 +644,7 @@ def _kept_line(c: Candidate) -> dict[str, Any]:
         "topic": c.topic,
         "source": c.source(),
         "scores": dict(c.critique.scores),
+        **({"overlap": round(c.overlap, 3)} if c.overlap is not None else {}),
     }
 
 
@@ -414,7 +672,9 @@ def estimate_generation(
     """What generating would cost, paying nothing: calls and tokens for the first round
     (n candidates: the least a run pays) and for every planned candidate (the most), with
     the answers already in the cache taken off. Completion tokens are the caps asked for
-    (an upper bound); prompt tokens are the client's 4-characters-a-token estimate."""
+    (an upper bound); prompt tokens are the client's 4-characters-a-token estimate. An
+    overlap rewrite (one more call for a question that copies its passage) is not
+    counted: how many need one is known only after asking."""
     from harness.judge import judge_cost
     from harness.pipeline.prepare import default_cache_dir, load_corpus
 
@@ -426,12 +686,24 @@ def estimate_generation(
     def cost(cs: Sequence[Candidate]) -> dict[str, Any]:
         calls = cached = p_tok = c_tok = 0
         for c in cs:
+            # one more short call: closed-book for an answerable question, the corpus
+            # check for an unanswerable one
+            check = c.qtype == "unanswerable" or settings.closed_book
+            if settings.style == "query":
+                msgs = prompts.summary_messages([p.text for p in c.passages])
+                if gen.cached(msgs, prompts.QUERY_SUMMARY_MAX_TOKENS) is not None:
+                    cached += 1  # the rest of a cached candidate is taken as cached too
+                    continue
+                calls += 3 + check  # summary, query, critique (+ check)
+                p_tok += 3 * prompt_tokens(msgs) + 100 * check
+                c_tok += 2 * prompts.QUERY_MAX_TOKENS + CRITIQUE_MAX_TOKENS + 40 * check
+                continue
             msgs = _gen_messages(c, settings)
             reply = gen.cached(msgs, settings.max_tokens)
             if reply is None:
-                calls += 2  # the question, then its critique
-                p_tok += prompt_tokens(msgs) + prompt_tokens(msgs) + 150
-                c_tok += settings.max_tokens + CRITIQUE_MAX_TOKENS
+                calls += 2 + check  # the question, then its critique (+ check)
+                p_tok += prompt_tokens(msgs) + prompt_tokens(msgs) + 150 + 100 * check
+                c_tok += settings.max_tokens + CRITIQUE_MAX_TOKENS + 40 * check
                 continue
             cached += 1
             draft = parse_draft(reply)

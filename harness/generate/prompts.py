@@ -104,3 +104,82 @@ def critique_grammar() -> str:
     """A GBNF grammar for the critique JSON: reasons of at most 80 characters, scores 1-5."""
     parts = ' ", " '.join(f'"\\"{c}_why\\": " why ", \\"{c}\\": " score' for c in CRITERIA)
     return f'root ::= "{{" {parts} "}}"\nscore ::= [1-5]\n{_SHORT}'
+
+
+# The "query" style (generate.style, #24): a question written while reading a passage
+# copies its words, so the query is written from a one-line summary instead.
+
+QUERY_SUMMARY_MAX_TOKENS = 60
+QUERY_MAX_TOKENS = 60
+CLOSED_BOOK_MAX_TOKENS = 40
+
+QUERY_TYPE_HINTS = {
+    "simple": "It looks for one fact.",
+    "paraphrased": "It uses other words than the summary.",
+    "distracting": "It includes one plausible but wrong detail.",
+    "situational": "It starts with a few words about the user's own situation.",
+    "multi-passage": "It needs both facts of the summary.",
+    "unanswerable": (
+        "It asks for something on the same topic that the summary does NOT tell "
+        '(the answer is "not in the documents").'
+    ),
+}
+"""What each question type asks of a search query, one short sentence."""
+
+
+def summary_messages(passages: list[str]) -> list[dict[str, str]]:
+    """Step one of the query style: what the passage(s) are about, in one line, with
+    the fact a user would be looking for."""
+    user = (
+        f"{_fence(passages)}\nSummarise in one line what this is about and the one fact a "
+        'reader would look for in it.\nJSON: {"summary": "..."}'
+    )
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def query_messages(qtype: str, summary: str, examples: list[str]) -> list[dict[str, str]]:
+    """Step two: the terse query a user would type to find what `summary` describes,
+    in the style of `examples` (real users' questions) when there are some."""
+    shots = ""
+    if examples:
+        listed = "\n".join(f"- {e}" for e in examples)
+        shots = f"Real queries from this search engine's users, for their style:\n{listed}\n"
+    user = (
+        f"About a document: {summary}\n{shots}Write the terse search query (a few "
+        "words, lower case, no full sentence needed) a user would type to find it. "
+        f"{QUERY_TYPE_HINTS[qtype]} It must make sense on its own, naming what it is "
+        'about (never "the document", "the company", "the menu"). Also give the short '
+        'answer.\nJSON: {"question": "...", "answer": "..."}'
+    )
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def rewrite_messages(question: str, answer: str) -> list[dict[str, str]]:
+    """Ask once more for a question that copied its source's words: the same need, in
+    the words of a user who never read the document."""
+    user = (
+        f"Search query: {question}\nAnswer: {answer}\nThis query copies the document's "
+        "wording. Rewrite it as the terse query a user who never read the document would "
+        "type: their own words, synonyms, fewer words, the same need.\n"
+        'JSON: {"question": "...", "answer": "..."}'
+    )
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def closed_book_messages(question: str) -> list[dict[str, str]]:
+    """The question alone, no passage: what the model answers from memory."""
+    user = (
+        f"Question: {question}\nAnswer in at most ten words from what you know; if you "
+        'are not sure, answer "unknown".\nJSON: {"answer": "..."}'
+    )
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def answered_messages(question: str, passages: list[str]) -> list[dict[str, str]]:
+    """For an unanswerable question: do the corpus passages nearest to it answer it?"""
+    user = (
+        f"{_fence(passages)}\nQuestion: {question}\nIs the question on the topic of "
+        "these passages, and does any of them answer it?\n"
+        'JSON: {"on_topic": "yes" or "no", "answered": "yes" or "no"}'
+    )
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]

@@ -3,6 +3,7 @@
 - `ir`: the per-question metrics (small pure functions, formulas and edge cases in their
   docstrings), the metric registry `METRICS`, and aggregation over questions;
 - `ids`: the `name@k` parser;
+- `overlap`: a question's word overlap with a passage, and a ranking's regret;
 - `stats`: one bootstrap, paired differences, agreement (kappa, tau) and PPI.
 """
 
@@ -36,6 +37,14 @@ from harness.metrics.ir import (
     soft_mrr,
     soft_relevancy_mrr,
 )
+from harness.metrics.overlap import (
+    content_words,
+    overlap_warning,
+    regret,
+    source_overlaps,
+    winner_warning,
+    word_overlap,
+)
 from harness.metrics.stats import (
     CI_METRICS,
     aggregate_ci,
@@ -68,6 +77,7 @@ __all__ = [
     "bootstrap_mean_ci",
     "cohen_kappa",
     "confusion",
+    "content_words",
     "context_chars",
     "direction",
     "failure_count_name",
@@ -78,16 +88,21 @@ __all__ = [
     "metric_key",
     "mrr",
     "ndcg",
+    "overlap_warning",
     "paired_bootstrap",
     "paired_permutation_p",
     "parse_metric_id",
     "ppi_mean",
     "precision",
     "question_metrics",
+    "regret",
     "relevancy_mrr",
     "relevancy_mrr_found",
     "relevant_share",
     "soft_hit_rate",
     "soft_mrr",
     "soft_relevancy_mrr",
+    "source_overlaps",
+    "winner_warning",
+    "word_overlap",
 ]

@@ -44,6 +44,7 @@ from harness.metrics.lazy import (
     lazy_target,
     question_metrics_partial,
 )
+from harness.metrics.overlap import overlap_warning, source_overlaps
 from harness.metrics.source import source_metrics
 from harness.pipeline.failures import explain_failures
 from harness.pipeline.prepare import Prepared, cap_k, default_cache_dir, load_inputs, prepare
@@ -132,7 +133,13 @@ def run_experiment(
                 cost.pool,
             )
             judged, trust_note = _judge_run(grading, cost, batches, after_batch)
-            header = replace(header, warnings=judged.tally.warnings() + trust_note)
+            # every run on generated questions is checked for copied wording (#24)
+            bias = overlap_warning(source_overlaps(inputs.questions, inputs.docs))
+            if bias:
+                logger.warning(bias)
+            header = replace(
+                header, warnings=judged.tally.warnings() + trust_note + ([bias] if bias else [])
+            )
         cost.run["judge_s"] = round(time.perf_counter() - t_judge, 3)
         header = _finished(header, judged, config.retrieval.k, cost.stats())
         writer.write_header(header)

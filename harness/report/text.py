@@ -659,7 +659,18 @@ def format_generation(report: Any) -> str:
     """`generate`: counts kept and dropped per filter, cost, and the files written."""
     c, s = report.counts, report.stats
     filters = ", ".join(
-        f"{c[f]} {f}" for f in ("malformed", "errors", "standalone", "groundedness", "usefulness")
+        f"{c[f]} {f}"
+        for f in (
+            "malformed",
+            "errors",
+            "standalone",
+            "overlap",
+            "closed_book",
+            "groundedness",
+            "usefulness",
+            "answered",
+        )
+        if f in c
     )
     lines = [
         f"generated {c['generated']} questions: kept {c['kept']}, dropped {c['dropped']} "

@@ -31,6 +31,7 @@ from harness.metrics import (
     paired_bootstrap,
     paired_permutation_p,
     parse_metric_id,
+    winner_warning,
 )
 from harness.metrics.ir import Direction
 from harness.sweep.recommend import recommend
@@ -73,6 +74,22 @@ def best_trials(trials: Iterable[TrialRecord], objective: Sequence[str]) -> list
         ]
         front.sort(key=lambda t: key(t), reverse=True)
     return [BestTrial(t.number, t.params, t.values, t.run_dir) for t in front]
+
+
+def source_judge_disagreement(trials: dict[int, tuple[dict[str, float], int]]) -> str | None:
+    """From complete trials (number -> (run metrics, k)): `winner_warning` of source_mrr@k
+    against the judge's mrr@k over the trials that have both (two at least)."""
+    names, source, judge = [], [], []
+    for number, (metrics, k) in sorted(trials.items()):
+        s, j = metrics.get(f"source_mrr@{k}"), metrics.get(f"mrr@{k}")
+        if s is None or j is None:
+            continue
+        names.append(f"trial {number}")
+        source.append(float(s))
+        judge.append(float(j))
+    if len(names) < 2:
+        return None
+    return winner_warning(source, judge, names)
 
 
 @dataclass
@@ -125,6 +142,18 @@ class SweepBook:
             folder = Path(record.run_dir) if record.run_dir else None
             run = read_run(folder) if folder and (folder / HEADER).is_file() else None
             self.add(record, run)
+
+    def source_judge_warning(self, default_k: int) -> str | None:
+        """A warning when source_mrr@k (generated questions' source labels) and the
+        judge's mrr@k pick different complete trials (#24); None when they agree or the
+        sweep's questions have no source. `default_k` is k when the sweep does not vary it."""
+        return source_judge_disagreement(
+            {
+                n: (m, int(self.trials[n].params.get("k", default_k)))
+                for n, m in self.metrics.items()
+                if n in self.trials
+            }
+        )
 
     def counts(self) -> TrialCounts:
         """Trials by final state."""

@@ -596,6 +596,9 @@ def _run_here(
     sweep.importances, note = param_importances(study, sweep.config.sweep.objective[0])
     sweep.importances_note = note or None
     sweep.write(STATUS_DONE)
+    bias = sweep.book.source_judge_warning(sweep.config.retrieval.k)
+    if bias:  # a sweep on generated questions: their labels and the judge disagree
+        logger.warning("sweep {}: {}", sweep.dir.name, bias)
 
 
 def _judge_space_in_batches(sweep: _Sweep) -> None:

@@ -68,7 +68,10 @@ def write_corpus(root: Path, docs: dict[str, str]) -> Path:
     exp.write_text(
         '[corpus]\nsources = ["corpus"]\n[questions]\nfile = "questions.jsonl"\n'
         "[chunking]\nchunk_size = 300\nchunk_overlap = 50\n[retrieval]\nk = 3\n"
-        "[generate]\npassage_chars = 200\n",
+        # the one-step style without the overlap and closed-book filters: what these
+        # tests' scripted model answers (the query style is tested in test_query_style.py)
+        '[generate]\npassage_chars = 200\nstyle = "question"\nclosed_book = false\n'
+        "max_overlap = 1.0\n",
         encoding="utf-8",
     )
     return exp
@@ -107,6 +110,8 @@ def scripted_model(n: int, prompt: str) -> Act:
             "standalone": 5,
         }
         return Act(text=json.dumps(body))
+    if "does any of them answer it" in prompt:  # the unanswerable check: on topic, unanswered
+        return Act(text='{"on_topic": "yes", "answered": "no"}')
     passage = prompt.split("<<<\n", 1)[1].split("\n>>>", 1)[0]
     mark = _MARK.search(passage)
     fact = _FACT.search(passage)
@@ -349,10 +354,12 @@ def test_dry_run_estimates_calls_and_tokens(tmp_path):
             exp, n=10, cache_dir=tmp_path / "cache", generator=make_generator(fake, tmp_path / "c2")
         )
         assert fake.requests == 0
-    assert est["least"]["candidates"] == 10 and est["least"]["calls"] == 20
-    assert est["most"]["candidates"] == 15 and est["most"]["calls"] == 30
+    # two calls a candidate, and one more (40 tokens) for each unanswerable one (#24):
+    # the 6th and 12th candidates, as types are taken in turn
+    assert est["least"]["candidates"] == 10 and est["least"]["calls"] == 20 + 1
+    assert est["most"]["candidates"] == 15 and est["most"]["calls"] == 30 + 2
     assert est["least"]["prompt_tokens"] > 0
-    assert est["least"]["completion_tokens_max"] == 10 * (160 + 150)
+    assert est["least"]["completion_tokens_max"] == 10 * (160 + 150) + 40
 
 
 def test_types_paraphrases_exam_and_round_trip_through_run(tmp_path, cache_dir):

@@ -1,0 +1,363 @@
+"""The query style and the hygiene filters of `harness generate` (#24), with a scripted
+model on a fake endpoint: questions written from a summary, overlap rewrite and
+rejection, the closed-book drop, style examples in the prompt, stand-alone questions
+only, every requested type (unanswerable included) kept, and the bias warning."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from harness.config import load_experiment
+from harness.errors import HarnessError
+from harness.generate.critique import dangling_reference
+from harness.generate.pipeline import (
+    closed_book_match,
+    overlap_limit,
+    read_style_examples,
+)
+from harness.metrics import kendall_tau, overlap_warning, regret, winner_warning, word_overlap
+from harness.metrics.overlap import REAL_QUERY_OVERLAP, source_overlaps
+from harness.testing import Act, FakeOpenAI
+from harness.types import Document, Question, SourceSpan
+from tests.generate.test_generate import _doc_text, _generate, make_generator
+
+_FACT = re.compile(r"([a-z]+-fact-\d+)")
+_MARK = re.compile(r"MARK-([A-Z]+)")
+
+ALL_TYPES = ("simple", "paraphrased", "distracting", "situational", "multi-passage", "unanswerable")
+
+
+def write_query_corpus(root: Path, docs: dict[str, str], extra: str = "") -> Path:
+    folder = root / "corpus"
+    folder.mkdir(parents=True)
+    for name, text in docs.items():
+        (folder / f"{name}.md").write_text(text, encoding="utf-8")
+    exp = root / "exp.toml"
+    exp.write_text(
+        '[corpus]\nsources = ["corpus"]\n[questions]\nfile = "questions.jsonl"\n'
+        "[chunking]\nchunk_size = 300\nchunk_overlap = 50\n[retrieval]\nk = 3\n"
+        f"[generate]\npassage_chars = 200\n{extra}",
+        encoding="utf-8",
+    )
+    return exp
+
+
+class QueryModel:
+    """A model for the query style whose answers the corpus's markers decide (the marker
+    travels from the passage into the summary): MARK-MENU writes a question about "the
+    menu", MARK-COPY copies the passage also when asked to rewrite, MARK-FIXABLE copies
+    it first and then rewrites it in other words, MARK-KNOWN is answered closed-book.
+    The critique passes everything: only the pipeline's own checks stand between a bad
+    question and the file. Every prompt is recorded."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, n: int, prompt: str) -> Act:
+        with self.lock:
+            self.prompts.append(prompt)
+        if "Rate the question" in prompt:
+            body = {c: 5 for c in ("groundedness", "usefulness", "standalone")} | {
+                f"{c}_why": "fine" for c in ("groundedness", "usefulness", "standalone")
+            }
+            return Act(text=json.dumps(body))
+        if "does any of them answer it" in prompt:
+            return Act(text='{"on_topic": "yes", "answered": "no"}')
+        if "from what you know" in prompt:
+            q = prompt.split("Question:", 1)[1].split("\n", 1)[0]
+            known = "zzknown" in q
+            return Act(text=json.dumps({"answer": "secret word list" if known else "unknown"}))
+        if "Summarise in one line" in prompt:
+            passage = prompt.split("<<<\n", 1)[1].split("\n>>>", 1)[0]
+            fact = _FACT.search(passage)
+            mark = _MARK.search(passage)
+            # a passage without its fact line is named by its text's hash
+            name = fact.group(1) if fact else "h" + hashlib.sha256(passage.encode()).hexdigest()[:8]
+            summary = f"{name} {mark.group(0) if mark else ''} and its word list".strip()
+            return Act(text=json.dumps({"summary": summary}))
+        if "This query copies" in prompt:
+            q = prompt.split("Search query:", 1)[1].split("\n", 1)[0].strip()
+            if "fixable" in q:
+                return Act(text=json.dumps({"question": "zzfixed lookup", "answer": "x"}))
+            return Act(text=json.dumps({"question": q, "answer": "x"}))
+        if "Write the terse search query" in prompt:
+            about = prompt.split("About a document:", 1)[1].split("\n", 1)[0]
+            fact = _FACT.search(about)
+            mark = _MARK.search(about)
+            name = fact.group(1) if fact else about.split()[0]
+            tag = name.replace("-", "x")
+            kind = mark.group(1) if mark else ""
+            if kind == "MENU":
+                q = "what is the most expensive item on the menu"
+            elif kind in ("COPY", "FIXABLE"):
+                # every word is in the passage (alpha, bravo ... are the corpus's words)
+                q = f"{name} alpha bravo charlie {kind.lower()}"
+            elif kind == "KNOWN":
+                q = f"zzknown {tag}"
+            elif "does NOT tell" in prompt:
+                q = f"zzopening hours {tag}"
+            else:
+                q = f"zzquery {tag}"
+            return Act(text=json.dumps({"question": q, "answer": "secret word list"}))
+        raise AssertionError(f"unexpected prompt: {prompt[:200]}")
+
+
+def _run(tmp_path: Path, docs: dict[str, str], n: int, extra: str = "", **kw):
+    write_query_corpus(tmp_path, docs, extra)
+    model = QueryModel()
+    with FakeOpenAI(model) as fake:
+        report = _generate(tmp_path, fake, n, **kw)
+    kept = [
+        json.loads(line)
+        for line in (tmp_path / "q" / "generated.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    return report, kept, model
+
+
+def test_kept_questions_stand_alone_and_every_type_is_present(tmp_path):
+    docs = {f"plain-{c}": _doc_text(f"plain-{c}", 4) for c in "abcd"}
+    docs["menu"] = _doc_text("menu", 1, "MARK-MENU")
+    docs["menu-two"] = _doc_text("menutwo", 1, "MARK-MENU")
+    report, kept, _ = _run(tmp_path, docs, 12, types=ALL_TYPES)
+    assert report.counts["kept"] == 12
+    assert {q["type"] for q in kept} == set(ALL_TYPES)
+    for q in kept:
+        assert dangling_reference(q["text"]) is None, q["text"]
+        assert "menu" not in q["text"]
+        assert q["overlap"] <= 0.75
+    unanswerable = [q for q in kept if q["type"] == "unanswerable"]
+    assert unanswerable and all(q["source"] == [] for q in unanswerable)
+    assert all(q["source"] for q in kept if q["type"] != "unanswerable")
+    menus = [d for d in report.dropped if d["text"] and "menu" in d["text"]]
+    assert menus and all(d["dropped_by"] == ["standalone"] for d in menus)
+    assert "'the menu' refers to something" in menus[0]["reason"]
+
+
+def test_copying_questions_are_rewritten_once_then_rejected(tmp_path):
+    docs = {
+        "plain-a": _doc_text("plain-a", 3),
+        "copy": _doc_text("copy", 1, "MARK-COPY"),
+        "fixable": _doc_text("fixable", 1, "MARK-FIXABLE"),
+    }
+    report, kept, model = _run(tmp_path, docs, 5, types=("simple",))
+    copied = [d for d in report.dropped if "overlap" in d["dropped_by"]]
+    assert copied and all("copy" in d["text"] for d in copied)
+    assert all("after a rewrite" in d["reason"] for d in copied)
+    assert not any("alpha bravo" in q["text"] for q in kept)
+    fixed = [q for q in kept if q["text"] == "zzfixed lookup"]
+    assert fixed
+    # the rewrite keeps the source span of the passage as the label
+    assert all(q["source"][0]["doc_id"] == "fixable.md" for q in fixed)
+    # one rewrite per copying question, none for the others
+    rewrites = {p for p in model.prompts if "This query copies" in p}  # repeats: cache hits
+    assert len(rewrites) == len({d["text"] for d in copied}) + 1
+    assert report.counts["overlap"] == len(copied)
+    # with the filter off, the copying question is kept as it was written
+    report2, kept2, _ = _run(
+        tmp_path / "off", docs, 5, extra="max_overlap = 1.0\n", types=("simple",)
+    )
+    assert report2.counts["overlap"] == 0
+    assert any("copy" in q["text"] for q in kept2)
+
+
+def test_questions_answered_closed_book_are_dropped(tmp_path):
+    docs = {"plain-a": _doc_text("plain-a", 3), "known": _doc_text("known", 1, "MARK-KNOWN")}
+    report, kept, model = _run(tmp_path, docs, 3, types=("simple",))
+    assert report.counts["closed_book"] >= 1
+    assert not any("zzknown" in q["text"] for q in kept)
+    drop = next(d for d in report.dropped if d["dropped_by"] == ["closed_book"])
+    assert "answered without any passage" in drop["reason"]
+    # the closed-book prompt carries no passage
+    closed = [p for p in model.prompts if "from what you know" in p]
+    assert closed and not any("\n<<<\n" in p for p in closed)
+    # off: the question is kept, and no closed-book call is made
+    report2, kept2, model2 = _run(
+        tmp_path / "off", docs, 3, extra="closed_book = false\n", types=("simple",)
+    )
+    assert report2.counts["closed_book"] == 0
+    assert any("zzknown" in q["text"] for q in kept2)
+    assert not any("from what you know" in p for p in model2.prompts)
+
+
+def test_style_examples_are_in_the_prompt_and_set_the_limit(tmp_path):
+    (tmp_path / "real.jsonl").parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "real.jsonl").write_text(
+        '{"text": "cheapest lunch near station"}\n{"question": "refund after 30 days"}\n',
+        encoding="utf-8",
+    )
+    docs = {"plain-a": _doc_text("plain-a", 3)}
+    report, _, model = _run(
+        tmp_path, docs, 2, extra='style_examples = "real.jsonl"\n', types=("simple",)
+    )
+    queries = [p for p in model.prompts if "Write the terse search query" in p]
+    assert queries and all(
+        "- cheapest lunch near station" in p and "- refund after 30 days" in p for p in queries
+    )
+    # the examples share no word with the corpus: the limit drops to 0 + 0.1
+    assert report.settings["overlap_limit"] == pytest.approx(0.1)
+    assert report.settings["style_examples_used"] == 2
+
+
+def test_read_style_examples_text_jsonl_and_bad_input(tmp_path):
+    txt = tmp_path / "q.txt"
+    txt.write_text("first  query\n\nsecond query\n", encoding="utf-8")
+    assert read_style_examples(txt) == ["first query", "second query"]
+    many = tmp_path / "many.txt"
+    many.write_text("".join(f"q {i}\n" for i in range(20)), encoding="utf-8")
+    assert len(read_style_examples(many)) == 8
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1}\n', encoding="utf-8")
+    with pytest.raises(HarnessError, match='line 1: expected a "text" field'):
+        read_style_examples(bad)
+    with pytest.raises(HarnessError, match="style_examples"):
+        read_style_examples(tmp_path / "missing.txt")
+
+
+def test_overlap_limit_from_examples():
+    passages = ["alpha bravo charlie delta", "echo foxtrot golf hotel"]
+    assert overlap_limit([], passages, 0.75) == 0.75
+    # overlaps 1.0 and 0.5 -> p90 1.0 + 0.1 -> capped at the default
+    assert overlap_limit(["alpha bravo", "echo zulu"], passages, 0.75) == 0.75
+    assert overlap_limit(["zulu yankee", "echo zulu xray yankee"], passages, 0.75) == 0.35
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the most expensive item on the menu?",
+        "When was this company founded?",
+        "Who is the author?",
+        "What does the above say about leave?",
+        "How many employees does this company's office have?",
+        "Which dishes are listed above?",
+        "is this product safe for children",
+    ],
+)
+def test_dangling_references_are_found(question):
+    assert dangling_reference(question) is not None
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the most expensive item on the menu at Luigi's?",
+        "Who is the author of Dune?",
+        "When was the company Acme founded?",
+        "What is the capital of France?",
+        "How does the heart pump blood?",
+        "When was Acme's store opened, and what did the store sell?",
+        "anthropological definition of environment",
+        "what is the best way to cook rice",
+        # the quick-start handbook's own questions: "the company" is the corpus's
+        "How much annual leave do people get after five years at the company?",
+        "Does the company contribute to gym membership, and how much?",
+    ],
+)
+def test_qualified_references_pass(question):
+    assert dangling_reference(question) is None
+
+
+def test_closed_book_match():
+    assert closed_book_match("Paris", "It is Paris.")
+    assert not closed_book_match("Paris", "unknown")
+    assert not closed_book_match("the 1889 World's Fair", "London")
+    assert not closed_book_match("", "Paris")
+
+
+# ---------------------------------------------------------------- metrics and warnings
+
+
+def test_word_overlap_and_regret():
+    assert word_overlap("What is the capital of France?", "Paris is in France.") == 0.5
+    assert word_overlap("the of what", "anything") == 0.0
+    assert word_overlap("Capital FRANCE", "capital of france") == 1.0
+    assert regret([0.2, 0.5, 0.4], [0.8, 0.6, 0.7]) == pytest.approx(0.2)
+    assert regret([0.5, 0.1], [0.9, 0.1]) == 0.0
+    # a tie on the chosen side counts its worst truth
+    assert regret([0.5, 0.5], [0.9, 0.3]) == pytest.approx(0.6)
+    with pytest.raises(ValueError):
+        regret([], [])
+    # Kendall tau with ties (tau-b): the package's one function
+    assert kendall_tau([1, 2, 3], [1, 2, 3]) == 1.0
+    assert kendall_tau([1, 2, 3], [3, 2, 1]) == -1.0
+    assert kendall_tau([1, 1, 2], [1, 2, 3]) == pytest.approx(2 / (2 * 3) ** 0.5)
+
+
+def test_bias_warnings():
+    doc = Document(doc_id="d", text="alpha bravo charlie delta echo", source="d", title="d")
+    copied = Question(
+        question_id="g1", text="alpha bravo charlie", source=(SourceSpan("d", 0, 30),)
+    )
+    own = Question(question_id="g2", text="zulu yankee alpha", source=(SourceSpan("d", 0, 30),))
+    hand = Question(question_id="h", text="alpha")
+    assert source_overlaps([copied, own, hand], [doc]) == [1.0, pytest.approx(1 / 3)]
+    warning = overlap_warning([1.0, 0.9])
+    assert warning and "95%" in warning and f"{REAL_QUERY_OVERLAP:.0%}" in warning
+    assert overlap_warning([REAL_QUERY_OVERLAP]) is None
+    assert overlap_warning([]) is None
+    w = winner_warning([0.4, 0.2], [0.5, 0.7], ["bm25", "none"])
+    assert w and "source metrics pick bm25 but the judge picks none" in w
+    assert winner_warning([0.4, 0.2], [0.5, 0.1], ["bm25", "none"]) is None
+
+
+def test_every_run_on_copying_generated_questions_warns(tmp_path, cache_dir):
+    from harness.pipeline import run_experiment
+    from harness.testing import answer_yes
+
+    text = _doc_text("plain-a", 3)
+    write_query_corpus(tmp_path, {"plain-a": text})
+    doc_text = (tmp_path / "corpus" / "plain-a.md").read_text(encoding="utf-8")
+    start = doc_text.index("plain-a-fact-0")
+    words = doc_text[start : start + 60].split()[:5]
+    line = {
+        "id": "gen-0001",
+        "text": " ".join(words),
+        "type": "simple",
+        "source": [{"doc_id": "plain-a.md", "start": start, "end": start + 200}],
+    }
+    (tmp_path / "questions.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    with FakeOpenAI(answer_yes) as fake:
+        config = load_experiment(
+            tmp_path / "exp.toml",
+            [f'judge.base_url="{fake.base_url}"', 'judge.model="fake"', "failures.explain=false"],
+        )
+        run = run_experiment(config, results_dir=tmp_path / "results", cache_dir=cache_dir)
+    assert any("of their words with their source passages" in w for w in run.header.warnings)
+
+
+def test_a_sweep_warns_when_source_metrics_and_the_judge_disagree():
+    from harness.sweep.book import source_judge_disagreement
+
+    agree = {
+        0: ({"source_mrr@3": 0.5, "mrr@3": 0.6}, 3),
+        1: ({"source_mrr@2": 0.3, "mrr@2": 0.4}, 2),
+    }
+    assert source_judge_disagreement(agree) is None
+    differ = {**agree, 2: ({"source_mrr@4": 0.9, "mrr@4": 0.1}, 4)}
+    warning = source_judge_disagreement(differ)
+    assert warning and "source metrics pick trial 2 but the judge picks trial 0" in warning
+    # hand-written questions have no source metrics: nothing to compare
+    assert source_judge_disagreement({0: ({"mrr@3": 0.6}, 3), 1: ({"mrr@3": 0.2}, 3)}) is None
+
+
+def test_dry_run_counts_the_query_style_calls(tmp_path):
+    from harness.generate import estimate_generation
+
+    write_query_corpus(tmp_path, {"plain-a": _doc_text("plain-a", 3)})
+    exp = load_experiment(tmp_path / "exp.toml")
+    with FakeOpenAI(QueryModel()) as fake:
+        gen = make_generator(fake, tmp_path / "c2")
+        est = estimate_generation(
+            exp, n=6, types=ALL_TYPES, cache_dir=tmp_path / "cache", generator=gen
+        )
+        assert fake.requests == 0
+    # summary, query, critique, and closed-book (answerable) or the corpus check
+    assert est["least"]["candidates"] == 6 and est["least"]["calls"] == 6 * 4
+    assert est["least"]["completion_tokens_max"] == 6 * (60 + 60 + 150 + 40)
