@@ -380,7 +380,9 @@ def test_a_bad_calibration_stops_a_sweep_before_its_folder(tmp_path):
     from tests.cli.test_cli import assert_user_error, harness
 
     path = tmp_path / "cal.json"
-    path.write_text('{"calibration_version": 2, "criteria": {"complete": {"a": "2", "b": 0, "n": 9}}}')
+    path.write_text(
+        '{"calibration_version": 2, "criteria": {"complete": {"a": "2", "b": 0, "n": 9, "positives": 3}}}'
+    )
     results = tmp_path / "results"
     proc = harness(
         "sweep",
