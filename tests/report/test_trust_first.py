@@ -134,3 +134,33 @@ def test_the_sweep_page_and_show_carry_the_recommended_trials_statement(logs: Lo
 def test_format_sweep_without_headers_is_as_before(logs: Logs):
     plain = format_sweep(logs.sweep.summary, logs.sweep.trials)
     assert "hit_rate@k" not in plain and "trust (trial" not in plain
+
+
+def test_report_compare_reads_changes_on_the_runs_objective_by_default(logs: Logs, tmp_path):
+    from harness.report.html import report_compare
+
+    out = tmp_path / "compare.html"
+    report_compare([logs.run.run_dir, logs.run_small.run_dir], out=out)
+    doc = out.read_text(encoding="utf-8")
+    assert '"change_metric": "soft_mrr"' in doc or '"change_metric":"soft_mrr"' in doc
+    assert (
+        main(["report", str(logs.run.run_dir), str(logs.run_small.run_dir), "--out", str(out)]) == 0
+    )
+    doc = out.read_text(encoding="utf-8")
+    assert '"change_metric": "soft_mrr"' in doc or '"change_metric":"soft_mrr"' in doc
+    assert (
+        main(
+            [
+                "report",
+                str(logs.run.run_dir),
+                str(logs.run_small.run_dir),
+                "--out",
+                str(out),
+                "--metric",
+                "mrr",
+            ]
+        )
+        == 0
+    )
+    doc = out.read_text(encoding="utf-8")
+    assert '"change_metric": "mrr"' in doc or '"change_metric":"mrr"' in doc
