@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,19 +279,33 @@ def validate_run(
     }
 
 
-def validate_sweep(
-    sweep_dir: str | os.PathLike[str],
+def _sweep_metric(objective: Sequence[str]) -> str:
+    """The metric name a sweep's first objective ranks on ("soft_mrr@k" -> "soft_mrr"),
+    or soft_mrr (the default objective's) when it names no per-question quality metric."""
+    from harness.analysis.compare import DEFAULT_CHANGE_METRIC
+
+    if objective:
+        try:
+            name, _ = m.parse_metric_id(objective[0])
+        except ValueError:
+            return DEFAULT_CHANGE_METRIC
+        if name in m.METRIC_NAMES and name != "context_chars":
+            return name
+    return DEFAULT_CHANGE_METRIC
+
+
+def _tau_rows(
+    sweep: Any,
     qrels: Qrels,
-    *,
-    metric: str = "mrr",
-    unjudged: str = "irrelevant",
-    relevant_grade: int | None = None,
-    complete_grade: int | None = None,
-) -> dict[str, Any]:
-    """Kendall tau between the judge's and the labels' ranking of a sweep's complete trials
-    (each at its own k), and the top configurations of each side. The labels' cut-offs
-    are `validate_run`'s."""
-    sweep = read_sweep(sweep_dir)
+    metric: str,
+    unjudged: str,
+    relevant_grade: int | None,
+    complete_grade: int | None,
+) -> list[dict[str, Any]]:
+    """One row per complete trial with labelled questions: the judge's `metric` at the
+    trial's k, the labels' (its hard twin for a soft metric: labels are certain, so the
+    two are equal) and the judge's hard twin beside it."""
+    hard = m.METRICS[metric].hard if metric in m.METRICS else None
     rows = []
     for t in sweep.trials:
         if t.state != "complete":
@@ -307,7 +322,9 @@ def validate_sweep(
             complete_grade=complete_grade,
         )
         key = f"{metric}@{k}"
-        j, h = v["metrics"]["judge"].get(key), v["metrics"]["human"].get(key)
+        judge, human = v["metrics"]["judge"], v["metrics"]["human"]
+        j = judge.get(key)
+        h = human.get(f"{hard}@{k}" if hard else key)
         if j is not None and h is not None:
             rows.append(
                 {
@@ -315,20 +332,72 @@ def validate_sweep(
                     "params": t.params,
                     "judge": j,
                     "human": h,
+                    "judge_hard": judge.get(f"{hard}@{k}") if hard else None,
                     "kappa_relevant": v["agreement"]["relevant"].get("kappa"),
                 }
             )
+    return rows
+
+
+def validate_sweep(
+    sweep_dir: str | os.PathLike[str],
+    qrels: Qrels,
+    *,
+    metric: str | None = None,
+    unjudged: str = "irrelevant",
+    relevant_grade: int | None = None,
+    complete_grade: int | None = None,
+) -> dict[str, Any]:
+    """Kendall tau between the judge's and the labels' ranking of a sweep's complete trials
+    (each at its own k), and the top configurations of each side. The labels' cut-offs
+    are `validate_run`'s.
+
+    `metric` (a name, or a metric id such as "soft_mrr@k") defaults to the sweep's
+    objective, the statistic its decisions rest on (soft_mrr by default). A soft metric
+    is compared with the labels' hard one (labels are certain, so the two are equal),
+    and each row carries the judge's hard twin too (`judge_hard`, `hard` names it); when
+    the defaulted soft metric is missing (a judge without probabilities) the hard twin
+    is ranked instead, and `note` says so."""
+    sweep = read_sweep(sweep_dir)
+    defaulted = metric is None
+    if metric is None:
+        metric = _sweep_metric(sweep.summary.objective)
+    elif "@" in metric:
+        try:
+            metric, _ = m.parse_metric_id(metric)
+        except ValueError:
+            raise HarnessError(f"--metric: expected a metric name or id, got {metric!r}") from None
+    if metric not in m.METRIC_NAMES:
+        raise HarnessError(f"--metric: expected one of {list(m.METRIC_NAMES)}, got {metric!r}")
+    rows = _tau_rows(sweep, qrels, metric, unjudged, relevant_grade, complete_grade)
+    note = None
+    hard = m.METRICS[metric].hard
+    if defaulted and len(rows) < 2 and hard is not None:
+        note = f"the trials have no {metric} (a judge without probabilities): ranked by {hard}"
+        metric, hard = hard, None
+        rows = _tau_rows(sweep, qrels, metric, unjudged, relevant_grade, complete_grade)
     if len(rows) < 2:
         raise HarnessError("a sweep needs two or more complete trials with labelled questions")
     tau = m.kendall_tau([r["judge"] for r in rows], [r["human"] for r in rows])
     by_judge = sorted(rows, key=lambda r: -r["judge"])
     by_human = sorted(rows, key=lambda r: -r["human"])
-    return {
+    out = {
         "sweep_dir": str(sweep_dir),
         "metric": metric,
+        "hard": hard,
         "trials": len(rows),
         "kendall_tau": tau,
         "top_by_judge": by_judge[:5],
         "top_by_human": by_human[:5],
         "rows": rows,
     }
+    if hard is not None:
+        hard_rows = [r for r in rows if r["judge_hard"] is not None]
+        out["kendall_tau_hard"] = (
+            m.kendall_tau([r["judge_hard"] for r in hard_rows], [r["human"] for r in hard_rows])
+            if len(hard_rows) >= 2
+            else None
+        )
+    if note:
+        out["note"] = note
+    return out

@@ -82,7 +82,15 @@ def cmd_show(args: argparse.Namespace) -> int:
             "trials": [t.to_dict() for t in log.trials],
         }
         lines = text.best_trial_breakdown_lines(log.summary, sweep_dir)
-        return emit(args, data, "\n".join([text.format_sweep(log.summary, log.trials), *lines]))
+        trust = text.recommended_trust(log.summary, log.trials, sweep_dir)
+        data["recommended_trust"] = trust
+        table = text.format_sweep(
+            log.summary,
+            log.trials,
+            hard=text.trial_metrics(log.trials, sweep_dir),
+            trust=trust,
+        )
+        return emit(args, data, "\n".join([table, *lines]))
     run = _db_run(db, args.run) if db else read_run(resolve_run_dir(args.run, args.results_dir))
     if args.by:
         from harness.analysis.sources import breakdown

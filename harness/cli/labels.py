@@ -345,7 +345,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p_val.add_argument("--k", type=int, help="metrics at this k (default: the run's k)")
     p_val.add_argument(
-        "--metric", default="mrr", help="for a sweep: the metric ranked (default: mrr)"
+        "--metric",
+        default=None,
+        help="for a sweep: the metric ranked (default: the sweep's objective, soft_mrr; "
+        "the labels' side is its hard twin, and the judge's hard twin is shown beside it)",
     )
     p_val.add_argument(
         "--unjudged",

@@ -82,8 +82,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--metric",
-        default="mrr",
-        help="comparison: metric for the changed questions (default: mrr)",
+        default=None,
+        help="comparison: metric for the changed questions (default: the runs' objective, "
+        "soft_mrr; its hard twin where the runs have no probabilities)",
     )
     p.add_argument(
         "--storage",

@@ -93,7 +93,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         data,
         "\n".join(
             [
-                text.format_sweep(log.summary, log.trials),
+                text.format_sweep(
+                    log.summary,
+                    log.trials,
+                    hard=text.trial_metrics(log.trials, log.sweep_dir),
+                    trust=text.recommended_trust(log.summary, log.trials, log.sweep_dir),
+                ),
                 *text.best_trial_breakdown_lines(log.summary, log.sweep_dir),
             ]
         )

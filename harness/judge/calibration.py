@@ -504,3 +504,22 @@ def _check_rate(name: str, r: ErrorRates, counts: Sequence[tuple[int, int]]) -> 
     )
     verdict = "untrusted" if few else "trusted" if c.low <= c.raw <= c.high else "biased"
     return _RateCheck(name, entry, line, verdict)
+
+
+def trust_statement(trust: dict[str, Any] | None) -> str:
+    """The line a reader sees first about a run's numbers: its trust summary's statement
+    (`trust_summary`, the run header's `stats.trust`), and, when the judge's error rates
+    are unknown, what to run to measure them. A run recorded without a trust summary (an
+    older harness, or one that stopped before judging) says so."""
+    if not trust or not isinstance(trust.get("statement"), str):
+        return f"untrusted: this run records no trust summary; {UNTRUSTED_HINT}"
+    statement: str = trust["statement"]
+    if not trust.get("rates") and UNTRUSTED_HINT not in statement:
+        statement = f"{statement}; {UNTRUSTED_HINT}"
+    return statement
+
+
+def is_trust_warning(warning: str, trust: dict[str, Any] | None) -> bool:
+    """Whether a run warning only repeats its trust statement (shown on its own line)."""
+    statement = trust.get("statement") if trust else None
+    return warning.endswith(UNTRUSTED_HINT) or (isinstance(statement, str) and warning == statement)

@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.config import CriteriaConfig
 from harness.errors import JudgeUnavailable
+from harness.judge.markdown import strip_markdown
 from harness.judge.parsing import (
     MalformedOutput,
     first_token_alternatives,
@@ -38,7 +39,6 @@ from harness.judge.prompts import (
     GRAMMAR_REASON,
     GRAMMAR_SHORT,
     NONE_ANSWER,
-    PROMPT_VERSION,
     STRICT_REMINDER,
     build_messages,
     build_messages_both,
@@ -47,6 +47,7 @@ from harness.judge.prompts import (
     build_messages_list,
     grammar_extract,
     grammar_list,
+    prompt_version,
 )
 from harness.judge.protocol import BaseJudge, Pair
 from harness.llm.client import MAX_REPLY_BYTES, ChatClient, ChatFailed
@@ -171,7 +172,7 @@ class ChatJudge(BaseJudge):
         """What shapes an answer besides the inputs, as both `spec` and `identity` say it."""
         return {
             "model": self.model,
-            "prompt_version": PROMPT_VERSION,
+            "prompt_version": prompt_version(self.mode),
             "reasons": self.reasons,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
@@ -314,11 +315,14 @@ class ChatJudge(BaseJudge):
         NONE; a copy not found in the passage counts as NONE. With a grammar (llama.cpp)
         the answer can only be NONE or one of the passage's sentences, and P(complete) is
         1 - P(NONE) from the first token's logprobs."""
-        sentences = split_sentences(chunk_text)
+        # the judge sees (and its grammar allows) the passage without markdown markup; the
+        # copy is located in the passage itself by parse_extract
+        shown = strip_markdown(chunk_text).text
+        sentences = split_sentences(shown)
         use_grammar = self.use_grammar and sentences
         longest = max((len(s) for s in sentences), default=0)
         a = await self._ask(
-            build_messages_extract(question, chunk_text),
+            build_messages_extract(question, shown),
             lambda raw: parse_extract(raw, chunk_text),
             grammar=grammar_extract(sentences) if use_grammar else None,
             # a sentence copied whole: about 4 characters a token, with room to spare

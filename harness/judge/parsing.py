@@ -8,6 +8,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from harness.judge.markdown import strip_markdown
 from harness.llm.client import TopLogprobs
 
 
@@ -148,19 +149,63 @@ def _norm(text: str) -> str:
     return _SPACE.sub(" ", text).strip().strip("\"'`").rstrip(".").strip().lower()
 
 
+def _norm_map(text: str) -> tuple[str, list[int]]:
+    """`text` lower-cased with its whitespace runs as one space (none at the ends), and
+    each character's index in `text`: `_norm`'s spacing and case, keeping the way back."""
+    chars: list[str] = []
+    where: list[int] = []
+    space = True  # no space before the first word
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            if not space:
+                chars.append(" ")
+                where.append(i)
+            space = True
+            continue
+        for c in ch.lower():
+            chars.append(c)
+            where.append(i)
+        space = False
+    return "".join(chars), where
+
+
+def _in_stripped(found: str, passage: str) -> str | None:
+    """The passage's own text (markup and all) of a copy found in its markdown-stripped
+    form (`judge.markdown`), or None when it is not there either."""
+    stripped = strip_markdown(passage)
+    if stripped.text == passage:
+        return None
+    hay, where = _norm_map(stripped.text)
+    at = hay.find(found)
+    if at < 0:
+        return None
+    last = where[at + len(found) - 1] + 1
+    # the needle lost its final full stop to _norm: the sentence's own end comes back
+    while last < len(stripped.text) and stripped.text[last] in ".!?":
+        last += 1
+    start, end = stripped.original_span(where[at], last)
+    return passage[start:end]
+
+
 def parse_extract(raw: str, passage: str) -> tuple[bool, str]:
     """(answered, evidence) from an extractive answer: NONE (any casing, alone) is
     (False, ""); a copy found verbatim in the passage (spacing, case, quotes and a final
-    full stop aside) is (True, the copy); a copy that is not in the passage is
-    (False, the copy): an invented sentence counts as no answer. An empty answer is
-    MalformedOutput."""
+    full stop aside) is (True, the copy); a copy of the passage's markdown-stripped text
+    (the text the extractive prompt shows) is (True, the passage's own text of it, markup
+    included); a copy that is in neither is (False, the copy): an invented sentence counts
+    as no answer. An empty answer is MalformedOutput."""
     text = raw.strip()
     if not text:
         raise MalformedOutput("expected a sentence of the passage or NONE, got nothing")
     if _norm(text) in ("none", "none."):
         return False, ""
     found = _norm(text)
-    return (bool(found) and found in _norm(passage)), text
+    if not found:
+        return False, text
+    if found in _norm(passage):
+        return True, text
+    original = _in_stripped(found, passage)
+    return (True, original) if original is not None else (False, text)
 
 
 def p_none(top_logprobs: TopLogprobs | None, sentences: Sequence[str]) -> float | None:

@@ -15,7 +15,21 @@ from harness.config import CriteriaConfig
 PROMPT_VERSION = "v2"
 """Bumped when a prompt changes what the judge answers (it is part of the cache key).
 The graded and extractive prompts are new texts under their own modes, which the
-cache key also holds, so they did not need a bump."""
+cache key also holds, so they did not need a bump; they have their own versions since
+(MODE_PROMPT_VERSIONS)."""
+
+MODE_PROMPT_VERSIONS = {"graded": "graded-v2", "extractive": "extractive-v2"}
+"""A mode's own prompt version, bumped when only that mode's prompt changes, so the
+verdicts of the other modes stay cached. graded-v2: the grade scale listed from the
+highest grade to the lowest (#22 item 4). extractive-v2: the passage shown without its
+markdown markup (judge.markdown)."""
+
+
+def prompt_version(mode: str) -> str:
+    """The prompt version of a judge mode (part of its verdicts' cache key)."""
+    return MODE_PROMPT_VERSIONS.get(mode, PROMPT_VERSION)
+
+
 CRITERIA = ("relevant", "complete")
 
 SYSTEM_PROMPT = (
@@ -119,12 +133,13 @@ def grammar_list(n: int) -> str:
 
 # ---------------------------------------------------------------- graded (mode "graded")
 
+# Highest grade first: reported to help small judges (#22 item 4); not measured here.
 GRADE_SCALE = (
-    "0 = the passage has nothing to do with the question.\n"
-    "1 = the passage is on the topic of the question but does not answer it.\n"
+    "3 = the passage contains the exact answer to the question.\n"
     "2 = the passage answers the question partly, or the answer is unclear or buried in "
     "other information.\n"
-    "3 = the passage contains the exact answer to the question."
+    "1 = the passage is on the topic of the question but does not answer it.\n"
+    "0 = the passage has nothing to do with the question."
 )
 GRAMMAR_GRADE = "root ::= [0-3]"
 
@@ -144,7 +159,7 @@ def build_messages_graded(
         "Grade the passage for this question on this scale:\n"
         f"{GRADE_SCALE}\n"
         "Think about what the question asks and whether the passage gives it, then answer "
-        "with the grade alone: one digit, 0, 1, 2 or 3."
+        "with the grade alone: one digit, 3, 2, 1 or 0."
     )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 

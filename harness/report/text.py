@@ -8,11 +8,12 @@ beside this module and read the same records.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.analysis.compare import Comparison
+from harness.judge.calibration import is_trust_warning, trust_statement
 from harness.log import RunHeader, RunLog, SweepSummary, TrialRecord, effective_status
 from harness.metrics import COUNTS, METRIC_NAMES, failure_count_name
 from harness.types import FAILURE_LABELS, QuestionResult
@@ -97,17 +98,53 @@ def _failures_line(h: RunHeader) -> list[str]:
     return [f"failures at k={k}: {parts}{paid}; harness show --failures says why"]
 
 
+HEADLINE_METRICS = ("soft_mrr", "mrr", "hit_rate")
+"""A run's headline at its k: soft_mrr (the statistic that ranks configurations best, the
+default sweep objective) first, its hard twin mrr and hit_rate beside it."""
+
+
+def headline_metrics(h: RunHeader) -> list[tuple[str, float, tuple[float, float] | None]]:
+    """(metric key, mean, 95% interval or None) of HEADLINE_METRICS at the run's k, those
+    the run has (a mode without probabilities has no soft_mrr)."""
+    k = h.k or (max(h.ks) if h.ks else 1)
+    out = []
+    for name in HEADLINE_METRICS:
+        key = f"{name}@{k}"
+        if key in h.metrics:
+            ci = h.metrics_ci.get(key)
+            out.append((key, h.metrics[key], (ci[0], ci[1]) if ci is not None else None))
+    return out
+
+
+def headline_line(h: RunHeader) -> str | None:
+    """`headline: soft_mrr@4 0.812 [0.70, 0.90]; beside it mrr@4 0.900, hit_rate@4 0.950`."""
+    rows = headline_metrics(h)
+    if not rows:
+        return None
+
+    def cell(key: str, v: float, ci: tuple[float, float] | None) -> str:
+        return f"{key} {v:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+    first, rest = rows[0], rows[1:]
+    beside = f"; beside it {', '.join(cell(*r) for r in rest)}" if rest else ""
+    return f"headline: {cell(*first)}{beside}"
+
+
 def format_run_summary(run: RunLog) -> str:
-    """What `harness run` prints at the end: status, metrics table, intervals and cost, with
-    the reranker and a warning when the llm reranker shared the judge's model.
+    """What `harness run` prints at the end: status, how far its numbers can be trusted
+    (the trust statement, or what to run to know), the headline (soft_mrr beside mrr and
+    hit_rate), metrics table, intervals and cost, with the reranker and a warning when the
+    llm reranker shared the judge's model.
     """
     h = run.header
     s = h.stats
     status = effective_status(h)
+    headline = headline_line(h)
     parts = [
         f"run {h.run_id}: {status}, "
         f"{h.data.get('n_questions', len(run.questions))} questions, "
         f"{h.data.get('n_chunks', '?')} chunks",
+        *([headline] if headline else []),
         format_metrics_table(h),
         *_lazy_lines(h),
         *_ci_line(h),
@@ -124,7 +161,7 @@ def format_run_summary(run: RunLog) -> str:
         parts.insert(1, f"error: {h.error}")
     elif status != h.status:
         parts.insert(1, f"error: its process ({h.pid} on {h.host}) is gone; the run did not finish")
-    for w in reversed(h.warnings):
+    for w in reversed([w for w in h.warnings if not is_trust_warning(w, s.trust)]):
         parts.insert(1, f"warning: {w}")
     reranker = h.components.get("reranker")
     if reranker is not None and reranker.args.get("same_model_as_judge"):
@@ -135,6 +172,8 @@ def format_run_summary(run: RunLog) -> str:
         )
     if reranker is not None and reranker.name != "none":
         parts.insert(1, f"reranker: {reranker.name} {reranker.args}")
+    if s.trust or status in ("done", "pruned"):  # a run still judging has no statement yet
+        parts.insert(1, f"trust: {trust_statement(s.trust)}")
     return "\n".join(parts)
 
 
@@ -258,20 +297,44 @@ def fmt_values(values: list[float] | None) -> str:
     return ", ".join(f"{v:.3f}" for v in values) if values else "-"
 
 
-def format_sweep(summary: SweepSummary, trials: Sequence[TrialRecord]) -> str:
-    """A sweep: its settings, one row per trial, the best trial(s) with ties, the cost."""
+HARD_BESIDE = ("mrr", "hit_rate")
+"""The yes/no counts shown beside a sweep's objective, whatever it is."""
+
+
+def format_sweep(
+    summary: SweepSummary,
+    trials: Sequence[TrialRecord],
+    *,
+    hard: Mapping[int, Mapping[str, float]] | None = None,
+    trust: Mapping[str, Any] | None = None,
+) -> str:
+    """A sweep: its settings, one row per trial (its objective values, then, with `hard`
+    (trial number -> its run header's metrics, see `trial_metrics`), mrr@k and
+    hit_rate@k at its k beside them), the best trial(s) with ties, the recommendation with
+    `trust` (the recommended trial's `stats.trust`, see `recommended_trust`) as its trust
+    statement, the cost."""
+    head_hard = "".join(f"  {name + '@k':>10}" for name in HARD_BESIDE) if hard else ""
     lines = [
         f"sweep {summary.sweep_id}: {effective_status(summary)}, objective "
         f"{' & '.join(summary.objective)} ({', '.join(summary.directions)}), "
         f"sampler {summary.sampler.name} seed {summary.sampler.seed}",
-        f"{'trial':>5}  {'state':<8}  {'values':<16}  params",
+        f"{'trial':>5}  {'state':<8}  {'values':<16}{head_hard}  params",
     ]
     for t in trials:
         params = " ".join(f"{k}={v}" for k, v in t.params.items())
         note = f"  ({t.error})" if t.error else ""
         if t.state == "pruned" and not t.error:
             note = f"  (after {t.questions_done} questions)"
-        lines.append(f"{t.number:>5}  {t.state:<8}  {fmt_values(t.values):<16}  {params}{note}")
+        cells = ""
+        if hard:
+            mine = hard.get(t.number, {})
+            k = t.params.get("k")
+            for name in HARD_BESIDE:
+                v = mine.get(f"{name}@{k}")
+                cells += f"  {'-' if v is None else f'{v:.3f}':>10}"
+        lines.append(
+            f"{t.number:>5}  {t.state:<8}  {fmt_values(t.values):<16}{cells}  {params}{note}"
+        )
     label = "best" if len(summary.objective) == 1 else "Pareto front"
     for b in summary.best:
         lines.append(f"{label}: trial {b.number} {fmt_values(b.values)} {b.params}  {b.run_dir}")
@@ -281,6 +344,10 @@ def format_sweep(summary: SweepSummary, trials: Sequence[TrialRecord]) -> str:
                 f"  cannot be told apart from it ({b.confidence:.0%} paired bootstrap): trials {ties}"
             )
     lines += _recommendation_lines(summary)
+    if summary.recommendation is not None and trust is not None:
+        lines.append(
+            f"  trust (trial {summary.recommendation.trial}): {trust_statement(dict(trust))}"
+        )
     lines += _importance_lines(summary)
     c, st = summary.counts, summary.stats
     lines.append(
@@ -481,15 +548,30 @@ def format_compare(comp: Comparison, change_metric: str) -> str:
 
 def format_validate_sweep(res: dict[str, Any], target: str) -> str:
     """`validate SWEEP`: Kendall tau and the top trials by judge and by labels."""
+    hard = res.get("hard")
     lines = [
         f"sweep {target}: Kendall tau between the judge's and the labels' ranking of "
         f"{res['trials']} trials by {res['metric']}@k: {res['kendall_tau']:.3f}",
-        f"{'rank':>4}  {'by judge':<44} {'by labels':<44}",
     ]
+    if hard:
+        tau_hard = res.get("kendall_tau_hard")
+        lines.append(
+            f"  beside it, the judge's {hard}@k: Kendall tau "
+            + ("-" if tau_hard is None else f"{tau_hard:.3f}")
+            + f" (the labels' side is {hard}@k either way: labels are certain)"
+        )
+    if res.get("note"):
+        lines.append(f"  note: {res['note']}")
+    lines.append(f"{'rank':>4}  {'by judge':<44} {'by labels':<44}")
+
+    def cell(r: dict[str, Any]) -> str:
+        beside = (
+            f" ({hard} {r['judge_hard']:.3f})" if hard and r.get("judge_hard") is not None else ""
+        )
+        return f"#{r['number']} j={r['judge']:.3f}{beside} h={r['human']:.3f}"
+
     for i, (a, b) in enumerate(zip(res["top_by_judge"], res["top_by_human"], strict=True), 1):
-        ta = f"#{a['number']} j={a['judge']:.3f} h={a['human']:.3f}"
-        tb = f"#{b['number']} j={b['judge']:.3f} h={b['human']:.3f}"
-        lines.append(f"{i:>4}  {ta:<44} {tb:<44}")
+        lines.append(f"{i:>4}  {cell(a):<44} {cell(b):<44}")
     return "\n".join(lines)
 
 
@@ -722,6 +804,50 @@ def format_exam(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _trial_folder(run_dir: str, sweep_dir: Path) -> Path:
+    """A trial's run folder as its record names it (relative ones under the sweep's)."""
+    folder = Path(run_dir)
+    if not folder.is_absolute() and not folder.exists():
+        folder = Path(sweep_dir) / run_dir
+    return folder
+
+
+def trial_metrics(trials: Sequence[TrialRecord], sweep_dir: Path) -> dict[int, dict[str, float]]:
+    """Each trial's run-header metrics, by trial number (trials whose folder cannot be
+    read are left out): what `format_sweep` shows beside the objective."""
+    from harness.errors import HarnessError
+    from harness.log import read_header
+
+    out: dict[int, dict[str, float]] = {}
+    for t in trials:
+        if not t.run_dir:
+            continue
+        try:
+            out[t.number] = dict(read_header(_trial_folder(t.run_dir, sweep_dir)).metrics)
+        except (HarnessError, OSError):
+            continue
+    return out
+
+
+def recommended_trust(
+    summary: SweepSummary, trials: Sequence[TrialRecord], sweep_dir: Path
+) -> dict[str, Any] | None:
+    """The recommended trial's trust summary (`stats.trust`; {} when its run recorded
+    none), or None without a recommendation or a readable run folder."""
+    from harness.errors import HarnessError
+    from harness.log import read_header
+
+    rec = summary.recommendation
+    record = next((t for t in trials if rec is not None and t.number == rec.trial), None)
+    if record is None or not record.run_dir:
+        return None
+    try:
+        header = read_header(_trial_folder(record.run_dir, sweep_dir))
+    except (HarnessError, OSError):
+        return None
+    return dict(header.stats.trust or {})
+
+
 def best_trial_breakdown_lines(summary: SweepSummary, sweep_dir: Path) -> list[str]:
     """The best trial's metrics by question type and topic, when its questions carry
     them (generated sets); nothing otherwise, or when its run folder cannot be read."""
@@ -730,9 +856,7 @@ def best_trial_breakdown_lines(summary: SweepSummary, sweep_dir: Path) -> list[s
 
     out: list[str] = []
     for b in summary.best[:1]:
-        folder = Path(b.run_dir)
-        if not folder.is_absolute() and not folder.exists():
-            folder = Path(sweep_dir) / b.run_dir
+        folder = _trial_folder(b.run_dir, sweep_dir)
         try:
             run = read_run(folder)
         except (HarnessError, OSError):

@@ -40,6 +40,7 @@ from loguru import logger
 from harness.config import ExperimentConfig
 from harness.errors import HarnessError
 from harness.judge import Judge, check_endpoint, open_judge
+from harness.judge.calibration import read_calibration
 from harness.log import (
     HEADER,
     STATUS_DONE,
@@ -670,6 +671,8 @@ def run_sweep(
         check_endpoint(config.judge, config.path or "<experiment>")
     shared.check_shareable(storage, workers)
     check_storage(storage)  # before anything is made
+    if config.judge.calibration:  # a bad calibration file stops the sweep before its folder
+        read_calibration(config.resolve_path(config.judge.calibration))
     shared.watch_parent()  # a local worker ends with the sweep that started it
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ from harness import metrics as m
 from harness.analysis import export_trec, read_qrels, validate_run, validate_sweep
 from harness.cli import main
 from harness.config import load_experiment
+from harness.log import read_run
 from harness.pipeline import run_experiment
 from tests.conftest import DATA, ScriptedJudge
 
@@ -248,3 +249,37 @@ def test_judge_check_measures_wording_and_position_sensitivity(tmp_path, capsys)
     assert 0 < so["relevant_flip_rate"] <= 2 / 3
     lb = res["length_bias"]
     assert lb["human_relevant"]["n"] + lb["human_not_relevant"]["n"] == 18
+
+
+def _sweep_on(tmp_path, objective: str):
+    from harness.sweep import run_sweep
+
+    config = load_experiment(
+        DATA / "sweep.toml",
+        ["sweep.pruner=none", "sweep.trials=4", f'sweep.objective=["{objective}"]'],
+    )
+    return run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
+
+
+def test_validate_sweep_ranks_on_the_sweeps_objective_with_the_hard_twin_beside(tmp_path, capsys):
+    log = _sweep_on(tmp_path / "soft", "soft_mrr@k")
+    qrels = read_qrels(QRELS)
+    res = validate_sweep(log.sweep_dir, qrels)
+    assert res["metric"] == "soft_mrr" and res["hard"] == "mrr"
+    for row in res["rows"]:
+        run = read_run(next(t.run_dir for t in log.trials if t.number == row["number"]))
+        k = min(int(row["params"]["k"]), max(run.header.ks))
+        by_mrr = validate_run(run, qrels, k=k)["metrics"]
+        assert row["judge"] == by_mrr["judge"][f"soft_mrr@{k}"]
+        assert row["judge_hard"] == by_mrr["judge"][f"mrr@{k}"]
+        assert row["human"] == by_mrr["human"][f"mrr@{k}"]  # labels are certain
+    assert "kendall_tau_hard" in res
+    # the metric named explicitly (name or id) still wins
+    assert validate_sweep(log.sweep_dir, qrels, metric="mrr")["metric"] == "mrr"
+    assert validate_sweep(log.sweep_dir, qrels, metric="soft_mrr@k")["metric"] == "soft_mrr"
+    assert main(["validate", str(log.sweep_dir), "--qrels", str(QRELS)]) == 0
+    out = capsys.readouterr().out
+    assert "by soft_mrr@k" in out and "beside it, the judge's mrr@k" in out
+
+    other = validate_sweep(_sweep_on(tmp_path / "hit", "hit_rate@k").sweep_dir, qrels)
+    assert other["metric"] == "hit_rate" and other["hard"] is None

@@ -9,6 +9,7 @@ import pytest
 from harness.config import CriteriaConfig
 from harness.judge import JudgeStats, judge_pairs
 from harness.judge.chat import ChatJudge
+from harness.judge.markdown import strip_markdown
 from harness.judge.parsing import (
     MalformedOutput,
     grade_distribution,
@@ -140,3 +141,91 @@ def test_ensemble_averages_two_wordings():
         assert server.requests == 2
     assert v.p_yes == pytest.approx((0.8 + 0.3) / 2) and v.value is True
     assert v.calls == 2 and "main: yes" in v.raw and "reworded: no" in v.raw
+
+
+MARKDOWN = (
+    "## Expenses\n\n"
+    "Claims go through the portal.\n\n"
+    "- **Receipts are kept for seven years.**\n"
+    "1. File the claim within *30 days* of the purchase.\n"
+    "See [the `expenses` policy](https://example.org/policy) for details."
+)
+
+
+def test_strip_markdown_keeps_the_way_back_to_the_passage():
+    s = strip_markdown(MARKDOWN)
+    assert s.text == (
+        "Expenses\n\n"
+        "Claims go through the portal.\n\n"
+        "Receipts are kept for seven years.\n"
+        "File the claim within 30 days of the purchase.\n"
+        "See the expenses policy for details."
+    )
+    assert len(s.where) == len(s.text)
+    assert all(MARKDOWN[i] == c for i, c in zip(s.where, s.text, strict=True))
+    at = s.text.index("Receipts")
+    a, b = s.original_span(at, at + len("Receipts are kept for seven years."))
+    assert MARKDOWN[a:b] == "Receipts are kept for seven years."
+    plain = "snake_case_name stays, and so does 2 * 3 * 4. Plain text."
+    assert strip_markdown(plain).text == plain
+    assert strip_markdown(PASSAGE).text == PASSAGE
+
+
+def test_parse_extract_finds_a_copy_of_the_stripped_text_in_the_markdown():
+    ok = parse_extract("File the claim within 30 days of the purchase.", MARKDOWN)
+    assert ok == (True, "File the claim within *30 days* of the purchase.")
+    assert parse_extract("See the expenses policy for details.", MARKDOWN)[0] is True
+    assert parse_extract("Receipts are kept for ten years.", MARKDOWN)[0] is False
+
+
+def test_extractive_mode_on_markdown_bold_and_list_text_finds_the_sentence():
+    """The judge is shown the passage without markup and answers a sentence of it (as a
+    grammar over the stripped sentences would make it): the verdict is complete, with the
+    passage's own text as evidence."""
+    prompts: list[str] = []
+    answers = iter(
+        [
+            "yes",
+            "Receipts are kept for seven years.",
+            "yes",
+            "File the claim within 30 days of the purchase.",
+        ]
+    )
+
+    def behave(n, prompt):
+        prompts.append(prompt)
+        return Act(text=next(answers))
+
+    with FakeOpenAI(behave) as server:
+        judge = _judge(server, "extractive")
+        pairs = [
+            ("How long are receipts kept?", MARKDOWN),
+            ("When must a claim be filed?", MARKDOWN),
+        ]
+        bold, listed = judge_pairs(
+            pairs, judge, criteria=CRITERIA, cache=None, stats=JudgeStats(), concurrency=1
+        )
+    assert bold.complete.value is True and bold.grade == 2
+    assert listed.complete.value is True and listed.grade == 2
+    assert bold.complete.evidence == "Receipts are kept for seven years."
+    assert listed.complete.evidence == "File the claim within *30 days* of the purchase."
+    extract_prompts = [p for p in prompts if "Copy, word for word" in p]
+    assert len(extract_prompts) == 2
+    assert all("**" not in p and "- " not in p and "](" not in p for p in extract_prompts)
+    sentences = split_sentences(strip_markdown(MARKDOWN).text)
+    assert "Receipts are kept for seven years." in sentences
+    assert "Receipts are kept for seven years." in grammar_extract(sentences)
+
+
+def test_graded_scale_is_listed_from_the_highest_grade_and_its_version_is_bumped():
+    from harness.judge.prompts import GRADE_SCALE, PROMPT_VERSION, prompt_version
+
+    firsts = [line.split(" = ")[0] for line in GRADE_SCALE.splitlines()]
+    assert firsts == ["3", "2", "1", "0"]
+    assert prompt_version("graded") not in (PROMPT_VERSION, "v2")
+    assert prompt_version("extractive") not in (PROMPT_VERSION, "v2")
+    assert prompt_version("pointwise") == PROMPT_VERSION  # its cached verdicts stay valid
+    with FakeOpenAI(lambda n, p: Act(text="2")) as server:
+        graded = _judge(server, "graded")
+    assert graded.spec.args["prompt_version"] == prompt_version("graded")
+    assert f'"prompt_version": "{prompt_version("graded")}"' in graded.identity()

@@ -128,8 +128,8 @@ def test_page_json_keeps_the_shape_the_script_reads(logs: Logs):
     assert list(data) == [
         "kind", "title", "run", "ks", "metrics", "curves", "failure_counts", "judge",
         "questions", "filters", "texts", "config", "components", "data", "validation",
-        "validation_note",
-    ]  # fmt: skip
+        "validation_note", "trust", "headline",
+    ]  # fmt: skip (#22 added trust and headline at the end: additive)
     q = data["questions"][0]
     assert list(q) == [
         "id", "text", "type", "topics", "metrics", "outcome", "error", "failure", "hits"

@@ -373,3 +373,31 @@ def test_lazy_sweep_pays_within_its_dry_run_bound_and_less_than_complete(tmp_pat
         assert 0 < paid <= est["lazy_judge_calls_max"]
         # the fake endpoint says yes: every question settles at rank 1, one pair each
         assert paid < est["judge_calls_max"]
+
+
+def test_a_bad_calibration_stops_a_sweep_before_its_folder(tmp_path):
+    """judge.calibration is read before the sweep folder is made: one line, exit 2."""
+    from tests.cli.test_cli import assert_user_error, harness
+
+    path = tmp_path / "cal.json"
+    path.write_text(
+        '{"calibration_version": 2, "criteria": {"complete": {"a": "2", "b": 0, "n": 9, "positives": 3}}}'
+    )
+    results = tmp_path / "results"
+    proc = harness(
+        "sweep",
+        str(SWEEP),
+        "--set",
+        f"judge.calibration={path}",
+        "--set",
+        "judge.base_url=http://127.0.0.1:9/v1",
+        "--set",
+        "judge.model=fake",
+        "--results-dir",
+        str(results),
+        "--cache-dir",
+        str(tmp_path / "c"),
+    )
+    assert proc.returncode == 2
+    assert_user_error(proc, str(path), "criteria.complete.a")
+    assert not results.exists() or not any(results.iterdir())

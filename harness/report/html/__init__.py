@@ -202,15 +202,16 @@ def report_compare(
     *,
     out: str | os.PathLike[str] | None = None,
     k: int | None = None,
-    metric: str = "mrr",
+    metric: str | None = None,
 ) -> WrittenReport:
     """Write the page of a comparison (default: compare.html in the first run's folder):
-    what `harness compare` prints, with every graded chunk before and after."""
+    what `harness compare` prints, with every graded chunk before and after. The changed
+    questions are read on `metric` (default: the first run's objective, as `compare`)."""
     from harness.analysis import compare_runs
 
     started = time.perf_counter()
     runs = [read_run(d) for d in run_dirs]
     comp = compare_runs(runs, k=k, change_metric=metric)
-    page = compare_page(runs, comp, change_metric=metric)
+    page = compare_page(runs, comp, change_metric=comp.change_metric)
     target = Path(out) if out is not None else Path(run_dirs[0]) / COMPARE_FILE
     return _write(page, target, "compare", started, "not shown for a comparison")

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.analysis.compare import Comparison
+from harness.judge.calibration import trust_statement
 from harness.log import (
     Recommendation,
     RunHeader,
@@ -38,7 +39,7 @@ from harness.log import (
     effective_status,
 )
 from harness.metrics import COUNTS, METRIC_NAMES, metric_key, paired_bootstrap
-from harness.report.text import short_name
+from harness.report.text import HARD_BESIDE, headline_metrics, short_name
 from harness.types import FAILURE_LABELS, ComponentSpec, CriterionVerdict, JudgedHit, QuestionResult
 
 OUTCOMES = ("complete", "relevant", "miss", "error", "not run")
@@ -531,6 +532,42 @@ class SweepValidation:
 
 
 @dataclass(frozen=True)
+class RunTrust:
+    """How far a run's numbers can be trusted, for the page's first section: the verdict
+    (trusted, biased, untrusted, or None when unknown), the statement (with what to run
+    when the judge's error rates are unknown, `judge.calibration.trust_statement`), what
+    the rates rest on (exam or labels) and the corrected complete-rate with its interval."""
+
+    verdict: str | None
+    statement: str
+    basis: str | None
+    complete_rate: dict[str, Any] | None
+
+    @staticmethod
+    def of(trust: Mapping[str, Any] | None) -> RunTrust:
+        """From a run header's `stats.trust` (None in older logs)."""
+        t = dict(trust or {})
+        statement = trust_statement(t)
+        verdict = t.get("verdict") or (statement.split(":", 1)[0] if t else None)
+        rate = t.get("complete_rate")
+        return RunTrust(
+            verdict=verdict if isinstance(verdict, str) else None,
+            statement=statement,
+            basis=t.get("basis"),
+            complete_rate=dict(rate) if isinstance(rate, Mapping) else None,
+        )
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A headline metric at the run's k: soft_mrr first, mrr and hit_rate beside it."""
+
+    key: str
+    value: float
+    ci: tuple[float, float] | None
+
+
+@dataclass(frozen=True)
 class RunPage:
     """The page of one run."""
 
@@ -550,6 +587,8 @@ class RunPage:
     data: dict[str, Any]
     validation: RunValidation | None
     validation_note: str | None
+    trust: RunTrust
+    headline: tuple[Headline, ...]
 
     def to_json(self) -> dict[str, Any]:
         """The page's data as the page's script reads it."""
@@ -591,6 +630,8 @@ def run_page(
         data=h.data,
         validation=RunValidation.of(validation) if validation is not None else None,
         validation_note=validation_note,
+        trust=RunTrust.of(h.stats.trust),
+        headline=tuple(Headline(*row) for row in headline_metrics(h)),
     )
 
 
@@ -723,6 +764,9 @@ class BoardRow:
     pareto: bool
     p_holm: float | None
     diff: Difference | None
+    hard: dict[str, float | None]
+    """The yes/no counts beside the objective: mrr and hit_rate at the trial's k (None
+    without a run)."""
     questions_done: int | None
     duration_s: float | None
     error: str | None
@@ -784,6 +828,10 @@ def _board_row(
         pareto=t.number in marks.front,
         p_holm=marks.p_holm.get(t.number),
         diff=diff,
+        hard={
+            name: run.header.metrics.get(f"{name}@{k}") if run is not None else None
+            for name in HARD_BESIDE
+        },
         questions_done=t.questions_done,
         duration_s=t.duration_s,
         error=t.error,
@@ -941,6 +989,8 @@ class SweepPage:
     space: dict[str, Any]
     validation: SweepValidation | None
     validation_note: str | None
+    recommended_trust: RunTrust | None
+    """The recommended trial's trust statement (None without a recommendation or its run)."""
 
     def to_json(self) -> dict[str, Any]:
         """The page's data as the page's script reads it."""
@@ -1000,6 +1050,11 @@ def sweep_page(
         space=s.space,
         validation=SweepValidation.of(validation) if validation is not None else None,
         validation_note=validation_note,
+        recommended_trust=(
+            RunTrust.of(runs[marks.recommended].header.stats.trust)
+            if marks.recommended is not None and marks.recommended in runs
+            else None
+        ),
     )
 
 

@@ -23,6 +23,7 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.judge.calibration import is_trust_warning
 from harness.report.html.assets import CSS, JS
 from harness.report.html.data import (
     OUTCOMES,
@@ -32,9 +33,11 @@ from harness.report.html.data import (
     Filters,
     Page,
     RunPage,
+    RunTrust,
     SweepPage,
     TrialAgreement,
 )
+from harness.report.text import HARD_BESIDE
 from harness.secrets import redact, redact_obj
 
 _JSON_ESCAPES = {
@@ -155,9 +158,31 @@ Sections = list[tuple[str, str, str]]
 """A page's sections: (id, title, escaped HTML body)."""
 
 
+def _trust(trust: RunTrust, who: str = "") -> str:
+    """The trust statement as the first thing a section says: a note when trusted, a
+    warning otherwise."""
+    cls = "note" if trust.verdict == "trusted" else "note warn"
+    return f'<p class="{cls}" id="trust"><b>trust{esc(who)}:</b> {esc(trust.statement)}</p>'
+
+
+def _headline(page: RunPage) -> str:
+    if not page.headline:
+        return ""
+    cells = [
+        f"{esc(h.key)} <b>{esc(fmt(h.value))}</b>{_ci(h.ci)}"
+        if i == 0
+        else f"{esc(h.key)} {esc(fmt(h.value))}{_ci(h.ci)}"
+        for i, h in enumerate(page.headline)
+    ]
+    beside = f"; beside it {', '.join(cells[1:])}" if len(cells) > 1 else ""
+    return f'<p id="headline">headline: {cells[0]}{beside}</p>'
+
+
 def _run_summary(page: RunPage) -> str:
     r = page.run
     parts = [
+        _trust(page.trust),
+        _headline(page),
         f"<p>status <b>{esc(r.status)}</b>, {esc(r.n_questions)} questions, "
         f"{esc(r.n_chunks if r.n_chunks is not None else '?')} chunks, k = {esc(r.k)}; "
         f"started {esc(r.started_at)}, finished {esc(r.finished_at or '-')}</p>",
@@ -165,7 +190,11 @@ def _run_summary(page: RunPage) -> str:
     ]
     if r.error:
         parts.append(f'<p class="warn">error: {esc(r.error)}</p>')
-    parts += [f'<p class="warn">warning: {esc(w)}</p>' for w in r.warnings]
+    parts += [
+        f'<p class="warn">warning: {esc(w)}</p>'
+        for w in r.warnings
+        if not is_trust_warning(w, {"statement": page.trust.statement})
+    ]
     counts = page.failure_counts
     if any(v is not None for v in counts.values()):
         parts.append(
@@ -348,6 +377,8 @@ def _sweep_summary(page: SweepPage) -> str:
             f"{_params(rec.params)}<br>{esc(rec.reason)}<br>"
             f'<span class="muted">test: {esc(rec.test)}</span></p>'
         )
+        if page.recommended_trust is not None:
+            parts.append(_trust(page.recommended_trust, f" (trial {rec.trial})"))
     elif len(s.objective) > 1:
         parts.append(
             '<p class="note">Two objectives: the Pareto front has no single best; pick a trial '
@@ -377,6 +408,7 @@ def _board_cells(r: BoardRow, varied: Sequence[str], multi: bool) -> list[str]:
         esc(r.number),
         esc(r.state),
         esc(values) + ("" if multi else _ci(r.ci)),
+        *(esc(fmt(r.hard.get(name))) for name in HARD_BESIDE),
         esc("" if diff is None else f"{diff.mean:+.3f}")
         + (_ci([diff.low, diff.high]) if diff else ""),
         esc(fmt(r.p_holm)),
@@ -402,6 +434,7 @@ def _leaderboard(page: SweepPage, figures: Mapping[str, Any]) -> str:
         "trial",
         "state",
         f"{' & '.join(objective)} [95%]",
+        *(f"{name}@k" for name in HARD_BESIDE),
         "minus best [95% paired]",
         "Holm p",
         "context chars",
@@ -409,9 +442,10 @@ def _leaderboard(page: SweepPage, figures: Mapping[str, Any]) -> str:
         "",
     ]
     return (
-        table(head, rows, num=range(7 + len(varied)), classes=classes)
-        + f'<p class="muted">Every trial: {_params(fixed)}. Intervals: bootstrap over questions '
-        "(the objective), paired bootstrap over the questions both trials answered (the "
+        table(head, rows, num=range(7 + len(HARD_BESIDE) + len(varied)), classes=classes)
+        + f'<p class="muted">Every trial: {_params(fixed)}. Ranked by the objective; '
+        f"{' and '.join(HARD_BESIDE)} at each trial's k (the yes/no counts) beside it. "
+        "Intervals: bootstrap over questions (the objective), paired bootstrap over the questions both trials answered (the "
         "difference to the best). Shaded: the best and the ties, the trials its paired test "
         "(Holm p) cannot separate from it.</p>" + plot("forest", figures)
     )
