@@ -740,20 +740,10 @@ def format_compare_breakdown(runs: Sequence[RunLog], k: int, by: str, metric: st
 def format_generation(report: Any) -> str:
     """`generate`: counts kept and dropped per filter, cost, and the files written."""
     c, s = report.counts, report.stats
-    filters = ", ".join(
-        f"{c[f]} {f}"
-        for f in (
-            "malformed",
-            "errors",
-            "standalone",
-            "overlap",
-            "closed_book",
-            "groundedness",
-            "usefulness",
-            "answered",
-        )
-        if f in c
-    )
+    from harness.generate import FILTERS
+
+    # duplicates have their own place in the line
+    filters = ", ".join(f"{c[f]} {f}" for f in FILTERS if f in c and f != "duplicates")
     lines = [
         f"generated {c['generated']} questions: kept {c['kept']}, dropped {c['dropped']} "
         f"({filters}; {c['duplicates']} duplicates)"

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.testing.fake_openai import _Server
+from harness.testing.fake_openai import _Server, chat_completion
 
 
 def answer(prompt: str) -> str:
@@ -38,25 +38,7 @@ def _prompt(body: dict[str, Any]) -> str:
 
 
 def _completion(body: dict[str, Any], text: str, n: str) -> dict[str, Any]:
-    prompt_tokens = len(_prompt(body).split())
-    return {
-        "id": f"chatcmpl-{n}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model", "fake"),
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "stop",
-                "message": {"role": "assistant", "content": text},
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": 1,
-            "total_tokens": prompt_tokens + 1,
-        },
-    }
+    return chat_completion(body, text, f"chatcmpl-{n}", _prompt(body))
 
 
 class FakeBatchAPI:

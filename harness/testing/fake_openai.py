@@ -99,6 +99,38 @@ def _logprobs(act: Act, text: str, request: dict) -> dict:
     }
 
 
+def chat_completion(
+    request: dict[str, Any],
+    text: str,
+    completion_id: str,
+    prompt: str,
+    choice_extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An OpenAI chat completion answering `text` to `request` (one completion token; the
+    prompt's words counted as its tokens), with `choice_extra` (e.g. logprobs) in its
+    choice."""
+    prompt_tokens = len(prompt.split())
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model", "fake"),
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": text},
+                **(choice_extra or {}),
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": 1,
+            "total_tokens": prompt_tokens + 1,
+        },
+    }
+
+
 def answer_yes(n: int, prompt: str) -> Act:
     """Answer "yes" to everything."""
     return Act()
@@ -304,28 +336,11 @@ class FakeOpenAI:
                         self._hostile(act)
                     else:
                         text = act.text if act.kind == "answer" else "banana split"
-                        prompt_tokens = len(prompt.split())
-                        body = {
-                            "id": f"fake-{n}",
-                            "object": "chat.completion",
-                            "created": int(time.time()),
-                            "model": request.get("model", "fake"),
-                            "choices": [
-                                {
-                                    "index": 0,
-                                    "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": text},
-                                    **_logprobs(act, text, request),
-                                }
-                            ],
-                            "usage": {
-                                "prompt_tokens": prompt_tokens,
-                                "completion_tokens": 1,
-                                "total_tokens": prompt_tokens + 1,
-                            },
-                        }
+                        body = chat_completion(
+                            request, text, f"fake-{n}", prompt, _logprobs(act, text, request)
+                        )
                         with fake._lock:
-                            fake.reported_prompt_tokens += prompt_tokens
+                            fake.reported_prompt_tokens += body["usage"]["prompt_tokens"]
                             fake.reported_completion_tokens += 1
                             fake.answered += 1
                         self._send(200, json.dumps(body).encode())

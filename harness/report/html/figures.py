@@ -31,6 +31,17 @@ from harness.report.html.data import (
 Figure = dict[str, Any]
 """A plotly figure as JSON: data and layout."""
 
+ZERO_LINE: dict[str, Any] = {
+    "type": "line",
+    "x0": 0,
+    "x1": 0,
+    "yref": "paper",
+    "y0": 0,
+    "y1": 1,
+    "line": {"dash": "dot", "color": "#333"},
+}
+"""A dotted vertical line at x = 0: where a difference plot's "no difference" lies."""
+
 OUTCOME_COLOURS = {
     "complete": "#1a9850",
     "relevant": "#fdae61",
@@ -135,17 +146,7 @@ def forest_plot(page: SweepPage) -> Figure:
         height=max(260, 28 * len(rows) + 100),
         xaxis={"title": {"text": "trial - best (95% paired bootstrap)"}, "zeroline": True},
         yaxis={"autorange": "reversed"},
-        shapes=[
-            {
-                "type": "line",
-                "x0": 0,
-                "x1": 0,
-                "yref": "paper",
-                "y0": 0,
-                "y1": 1,
-                "line": {"dash": "dot", "color": "#333"},
-            }
-        ],
+        shapes=[ZERO_LINE],
     )
 
 
@@ -330,17 +331,7 @@ def compare_forest(page: ComparePage) -> Figure:
         "difference to [0], 95% paired bootstrap",
         height=max(300, 26 * len({d.metric for d in rows}) + 120),
         yaxis={"autorange": "reversed", "type": "category"},
-        shapes=[
-            {
-                "type": "line",
-                "x0": 0,
-                "x1": 0,
-                "yref": "paper",
-                "y0": 0,
-                "y1": 1,
-                "line": {"dash": "dot", "color": "#333"},
-            }
-        ],
+        shapes=[ZERO_LINE],
     )
 
 
