@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.testing.fake_openai import _Server, chat_completion
+from harness.testing.fake_openai import LoopbackServer, chat_completion
 
 
 def answer(prompt: str) -> str:
@@ -41,7 +41,7 @@ def _completion(body: dict[str, Any], text: str, n: str) -> dict[str, Any]:
     return chat_completion(body, text, f"chatcmpl-{n}", _prompt(body))
 
 
-class FakeBatchAPI:
+class FakeBatchAPI(LoopbackServer):
     """The fake server on a free loopback port while used as a context manager."""
 
     def __init__(
@@ -123,9 +123,7 @@ class FakeBatchAPI:
                     else:
                         self._send(404, {"error": {"message": f"no {path}"}})
 
-        self._server = _Server(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._listen(Handler)
 
     # ------------------------------------------------------------ the API, under the lock
 
@@ -242,16 +240,3 @@ class FakeBatchAPI:
                 batch[kind] = file_id
 
     # ------------------------------------------------------------ serving
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI-compatible base URL (ends in /v1)."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> FakeBatchAPI:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()

@@ -22,7 +22,7 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,33 @@ class _Server(http.server.ThreadingHTTPServer):
         super().handle_error(request, client_address)  # type: ignore[arg-type]  # typeshed: socket
 
 
-class FakeOpenAI:
+class LoopbackServer:
+    """An HTTP server on a free 127.0.0.1 port, serving from a thread while used as a
+    context manager; subclasses call `_listen(Handler)` when built."""
+
+    _server: _Server
+    _thread: threading.Thread
+
+    def _listen(self, handler: type[http.server.BaseHTTPRequestHandler]) -> None:
+        self._server = _Server(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL to give a client (ends in /v1)."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class FakeOpenAI(LoopbackServer):
     """The fake server on a free loopback port, serving /chat/completions and /embeddings
     while used as a context manager; its counters are safe to read from the test.
     """
@@ -348,22 +374,7 @@ class FakeOpenAI:
                     with fake._lock:
                         fake.in_flight -= 1
 
-        self._server = _Server(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI-compatible base URL to give a client (ends in /v1)."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> FakeOpenAI:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._listen(Handler)
 
 
 def main() -> None:
