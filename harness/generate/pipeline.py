@@ -174,10 +174,11 @@ count as the same answer."""
 
 
 def _ask_json(
-    gen: Generator, messages: list[dict[str, str]], max_tokens: int
+    gen: Generator, messages: list[dict[str, str]], max_tokens: int, grammar: str
 ) -> dict[str, Any] | None:
-    """The JSON object of one reply (None when there is none); ChatFailed propagates."""
-    return _json_object(gen.ask(messages, max_tokens=max_tokens))
+    """The JSON object of one reply (None when there is none); ChatFailed propagates.
+    `grammar` holds a local server to the object's shape (prompts.object_grammar)."""
+    return _json_object(gen.ask(messages, max_tokens=max_tokens, grammar=grammar))
 
 
 def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context) -> Candidate:
@@ -186,13 +187,18 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
     if settings.style == "query":
         try:
             obj = _ask_json(
-                gen, prompts.summary_messages(passages), prompts.QUERY_SUMMARY_MAX_TOKENS
+                gen,
+                prompts.summary_messages(passages),
+                prompts.QUERY_SUMMARY_MAX_TOKENS,
+                prompts.object_grammar("summary"),
             )
             summary = obj.get("summary") if obj else None
             if not isinstance(summary, str) or not summary.strip():
                 return replace(c, dropped_by=["malformed"], reason="no summary in the reply")
             msgs = prompts.query_messages(c.qtype, " ".join(summary.split()), list(ctx.examples))
-            text = gen.ask(msgs, max_tokens=prompts.QUERY_MAX_TOKENS)
+            text = gen.ask(
+                msgs, max_tokens=prompts.QUERY_MAX_TOKENS, grammar=prompts.generation_grammar(1)
+            )
         except ChatFailed as exc:
             return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
     else:
@@ -231,7 +237,9 @@ def _overlap(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
     first = c.draft.question
     try:
         reply = gen.ask(
-            prompts.rewrite_messages(first, c.draft.answer), max_tokens=prompts.QUERY_MAX_TOKENS
+            prompts.rewrite_messages(first, c.draft.answer),
+            max_tokens=prompts.QUERY_MAX_TOKENS,
+            grammar=prompts.generation_grammar(1),
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"rewrite failed: {exc.error}")
@@ -267,7 +275,10 @@ def _closed_book(c: Candidate, gen: Generator) -> Candidate:
     assert c.draft is not None
     try:
         obj = _ask_json(
-            gen, prompts.closed_book_messages(c.draft.question), prompts.CLOSED_BOOK_MAX_TOKENS
+            gen,
+            prompts.closed_book_messages(c.draft.question),
+            prompts.CLOSED_BOOK_MAX_TOKENS,
+            prompts.object_grammar("answer"),
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"closed-book check failed: {exc.error}")
@@ -287,7 +298,12 @@ def _answered(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
     assert c.draft is not None
     near = ctx.nearest(c.draft.question) if ctx.nearest else [p.text for p in c.passages]
     try:
-        obj = _ask_json(gen, prompts.answered_messages(c.draft.question, near), 40)
+        obj = _ask_json(
+            gen,
+            prompts.answered_messages(c.draft.question, near),
+            40,
+            prompts.object_grammar("on_topic", "answered", values="yesno"),
+        )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"answered check failed: {exc.error}")
     if obj is None:

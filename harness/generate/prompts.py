@@ -100,6 +100,14 @@ def generation_grammar(phrasings: int) -> str:
     return f'root ::= "{{\\"question\\": " str{para} ", \\"answer\\": " str "}}"\n{_STR}'
 
 
+def object_grammar(*fields: str, values: str = "str") -> str:
+    """A GBNF grammar for a flat JSON object of string `fields` (llama.cpp servers only):
+    a small local model writes no JSON without one."""
+    parts = ' ", " '.join(f'"\\"{f}\\": " {values}' for f in fields)
+    rule = _STR if values == "str" else 'yesno ::= "\\"yes\\"" | "\\"no\\""'
+    return f'root ::= "{{" {parts} "}}"\n{rule}'
+
+
 def critique_grammar() -> str:
     """A GBNF grammar for the critique JSON: reasons of at most 80 characters, scores 1-5."""
     parts = ' ", " '.join(f'"\\"{c}_why\\": " why ", \\"{c}\\": " score' for c in CRITERIA)
