@@ -358,7 +358,9 @@ class _Grader:
         """Verdicts read from the cache in one go (`prefetch`) or paid by this grader."""
         self.missing: set[str] = set()
         """Keys `prefetch` found absent: looked up again only by the claim that pays."""
-        self._claims: list[tuple[str, asyncio.Future[CriterionVerdict | None]]] = []
+        self._claims: list[tuple[str, asyncio.Future[CriterionVerdict | None], bool]] = []
+        self._early: dict[str, asyncio.Future[CriterionVerdict | None]] = {}
+        """Claims of "complete" keys taken with their pair's relevance claim."""
         self._claimer: asyncio.Future[None] | None = None
         self._tasks: set[asyncio.Future[None]] = set()
 
@@ -387,11 +389,16 @@ class _Grader:
         """`VerdictCache.claim` of `key`, taken together with the keys the other workers
         claim at the same moment (one statement for them all, off the loop); a key another
         live worker holds is then waited for alone."""
+        return await self._claim_soon(key)
+
+    def _claim_soon(self, key: str, wait: bool = True) -> asyncio.Future[CriterionVerdict | None]:
+        """Queue `key` for the next claim batch; its future is what `_claim` returns, or
+        `_BUSY` without `wait` when another live worker holds the key."""
         fut: asyncio.Future[CriterionVerdict | None] = asyncio.get_running_loop().create_future()
-        self._claims.append((key, fut))
+        self._claims.append((key, fut, wait))
         if self._claimer is None or self._claimer.done():
             self._claimer = asyncio.ensure_future(self._claim_batches())
-        return await fut
+        return fut
 
     async def _claim_batches(self) -> None:
         """Claim the queued keys, batch after batch, until none are queued."""
@@ -400,15 +407,15 @@ class _Grader:
         while self._claims:
             batch, self._claims = self._claims, []
             try:
-                got, paid = await asyncio.to_thread(cache.claim_many, [k for k, _ in batch])
+                got, paid = await asyncio.to_thread(cache.claim_many, [k for k, *_ in batch])
             except BaseException as exc:
-                for _, fut in batch:
+                for _, fut, _ in batch:
                     if not fut.done():
                         fut.set_exception(exc)
                 if isinstance(exc, asyncio.CancelledError):
                     raise
                 continue
-            for key, fut in batch:
+            for key, fut, wait in batch:
                 if key in got:
                     if fut.done():  # its worker is gone: nobody pays
                         cache.release(key)
@@ -417,6 +424,9 @@ class _Grader:
                 elif key in paid:
                     if not fut.done():
                         fut.set_result(paid[key])
+                elif not wait:
+                    if not fut.done():
+                        fut.set_result(_BUSY)
                 else:
                     task = asyncio.ensure_future(self._claim_alone(key, fut))
                     self._tasks.add(task)
@@ -472,7 +482,10 @@ class _Grader:
         another process, so off the loop), ask the judge, keep what it said."""
         cache = self.cache
         if cache is not None:
-            claimed = await self._claim(key)
+            early = self._early.pop(key, None)
+            claimed = await early if early is not None else _BUSY
+            if claimed is _BUSY:
+                claimed = await self._claim(key)
             if claimed is not None:  # another worker paid for it meanwhile
                 return replace(claimed, cached=True)
         try:
@@ -493,8 +506,28 @@ class _Grader:
         async def ask(name: str, text: str) -> CriterionVerdict:
             return await self.criterion(q, c, name, text)
 
-        rel, comp = await relevant_first(ask, self.criteria)
+        # "complete" is claimed in the same batch as relevance (without waiting for
+        # another holder), so a relevant chunk's second call needs no claim round trip
+        ck = verdict_key(self.identity, self.criteria.complete, q, c)
+        if self.cache is not None and ck not in self._early and self._lookup(ck) is None:
+            self._early[ck] = self._claim_soon(ck, wait=False)
+        try:
+            rel, comp = await relevant_first(ask, self.criteria)
+        finally:
+            early = self._early.pop(ck, None)
+            if early is not None:  # not asked: the claim goes at the next flush
+                early.add_done_callback(self._unclaim_early(ck))
         return Verdict(relevant=rel, complete=comp)
+
+    def _unclaim_early(self, key: str) -> Callable[[asyncio.Future[Any]], None]:
+        cache = self.cache
+        assert cache is not None
+
+        def done(fut: asyncio.Future[Any]) -> None:
+            if not fut.cancelled() and fut.exception() is None and fut.result() is None:
+                cache.release_later(key)
+
+        return done
 
     async def pair(self, q: str, c: str) -> Verdict:
         """Both criteria of a pair, as the judge's mode spends calls."""
@@ -558,6 +591,10 @@ class _Grader:
                 if not v.error:
                     self.known[key] = v
         return Verdict(relevant=rel, complete=comp)
+
+
+_BUSY = CriterionVerdict("busy", None, reason="claimed by another live worker")
+"""What an early claim gets (by identity) when another worker holds the key."""
 
 
 def _shared_copy(verdict: CriterionVerdict) -> CriterionVerdict:

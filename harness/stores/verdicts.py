@@ -297,6 +297,13 @@ class VerdictCache:
         """Give up this cache's claim on `key` now (nothing if it holds none)."""
         self._release_many({key})
 
+    def release_later(self, key: str) -> None:
+        """Give up this cache's claim on `key` at the next flush (after what is pending
+        is stored), off the caller's path."""
+        with self._pending_lock:
+            self._unclaim.add(key)
+        self._start_writer()
+
     def release_many(self, keys: Sequence[str] | set[str]) -> None:
         """Give up this cache's claims on `keys` now, in one statement."""
         self._release_many(set(keys))
