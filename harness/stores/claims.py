@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.errors import HarnessError
+from harness.stores.base import SQLiteStore
 
 _BATCH = 500  # under SQLite's default limit of 999 bound parameters
 
@@ -59,21 +60,35 @@ class SQLiteClaims:
     """Claims in the table `<table>_claims` of a SQLite file (the cache's own file), so
     processes on one machine that share a cache folder pay for a key once."""
 
-    def __init__(self, path: str | os.PathLike[str], table: str = "verdict") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        table: str = "verdict",
+        *,
+        share: SQLiteStore | None = None,
+    ) -> None:
+        """`share`: the store of the same file whose connection (and lock) to use, so a
+        claim in this process waits on a lock instead of SQLite's busy back-off (it
+        sleeps milliseconds at a time) while the cache commits its rows."""
         if not table.isidentifier():
             raise ValueError(f"bad table name: {table!r}")
         self.path = Path(path)
         self._table = f"{table}_claims"
-        self._lock = threading.Lock()
+        self._shared = share is not None
         try:
-            self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=60)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(
-                f"CREATE TABLE IF NOT EXISTS {self._table} "
-                "(key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)"
-            )
-            self._db.commit()
+            if share is not None:
+                self._db, self._lock = share.connection()
+            else:
+                self._lock = threading.Lock()
+                self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=60)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+            with self._lock:
+                self._db.execute(
+                    f"CREATE TABLE IF NOT EXISTS {self._table} "
+                    "(key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)"
+                )
+                self._db.commit()
         except sqlite3.Error as exc:
             raise HarnessError(f"{self.path}: cannot open the claims table ({exc})") from None
 
@@ -164,6 +179,8 @@ class SQLiteClaims:
         return str(row[0]) if row else None
 
     def close(self) -> None:
-        """Close the SQLite connection."""
+        """Close the SQLite connection (a shared one is closed by its store)."""
+        if self._shared:
+            return
         with self._lock:
             self._db.close()

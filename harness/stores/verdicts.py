@@ -80,8 +80,9 @@ class VerdictCache:
         processes; a path gets the SQLite claims table of the same file."""
         if isinstance(where, (str, os.PathLike)):
             path = where
-            where = SQLiteStore(path, "verdicts", value_column="verdict")
-            claims = claims if claims is not None else (lambda: SQLiteClaims(path))
+            sqlite = where = SQLiteStore(path, "verdicts", value_column="verdict")
+            if claims is None:
+                claims = lambda: SQLiteClaims(path, share=sqlite)  # noqa: E731
         self.store: SignedStore = (
             where if isinstance(where, SignedStore) else SignedStore(where, "verdicts")
         )
@@ -185,11 +186,11 @@ class VerdictCache:
 
     def _start_writer(self) -> None:
         """Start the thread that flushes every `flush_every_s` while verdicts wait."""
-        if self._writer is not None:
+        if self._writer is not None and self._writer.is_alive():
             return
         with self._claim_lock:
-            if self._writer is not None:
-                return
+            if self._writer is not None and self._writer.is_alive():
+                return  # (a forked child has no writer thread: it starts its own)
 
             def write() -> None:
                 while not self._stop.is_set():
