@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -156,10 +157,26 @@ def redact(text: str) -> str:
     credential inside a URL (`user:***@`, `?api-key=***`) replaced."""
     if not text:
         return text
-    for form in _forms:  # a snapshot: remember() replaces the tuple, never edits it
+    if len(text) <= _MEMO_CHARS:
+        # a result line repeats the same short strings (metric names, labels) on every
+        # line; the answer depends only on the text and what is remembered right now
+        return _redact_short(text, _forms, _pairs_re)
+    return _redact(text, _forms, _pairs_re)
+
+
+_MEMO_CHARS = 120
+
+
+@functools.lru_cache(maxsize=8192)
+def _redact_short(text: str, forms: tuple[str, ...], pairs: re.Pattern[str] | None) -> str:
+    return _redact(text, forms, pairs)
+
+
+def _redact(text: str, forms: tuple[str, ...], pairs: re.Pattern[str] | None) -> str:
+    """`redact` against a snapshot of the remembered secrets."""
+    for form in forms:  # a snapshot: remember() replaces the tuple, never edits it
         if form in text:
             text = text.replace(form, MASK)
-    pairs = _pairs_re
     if pairs is not None:
         text = pairs.sub(lambda m: m.group(1).split("=", 1)[0] + "=" + MASK, text)
     text = _URL_USERINFO.sub(rf"\1:{MASK}@", text)

@@ -113,7 +113,10 @@ def grade_cached(
     worker paying for the same verdict right now is waited for, not paid again. Waits
     for the answer (from a thread without an event loop)."""
     grader = _Grader(judge, cache, stats)
-    return aio.run(grader.criterion(question, chunk_text, criterion, criterion_text))
+    verdict = aio.run(grader.criterion(question, chunk_text, criterion, criterion_text))
+    if cache is not None:
+        cache.flush()
+    return verdict
 
 
 def judge_pair(
@@ -126,7 +129,10 @@ def judge_pair(
 ) -> Verdict:
     """Both criteria for one (question, chunk), one at a time, cache first: "complete"
     is asked only when the chunk was judged relevant (`relevant_first`)."""
-    return aio.run(_Grader(judge, cache, stats, criteria).pointwise(question, chunk_text))
+    verdict = aio.run(_Grader(judge, cache, stats, criteria).pointwise(question, chunk_text))
+    if cache is not None:
+        cache.flush()
+    return verdict
 
 
 def cached_pair(
@@ -134,10 +140,21 @@ def cached_pair(
 ) -> tuple[CriterionVerdict | None, CriterionVerdict | None]:
     """The cached relevance verdict of a pair and, only when it is a yes, its cached
     "complete" (a "no" needs none). None where nothing was paid yet."""
-    rel = cache.get(verdict_key(identity, criteria.relevant, q, c))
+    return _pair_from(cache.get, identity, criteria, q, c)
+
+
+def _pair_from(
+    get: Callable[[str], CriterionVerdict | None],
+    identity: str,
+    criteria: CriteriaConfig,
+    q: str,
+    c: str,
+) -> tuple[CriterionVerdict | None, CriterionVerdict | None]:
+    """`cached_pair` through any lookup of a verdict key."""
+    rel = get(verdict_key(identity, criteria.relevant, q, c))
     if rel is None or not rel.value:
         return rel, None
-    return rel, cache.get(verdict_key(identity, criteria.complete, q, c))
+    return rel, get(verdict_key(identity, criteria.complete, q, c))
 
 
 @dataclass(frozen=True)
@@ -196,7 +213,9 @@ def judge_pairs(
     in one call, so it ignores `lazy`). `on_done(i, verdict)` is called from the calling
     thread as each pair finishes (skipped ones included), so the caller can write results
     as they come. An exception (a judge that is down, Ctrl-C) stops the work at once;
-    verdicts already paid are in the cache.
+    verdicts already paid are in the cache (stored by its writer within its flush
+    interval). The cache's writes are batched off the judging path (`VerdictCache`);
+    every verdict is stored before this returns.
     """
     width = max(1, concurrency or judge.concurrency)
     items = _work_items(pairs, judge, lazy)
@@ -204,7 +223,11 @@ def judge_pairs(
     grader = _Grader(judge, cache, stats, criteria)
     run = _Run(grader, pairs, lazy.settled if lazy is not None else None, done.put)
     future = aio.submit(run.all(items, width)) if items else None
-    return _collect(done, len(pairs), future, on_done)
+    # on an exception the cache's writer (and its close) store what was paid
+    verdicts = _collect(done, len(pairs), future, on_done)
+    if cache is not None:
+        cache.flush()  # what was judged is stored when this returns
+    return verdicts
 
 
 _Done = tuple[int, Verdict | None, BaseException | None]
@@ -281,6 +304,7 @@ class _Run:
     async def all(self, items: list[_Item], width: int) -> None:
         """Judge every item with `width` workers."""
         todo = collections.deque(items)
+        await asyncio.to_thread(self.grader.prefetch, self.pairs)
 
         async def worker() -> None:
             with aio.own_thread():
@@ -330,6 +354,98 @@ class _Grader:
         self.criteria = criteria or CriteriaConfig()
         self.identity = judge.identity()
         self.flying: dict[str, asyncio.Future[Any]] = {}
+        self.known: dict[str, CriterionVerdict] = {}
+        """Verdicts read from the cache in one go (`prefetch`) or paid by this grader."""
+        self.missing: set[str] = set()
+        """Keys `prefetch` found absent: looked up again only by the claim that pays."""
+        self._claims: list[tuple[str, asyncio.Future[CriterionVerdict | None], bool]] = []
+        self._early: dict[str, asyncio.Future[CriterionVerdict | None]] = {}
+        """Claims of "complete" keys taken with their pair's relevance claim."""
+        self._claimer: asyncio.Future[None] | None = None
+        self._tasks: set[asyncio.Future[None]] = set()
+
+    def prefetch(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Read the cached verdicts of both criteria of `pairs` in one query, so judging
+        them looks nothing up one by one."""
+        if self.cache is None:
+            return
+        keys = [
+            verdict_key(self.identity, text, q, c)
+            for q, c in pairs
+            for text in (self.criteria.relevant, self.criteria.complete)
+        ]
+        self.known.update(self.cache.get_many(keys))
+        self.missing.update(k for k in keys if k not in self.known)
+
+    def _lookup(self, key: str) -> CriterionVerdict | None:
+        """The cached verdict of `key`: from `prefetch` when it looked, else the cache."""
+        if key in self.known:
+            return self.known[key]
+        if key in self.missing or self.cache is None:
+            return None
+        return self.cache.get(key)
+
+    async def _claim(self, key: str) -> CriterionVerdict | None:
+        """`VerdictCache.claim` of `key`, taken together with the keys the other workers
+        claim at the same moment (one statement for them all, off the loop); a key another
+        live worker holds is then waited for alone."""
+        return await self._claim_soon(key)
+
+    def _claim_soon(self, key: str, wait: bool = True) -> asyncio.Future[CriterionVerdict | None]:
+        """Queue `key` for the next claim batch; its future is what `_claim` returns, or
+        `_BUSY` without `wait` when another live worker holds the key."""
+        fut: asyncio.Future[CriterionVerdict | None] = asyncio.get_running_loop().create_future()
+        self._claims.append((key, fut, wait))
+        if self._claimer is None or self._claimer.done():
+            self._claimer = asyncio.ensure_future(self._claim_batches())
+        return fut
+
+    async def _claim_batches(self) -> None:
+        """Claim the queued keys, batch after batch, until none are queued."""
+        cache = self.cache
+        assert cache is not None
+        while self._claims:
+            batch, self._claims = self._claims, []
+            try:
+                got, paid = await asyncio.to_thread(cache.claim_many, [k for k, *_ in batch])
+            except BaseException as exc:
+                for _, fut, _ in batch:
+                    if not fut.done():
+                        fut.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                continue
+            for key, fut, wait in batch:
+                if key in got:
+                    if fut.done():  # its worker is gone: nobody pays
+                        cache.release(key)
+                    else:
+                        fut.set_result(None)
+                elif key in paid:
+                    if not fut.done():
+                        fut.set_result(paid[key])
+                elif not wait:
+                    if not fut.done():
+                        fut.set_result(_BUSY)
+                else:
+                    task = asyncio.ensure_future(self._claim_alone(key, fut))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+
+    async def _claim_alone(self, key: str, fut: asyncio.Future[CriterionVerdict | None]) -> None:
+        """A key another worker holds: wait for it (`VerdictCache.claim`), off the loop."""
+        cache = self.cache
+        assert cache is not None
+        try:
+            got = await asyncio.to_thread(cache.claim, key)
+        except BaseException as exc:
+            if not fut.done():
+                fut.set_exception(exc)
+            return
+        if not fut.done():
+            fut.set_result(got)
+        elif got is None:
+            cache.release(key)
 
     async def _once(self, key: str, ask: Callable[[], Awaitable[Any]]) -> tuple[Any, bool]:
         """(ask()'s result, False), or (the result of the same ask in flight, True)."""
@@ -351,7 +467,7 @@ class _Grader:
     async def criterion(self, q: str, c: str, name: str, text: str) -> CriterionVerdict:
         """One criterion: the cache, the same ask in flight, or the judge."""
         key = verdict_key(self.identity, text, q, c)
-        hit = self.cache.get(key) if self.cache is not None else None
+        hit = self._lookup(key)
         if hit is not None:
             verdict = replace(hit, cached=True)
         else:
@@ -366,7 +482,10 @@ class _Grader:
         another process, so off the loop), ask the judge, keep what it said."""
         cache = self.cache
         if cache is not None:
-            claimed = await asyncio.to_thread(cache.claim, key)
+            early = self._early.pop(key, None)
+            claimed = await early if early is not None else _BUSY
+            if claimed is _BUSY:
+                claimed = await self._claim(key)
             if claimed is not None:  # another worker paid for it meanwhile
                 return replace(claimed, cached=True)
         try:
@@ -376,7 +495,9 @@ class _Grader:
                 cache.release(key)
             raise
         if cache is not None:
-            cache.put(key, verdict)
+            cache.put(key, verdict)  # stored by the cache's writer, off this path
+            if not verdict.error:
+                self.known[key] = verdict
         return verdict
 
     async def pointwise(self, q: str, c: str) -> Verdict:
@@ -385,8 +506,28 @@ class _Grader:
         async def ask(name: str, text: str) -> CriterionVerdict:
             return await self.criterion(q, c, name, text)
 
-        rel, comp = await relevant_first(ask, self.criteria)
+        # "complete" is claimed in the same batch as relevance (without waiting for
+        # another holder), so a relevant chunk's second call needs no claim round trip
+        ck = verdict_key(self.identity, self.criteria.complete, q, c)
+        if self.cache is not None and ck not in self._early and self._lookup(ck) is None:
+            self._early[ck] = self._claim_soon(ck, wait=False)
+        try:
+            rel, comp = await relevant_first(ask, self.criteria)
+        finally:
+            early = self._early.pop(ck, None)
+            if early is not None:  # not asked: the claim goes at the next flush
+                early.add_done_callback(self._unclaim_early(ck))
         return Verdict(relevant=rel, complete=comp)
+
+    def _unclaim_early(self, key: str) -> Callable[[asyncio.Future[Any]], None]:
+        cache = self.cache
+        assert cache is not None
+
+        def done(fut: asyncio.Future[Any]) -> None:
+            if not fut.cancelled() and fut.exception() is None and fut.result() is None:
+                cache.release_later(key)
+
+        return done
 
     async def pair(self, q: str, c: str) -> Verdict:
         """Both criteria of a pair, as the judge's mode spends calls."""
@@ -429,7 +570,7 @@ class _Grader:
         needs no "complete")."""
         if self.cache is None:
             return None
-        rel, comp = cached_pair(self.cache, self.identity, self.criteria, q, c)
+        rel, comp = _pair_from(self._lookup, self.identity, self.criteria, q, c)
         if rel is None or (rel.value and comp is None):
             return None
         rel = replace(rel, cached=True)
@@ -445,8 +586,15 @@ class _Grader:
         for v, text in ((rel, self.criteria.relevant), (comp, self.criteria.complete)):
             self.stats.record(v)
             if self.cache is not None:
-                self.cache.put(verdict_key(self.identity, text, q, c), v)
+                key = verdict_key(self.identity, text, q, c)
+                self.cache.put(key, v)
+                if not v.error:
+                    self.known[key] = v
         return Verdict(relevant=rel, complete=comp)
+
+
+_BUSY = CriterionVerdict("busy", None, reason="claimed by another live worker")
+"""What an early claim gets (by identity) when another worker holds the key."""
 
 
 def _shared_copy(verdict: CriterionVerdict) -> CriterionVerdict:

@@ -595,10 +595,16 @@ class _Grading:
         if self.prepared.pool is not None and failed:
             self.pending.append((qi, result))
         else:
-            self.writer.append(result)
+            self._write(result)
         self.progress.advance(
             f"(paid calls {self.stats.calls}, cache hits {self.stats.cache_hits})"
         )
+
+    def _write(self, result: QuestionResult) -> None:
+        """A question's line, written only once its verdicts are stored in the cache (the
+        cache writes behind): a kill -9 then loses no verdict a written line refers to."""
+        self.cache.flush()
+        self.writer.append(result)
 
     def _grade_pool(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
         verdicts = judge_stage.judge_pairs(
@@ -631,7 +637,7 @@ class _Grading:
             key = f"{metrics_stage.failure_count_name(failure.label)}@{k}"
             m = {**result.metrics, key: 1.0}
             self.per_question[qi] = m
-            self.writer.append(replace(result, metrics=m, failure=failure))
+            self._write(replace(result, metrics=m, failure=failure))
         self.pending.clear()
 
     def done(self) -> list[dict[str, float]]:

@@ -135,6 +135,11 @@ class SQLiteStore:
                     f"{self.path}: cannot write to this cache ({_one_line(exc)})"
                 ) from None
 
+    def connection(self) -> tuple[sqlite3.Connection, threading.Lock]:
+        """This store's connection and the lock every use of it holds, for a table
+        beside this one in the same file (the claims of the verdict cache)."""
+        return self._db, self._lock
+
     def count(self) -> int:
         """Rows in this store's table."""
         with self._lock:

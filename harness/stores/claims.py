@@ -14,10 +14,14 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 from harness.errors import HarnessError
+from harness.stores.base import SQLiteStore
+
+_BATCH = 500  # under SQLite's default limit of 999 bound parameters
 
 
 class Claims(Protocol):
@@ -27,8 +31,16 @@ class Claims(Protocol):
         """True if `owner` now holds the claim on `key` for `ttl_s` seconds."""
         ...
 
+    def claim_many(self, keys: Sequence[str], owner: str, ttl_s: float) -> set[str]:
+        """`claim` for many keys in one statement: the keys `owner` holds now."""
+        ...
+
     def release(self, key: str, owner: str) -> None:
         """Drop `owner`'s claim on `key`, if it holds one."""
+        ...
+
+    def release_many(self, keys: Sequence[str], owner: str) -> None:
+        """`release` for many keys in one statement."""
         ...
 
     def renew(self, owner: str, ttl_s: float) -> None:
@@ -48,21 +60,35 @@ class SQLiteClaims:
     """Claims in the table `<table>_claims` of a SQLite file (the cache's own file), so
     processes on one machine that share a cache folder pay for a key once."""
 
-    def __init__(self, path: str | os.PathLike[str], table: str = "verdict") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        table: str = "verdict",
+        *,
+        share: SQLiteStore | None = None,
+    ) -> None:
+        """`share`: the store of the same file whose connection (and lock) to use, so a
+        claim in this process waits on a lock instead of SQLite's busy back-off (it
+        sleeps milliseconds at a time) while the cache commits its rows."""
         if not table.isidentifier():
             raise ValueError(f"bad table name: {table!r}")
         self.path = Path(path)
         self._table = f"{table}_claims"
-        self._lock = threading.Lock()
+        self._shared = share is not None
         try:
-            self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=60)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(
-                f"CREATE TABLE IF NOT EXISTS {self._table} "
-                "(key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)"
-            )
-            self._db.commit()
+            if share is not None:
+                self._db, self._lock = share.connection()
+            else:
+                self._lock = threading.Lock()
+                self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=60)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+            with self._lock:
+                self._db.execute(
+                    f"CREATE TABLE IF NOT EXISTS {self._table} "
+                    "(key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)"
+                )
+                self._db.commit()
         except sqlite3.Error as exc:
             raise HarnessError(f"{self.path}: cannot open the claims table ({exc})") from None
 
@@ -87,9 +113,53 @@ class SQLiteClaims:
         )
         return changed > 0
 
+    def claim_many(self, keys: Sequence[str], owner: str, ttl_s: float) -> set[str]:
+        """`claim` of every key in one transaction; the keys `owner` holds after it."""
+        if not keys:
+            return set()
+        now = time.time()
+        got: set[str] = set()
+        with self._lock:
+            try:
+                self._db.executemany(
+                    f"INSERT INTO {self._table} (key, owner, expires) VALUES (?, ?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET owner = excluded.owner, "
+                    f"expires = excluded.expires WHERE {self._table}.expires < ? "
+                    f"OR {self._table}.owner = excluded.owner",
+                    [(k, owner, now + ttl_s, now) for k in keys],
+                )
+                for i in range(0, len(keys), _BATCH):
+                    part = list(keys[i : i + _BATCH])
+                    marks = ",".join("?" * len(part))
+                    rows = self._db.execute(
+                        f"SELECT key FROM {self._table} WHERE owner = ? AND key IN ({marks})",
+                        [owner, *part],
+                    ).fetchall()
+                    got.update(str(r[0]) for r in rows)
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._db.rollback()
+                raise HarnessError(f"{self.path}: cannot update cache claims ({exc})") from None
+        return got
+
     def release(self, key: str, owner: str) -> None:
         """Delete `owner`'s claim on `key`."""
         self._run(f"DELETE FROM {self._table} WHERE key = ? AND owner = ?", (key, owner))
+
+    def release_many(self, keys: Sequence[str], owner: str) -> None:
+        """Delete `owner`'s claims on `keys`, in one transaction."""
+        if not keys:
+            return
+        with self._lock:
+            try:
+                self._db.executemany(
+                    f"DELETE FROM {self._table} WHERE key = ? AND owner = ?",
+                    [(k, owner) for k in keys],
+                )
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._db.rollback()
+                raise HarnessError(f"{self.path}: cannot update cache claims ({exc})") from None
 
     def renew(self, owner: str, ttl_s: float) -> None:
         """Push `owner`'s claims `ttl_s` seconds past now."""
@@ -109,6 +179,8 @@ class SQLiteClaims:
         return str(row[0]) if row else None
 
     def close(self) -> None:
-        """Close the SQLite connection."""
+        """Close the SQLite connection (a shared one is closed by its store)."""
+        if self._shared:
+            return
         with self._lock:
             self._db.close()

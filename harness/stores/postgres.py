@@ -203,6 +203,33 @@ class PostgresStore:
             ).fetchone()
         return row is not None
 
+    def claim_many(self, keys: Sequence[str], owner: str, ttl_s: float) -> set[str]:
+        """`claim` of every key in one statement; the keys `owner` holds after it."""
+        if not keys:
+            return set()
+        with self._guard("claim cache keys") as db:
+            rows = db.execute(
+                "INSERT INTO harness_claims (namespace, key, owner, expires) "
+                f"SELECT %s, k, %s, {_NOW} + %s FROM unnest(%s::text[]) AS k "
+                "ON CONFLICT (namespace, key) DO UPDATE "
+                "SET owner = EXCLUDED.owner, expires = EXCLUDED.expires "
+                f"WHERE harness_claims.expires < {_NOW} "
+                "OR harness_claims.owner = EXCLUDED.owner RETURNING key",
+                (self._table, owner, ttl_s, list(dict.fromkeys(keys))),
+            ).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def release_many(self, keys: Sequence[str], owner: str) -> None:
+        """Give up `owner`'s claims on `keys`, in one statement."""
+        if not keys:
+            return
+        with self._guard("release cache claims") as db:
+            db.execute(
+                "DELETE FROM harness_claims WHERE namespace = %s AND owner = %s "
+                "AND key = ANY(%s::text[])",
+                (self._table, owner, list(keys)),
+            )
+
     def release(self, key: str, owner: str) -> None:
         """Give up `owner`'s claim on `key` (nothing if it holds none)."""
         with self._guard("release a cache claim") as db:

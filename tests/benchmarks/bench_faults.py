@@ -49,6 +49,7 @@ from harness.log import (  # noqa: E402
     read_run,
     read_sweep,
 )
+from harness.stores.verdicts import FLUSH_EVERY_S  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 FINISHED_TRIAL = ("complete", "pruned")
@@ -219,8 +220,10 @@ def unreadable_folders(results: Path) -> set[Path]:
 
 
 # An answer that left the endpoint this shortly before the kill may not have reached the
-# client's cache yet: that request was still in flight for the client.
-IN_FLIGHT_MARGIN_S = 0.1
+# client's cache yet: that request was still in flight for the client. The cache writes
+# behind (a paid verdict is stored within FLUSH_EVERY_S, and before any line that uses it
+# is written), so a verdict answered within that interval counts as in flight too.
+IN_FLIGHT_MARGIN_S = 0.1 + FLUSH_EVERY_S
 
 
 def paid_twice(events: list[tuple[str, float, str]], t_kill: float) -> tuple[int, int, int]:

@@ -14,6 +14,14 @@
 3. The harness's overhead: `harness run` of the quick-start against the fake endpoint
    (warm index): wall / (judge calls / concurrency x median latency), and where the rest
    of the wall time went.
+4. What users get: `harness run` itself (a `python -m harness run` process) of the
+   quick-start with chunks of 200 characters, no overlap and k = 12 (about 800-960
+   verdicts) against the 50 ms fake endpoint, the verdict cache on and empty (a fresh
+   cache folder per repetition, the index copied in warm), at 64 and 256 in flight:
+   verdicts/s over the run's judging time, its ratio to the ideal (in flight / 50 ms),
+   and the client's CPU per verdict (the run's CPU less that of the same run again with
+   every verdict cached). Medians of `--repeats`; with `--before REV` the same rows for
+   the source tree of that git revision first, in the same invocation.
 
 A verdict is one (question, chunk) pair graded on both criteria. Every measurement starts
 from an empty verdict cache. Prints one table.
@@ -24,7 +32,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import json
 import os
+import resource
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -305,6 +317,88 @@ def overhead_rows(tmp: Path, emit, latency: float, concurrency: int) -> None:
         )
 
 
+RUN_SETTINGS = ("chunking.chunk_size=200", "chunking.chunk_overlap=0", "retrieval.k=12")
+
+
+def _harness_run(tree: Path, url: str, model: str, concurrency: int, cache: Path, results: Path):
+    """One `python -m harness run` of the quick-start from source tree `tree`: (its header
+    stats, its CPU seconds, user + system)."""
+    sets = [
+        *RUN_SETTINGS,
+        f"judge.base_url={url}",
+        f"judge.model={model}",
+        f"judge.concurrency={concurrency}",
+        "judge.api_key_env=HARNESS_BENCH_NO_KEY",
+        "failures.explain=false",
+    ]
+    cmd = [sys.executable, "-m", "harness", "run", str(tree / "experiments" / "quickstart.toml")]
+    cmd += [a for kv in sets for a in ("--set", kv)]
+    cmd += ["--cache-dir", str(cache), "--results-dir", str(results)]
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, cwd=tree, env=env, check=True, capture_output=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    header = max(results.glob("*/header.json"), key=lambda p: p.stat().st_mtime)
+    return json.loads(header.read_text())["stats"], cpu
+
+
+def _fresh_cache(warm: Path, to: Path) -> Path:
+    """A cache folder with the warm index and embeddings but no verdicts."""
+    shutil.copytree(warm, to, ignore=shutil.ignore_patterns("verdicts.sqlite*"))
+    return to
+
+
+def run_rows(tmp: Path, emit, concurrencies: list[int], repeats: int, before: str | None):
+    """`harness run` with the verdict cache on, per source tree and in-flight count."""
+    latency = 0.05
+    trees: list[tuple[str, Path]] = []
+    if before:
+        tree = tmp / "before"
+        tree.mkdir()
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", before], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        trees.append((f"before {before[:10]}", tree))
+    trees.append(("this tree", ROOT))
+    n = 0
+    with fake_server(latency, "yes") as (url, _):
+        for label, tree in trees:
+            warm = tmp / f"warm-{len(label)}-{n}"
+            _harness_run(tree, url, "fake-warm", 4, warm, tmp / "results")  # builds the index
+            for concurrency in concurrencies:
+                got: list[tuple[float, float, float, int]] = []
+                for _ in range(repeats):
+                    n += 1
+                    cache = _fresh_cache(warm, tmp / f"cache-{n}")
+                    stats, cpu = _harness_run(
+                        tree, url, f"fake-run-{n}", concurrency, cache, tmp / "results"
+                    )
+                    _, cpu_cached = _harness_run(
+                        tree, url, f"fake-run-{n}", concurrency, cache, tmp / "results"
+                    )
+                    paid = stats["judge_paid_verdicts"]
+                    vps = paid / stats["judge_s"]
+                    got.append(
+                        (vps, vps / (concurrency / latency), (cpu - cpu_cached) / paid * 1000, paid)
+                    )
+                    shutil.rmtree(cache)
+                vps, ratio, cpu_ms = (statistics.median(g[i] for g in got) for i in range(3))
+                emit(
+                    (
+                        f"harness run, {label}",
+                        "run +cache",
+                        str(concurrency),
+                        f"{vps:.0f}",
+                        f"{ratio:.2f}",
+                        f"client cpu/verdict {cpu_ms:.2f} ms; median of {repeats}, "
+                        f"{got[0][3]} verdicts; ratios " + " ".join(f"{g[1]:.2f}" for g in got),
+                        "-",
+                    )
+                )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=8, help="quick-start questions to sample")
@@ -312,6 +406,10 @@ def main() -> int:
     parser.add_argument("--skip-local", action="store_true")
     parser.add_argument("--overhead-latency", type=float, default=0.5)
     parser.add_argument("--overhead-concurrency", type=int, default=4)
+    parser.add_argument("--run-only", action="store_true", help="only the `harness run` rows")
+    parser.add_argument("--run-concurrency", type=int, nargs="+", default=[64, 256])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--before", help="also measure `harness run` at this git revision")
     args = parser.parse_args()
     quiet()
     rows: list[tuple[str, ...]] = []
@@ -322,10 +420,12 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="harness-bench-judge-") as tmp_s:
         tmp = Path(tmp_s)
-        if not args.skip_local:
+        if not (args.skip_local or args.run_only):
             local_rows(args, tmp, emit)
-        fake_rows(tmp, emit)
-        overhead_rows(tmp, emit, args.overhead_latency, args.overhead_concurrency)
+        if not args.run_only:
+            fake_rows(tmp, emit)
+            overhead_rows(tmp, emit, args.overhead_latency, args.overhead_concurrency)
+        run_rows(tmp, emit, args.run_concurrency, args.repeats, args.before)
     print_table(
         f"judge benchmark: {args.questions} quick-start questions x k={args.k} "
         f"(agreement with llama-server pointwise at 1 in flight)",

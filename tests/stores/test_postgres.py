@@ -50,6 +50,7 @@ def test_cache_rows_are_signed_in_the_database_and_a_forged_one_is_not_believed(
     assert isinstance(cache.store, SignedStore)
     cache.put("k", YES)
     assert cache.get("k") == YES
+    cache.flush()  # puts are written behind
     with psycopg.connect(pg_url, autocommit=True) as conn:
         raw = bytes(conn.execute("SELECT value FROM harness_verdicts").fetchone()[0])
         assert raw.startswith(b"hm1:")  # tagged, not the bare verdict

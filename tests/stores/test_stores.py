@@ -144,6 +144,7 @@ def test_a_row_moved_to_another_cache_is_ignored(tmp_path):
     """The tag covers the cache's name: a signed vector is not a verdict, and back."""
     vc = VerdictCache(tmp_path / "v.sqlite")
     vc.put("k", CriterionVerdict(criterion="relevant", value=True, raw="yes"))
+    vc.flush()  # puts are written behind
     ec = EmbeddingCache(SQLiteStore(tmp_path / "v.sqlite", "verdicts", value_column="verdict"))
     assert ec.store.get_many(["k"]) == {} and ec.rejected == 1
 
