@@ -126,9 +126,24 @@ def test_page_json_keeps_the_shape_the_script_reads(logs: Logs):
     page = run_page(logs.run, validation=validate_run(logs.run, read_qrels(DATA / "qrels.tsv")))
     data = page.to_json()
     assert list(data) == [
-        "kind", "title", "run", "ks", "metrics", "curves", "failure_counts", "judge",
-        "questions", "filters", "texts", "config", "components", "data", "validation",
-        "validation_note", "trust", "headline",
+        "kind",
+        "title",
+        "run",
+        "ks",
+        "metrics",
+        "curves",
+        "failure_counts",
+        "judge",
+        "questions",
+        "filters",
+        "texts",
+        "config",
+        "components",
+        "data",
+        "validation",
+        "validation_note",
+        "trust",
+        "headline",
     ]  # fmt: skip (#22 added trust and headline at the end: additive)
     q = data["questions"][0]
     assert list(q) == [
