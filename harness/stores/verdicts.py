@@ -191,6 +191,8 @@ class VerdictCache:
         with self._claim_lock:
             if self._writer is not None and self._writer.is_alive():
                 return  # (a forked child has no writer thread: it starts its own)
+            if self._stop.is_set():
+                return  # closing: close() stores what is pending itself
 
             def write() -> None:
                 while not self._stop.is_set():
@@ -201,8 +203,10 @@ class VerdictCache:
                     except HarnessError as exc:  # raised to the caller's next put
                         self._write_error = exc
 
-            self._writer = threading.Thread(target=write, name="verdict-writer", daemon=True)
-            self._writer.start()
+            writer = threading.Thread(target=write, name="verdict-writer", daemon=True)
+            writer.start()
+            # only a started thread is ever visible, so close() can always join it
+            self._writer = writer
 
     # ------------------------------------------------------------ claims
 
@@ -343,8 +347,10 @@ class VerdictCache:
         and the claims."""
         self._stop.set()
         self._wake.set()
-        if self._writer is not None:
-            self._writer.join(timeout=5)
+        with self._claim_lock:
+            writer = self._writer
+        if writer is not None:
+            writer.join(timeout=5)
         try:
             self.flush()
         finally:

@@ -111,7 +111,8 @@ def test_recorded_endpoints_are_never_exported(sweep):
     recorded["embedder"]["base_url"] = "http://embed.example/v1"
     data = exported_data(recorded, dict(log.trials[0].params))
     flat = json.dumps(data)
-    assert "example" not in flat and "SOMEONE_ELSES_KEY" not in flat
+    assert "judge.example" not in flat and "embed.example" not in flat
+    assert "SOMEONE_ELSES_KEY" not in flat
 
 
 @pytest.mark.parametrize("reranker", RERANKERS)
