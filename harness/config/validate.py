@@ -95,6 +95,8 @@ def validate(config: ExperimentConfig) -> None:
         )
     if j.concurrency < 1:
         raise ConfigError(where, "judge.concurrency", "expected an integer >= 1")
+    if j.local_slots < 1:
+        raise ConfigError(where, "judge.local_slots", "expected an integer >= 1")
     if not 0 < j.batch_discount <= 1:
         raise ConfigError(where, "judge.batch_discount", "expected a share > 0 and <= 1")
     for name in ("batch_poll_s", "batch_max_requests", "batch_max_bytes"):

@@ -125,9 +125,11 @@ class ChatJudge(BaseJudge):
         max_retry_after_s: float = 300.0,
         prompt_cache: bool = False,
         max_reply_bytes: int = MAX_REPLY_BYTES,
+        slots: int = 0,
     ) -> None:
         """`prompt_cache`: the server keeps a prompt cache across requests (the local
-        llama.cpp server), so `judge_pairs` judges the pairs sharing a chunk back to back.
+        llama.cpp server), so `judge_pairs` judges the pairs sharing a chunk back to back,
+        and with `slots` (the server's slot count) each worker on a slot of its own.
         `timeout_s` is each request's deadline as a whole; `max_reply_bytes` caps a
         reply's body (see `ChatClient`)."""
         self.client = ChatClient(
@@ -143,6 +145,7 @@ class ChatJudge(BaseJudge):
             retry_cap_s=retry_cap_s,
             max_retry_after_s=max_retry_after_s,
             max_reply_bytes=max_reply_bytes,
+            slots=slots,
         )
         self.base_url, self.model, self.reasons = base_url, model, reasons
         self.temperature = temperature

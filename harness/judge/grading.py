@@ -205,8 +205,10 @@ def judge_pairs(
     on one thread per worker). A verdict that is already being asked for is awaited,
     not asked twice. Against a judge with a prompt cache of its own
     (`judge.prompt_cache`, the local llama.cpp server) the pairs that share a chunk are
-    judged one after another, so the server keeps the passage; elsewhere every pair is
-    independent, so no chunk group becomes a critical path.
+    judged one after another by one worker, whose requests go to a server slot of its
+    own, so the slot keeps the task and the passage and computes a passage once for all
+    its questions and both criteria; elsewhere every pair is independent, so no chunk
+    group becomes a critical path.
 
     With `lazy`, each chain is judged in rank order and stops once settled; the pairs it
     skips come back as `not_judged()` (listwise judging asks all of a question's chunks
@@ -306,8 +308,8 @@ class _Run:
         todo = collections.deque(items)
         await asyncio.to_thread(self.grader.prefetch, self.pairs)
 
-        async def worker() -> None:
-            with aio.own_thread():
+        async def worker(index: int) -> None:
+            with aio.own_thread(index):
                 while todo:
                     indices, chain = todo.popleft()
                     try:
@@ -320,7 +322,7 @@ class _Run:
                         self.put((indices[0], None, exc))
                         return
 
-        await asyncio.gather(*(worker() for _ in range(min(width, len(items)))))
+        await asyncio.gather(*(worker(i) for i in range(min(width, len(items)))))
 
     async def item(self, indices: list[int], chain: bool) -> None:
         """One item's pairs in order; a lazy chain stops once settled."""

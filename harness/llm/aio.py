@@ -35,6 +35,7 @@ _own_thread: contextvars.ContextVar[ThreadPoolExecutor | None] = contextvars.Con
     "harness_own_thread", default=None
 )
 _shared_threads: dict[int, ThreadPoolExecutor] = {}
+_worker: contextvars.ContextVar[int | None] = contextvars.ContextVar("harness_worker", default=None)
 
 
 def loop() -> asyncio.AbstractEventLoop:
@@ -101,17 +102,25 @@ async def in_thread(fn: Callable[..., T], *args: Any) -> T:
 
 
 @contextlib.contextmanager
-def own_thread() -> Iterator[None]:
+def own_thread(index: int | None = None) -> Iterator[None]:
     """Within it, the current task's `in_thread` calls all run on one thread of its own
     (made on first use), one after another: a worker of a judge that only blocks keeps
-    its thread, as a thread pool's worker would."""
+    its thread, as a thread pool's worker would. `index` numbers the worker
+    (`worker_index`), so its requests can go to a server slot of its own."""
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-worker")
     token = _own_thread.set(executor)
+    index_token = _worker.set(index)
     try:
         yield
     finally:
+        _worker.reset(index_token)
         _own_thread.reset(token)
         executor.shutdown(wait=False, cancel_futures=True)
+
+
+def worker_index() -> int | None:
+    """The number of the worker the current task is (`own_thread(index)`), else None."""
+    return _worker.get()
 
 
 def on_exit(close: Callable[[], Coroutine[Any, Any, None]]) -> None:

@@ -135,9 +135,14 @@ class ChatClient:
         retry_cap_s: float = 30.0,
         max_retry_after_s: float = 300.0,
         max_reply_bytes: int = MAX_REPLY_BYTES,
+        slots: int = 0,
     ) -> None:
         """`timeout_s` bounds each request as a whole (connecting, sending, reading), not
         only the gap between bytes; `max_reply_bytes` caps a reply's body, decoded.
+        `slots`: the slot count of a llama.cpp server (0 elsewhere); each numbered worker
+        (`aio.worker_index`) then sends its requests to a slot of its own (`id_slot`), so
+        the slot's prompt cache holds what that worker asked last: the task and the
+        passage it is grading.
         `retry_cap_s` caps our own backoff; a server's Retry-After is honoured up to
         `max_retry_after_s`, and a longer one stops the run (`JudgeUnavailable`)."""
         import openai
@@ -153,6 +158,7 @@ class ChatClient:
         self.retry_cap_s = retry_cap_s
         self.max_retry_after_s = max_retry_after_s
         self.max_reply_bytes = max_reply_bytes
+        self.slots = slots
         self.limiter = limiter
         self.timeout_s = timeout_s
         self.sleep: Callable[[float], None] = time.sleep
@@ -234,6 +240,9 @@ class ChatClient:
             body.update(logprobs=True, top_logprobs=top_logprobs)
         if grammar:
             body["grammar"] = grammar
+        worker = aio.worker_index()
+        if self.slots and worker is not None:
+            body.update(id_slot=worker % self.slots, cache_prompt=True)
         return body
 
     def chat(

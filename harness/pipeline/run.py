@@ -559,7 +559,7 @@ class _Grading:
             criteria=self.config.judge.criteria,
             cache=self.cache,
             stats=self.stats,
-            concurrency=self.config.judge.concurrency,
+            concurrency=self.judge.concurrency,
             on_done=self._on_done,
             lazy=lazy,
         )
@@ -613,7 +613,7 @@ class _Grading:
             criteria=self.config.judge.criteria,
             cache=self.cache,
             stats=self.pool_stats,
-            concurrency=self.config.judge.concurrency,
+            concurrency=self.judge.concurrency,
         )
         if self.calibration is not None:
             verdicts = [self.calibration.apply_verdict(v) for v in verdicts]

@@ -232,6 +232,8 @@ class FakeOpenAI(LoopbackServer):
         self.refuse_logprobs = refuse_logprobs
         self.refused_logprobs = 0
         self.requests = 0
+        self.slots: list[tuple[int | None, str]] = []
+        """(`id_slot`, prompt) of each chat request, in arrival order."""
         self.in_flight = 0
         self.max_in_flight = 0
         self.reported_prompt_tokens = 0
@@ -299,6 +301,7 @@ class FakeOpenAI(LoopbackServer):
                 prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
                 with fake._lock:
                     fake.requests += 1
+                    fake.slots.append((request.get("id_slot"), prompt))
                     n = fake.requests
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)

@@ -152,3 +152,28 @@ def test_components_check_their_own_settings(override, field):
     with pytest.raises(ConfigError) as err:
         parse_experiment(BASE, "exp.toml", [override])
     assert err.value.field == field and err.value.where.endswith("exp.toml")
+
+
+@pytest.mark.parametrize("value", ["0", "-2"])
+def test_local_slots_must_be_at_least_one(value):
+    with pytest.raises(ConfigError) as err:
+        parse_experiment(BASE, "exp.toml", [f"judge.local_slots={value}"])
+    assert err.value.field == "judge.local_slots" and "expected an integer >= 1" in str(err.value)
+
+
+def test_the_local_judge_works_its_slots_and_an_endpoint_its_concurrency(tmp_path, monkeypatch):
+    """The local server's work is reading prompts, which one slot does at full speed: its
+    requests in flight are its slots (`judge.local_slots`), not `judge.concurrency`."""
+    from harness.judge.backends.chat import judge_settings
+
+    monkeypatch.delenv("HARNESS_JUDGE_BASE_URL", raising=False)
+    monkeypatch.delenv("HARNESS_JUDGE_MODEL", raising=False)
+    sets = ["judge.local_model=smollm2-135m", "judge.concurrency=7", "judge.local_slots=2"]
+    local = parse_experiment(BASE, "exp.toml", sets).judge
+    settings, model_file = judge_settings(local, tmp_path)
+    assert model_file is not None and settings["concurrency"] == 2
+    hosted = parse_experiment(
+        BASE, "exp.toml", [*sets, "judge.base_url=http://127.0.0.1:9/v1", "judge.model=m"]
+    ).judge
+    settings, model_file = judge_settings(hosted, tmp_path)
+    assert model_file is None and settings["concurrency"] == 7

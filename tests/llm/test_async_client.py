@@ -44,6 +44,42 @@ def test_in_flight_is_the_concurrency_and_a_shared_chunk_is_no_critical_path():
         assert server.max_in_flight == 1
 
 
+def test_each_worker_sends_a_chunk_to_one_server_slot_of_its_own():
+    """Against a llama.cpp server with 3 slots, 3 workers each own a slot: every request
+    names one (`id_slot`), a chunk's requests all name the same and come in a row (both
+    criteria of a pair, then the next question), so the slot's prompt cache holds the
+    passage while its questions are asked."""
+
+    def relevant(n: int, prompt: str) -> Act:
+        return Act(text="yes")
+
+    pairs = [(f"question {q}?", f"passage {c}") for q in range(4) for c in range(6)]
+    with FakeOpenAI(relevant, latency_s=0.005) as server:
+        judge_pairs(
+            pairs, _judge(server, prompt_cache=True, slots=3), criteria=CriteriaConfig(),
+            cache=None, stats=JudgeStats(), concurrency=3,
+        )  # fmt: skip
+        sent = list(server.slots)
+    assert len(sent) == 48  # both criteria of each pair
+    assert {slot for slot, _ in sent} == {0, 1, 2}
+    slot_of: dict[str, set] = {}
+    for slot, prompt in sent:
+        chunk = next(c for _, c in pairs if c in prompt)
+        slot_of.setdefault(chunk, set()).add(slot)
+    assert all(len(s) == 1 for s in slot_of.values())
+    for slot in range(3):
+        chunks = [next(c for _, c in pairs if c in p) for s, p in sent if s == slot]
+        # a chunk's 8 requests in a row on its slot, not interleaved with another's
+        assert all(len(set(chunks[i : i + 8])) == 1 for i in range(0, len(chunks), 8))
+    # no slot is named without a server that has them
+    with FakeOpenAI(relevant) as server:
+        judge_pairs(
+            pairs[:2], _judge(server, prompt_cache=True), criteria=CriteriaConfig(),
+            cache=None, stats=JudgeStats(), concurrency=2,
+        )  # fmt: skip
+        assert {slot for slot, _ in server.slots} == {None}
+
+
 def test_retry_after_waits_overlap_on_the_loop():
     """Every prompt is rate limited once with Retry-After 0.3 s: each is retried after the
     wait, and the waits of the 8 requests in flight run at once, not one after another."""

@@ -50,7 +50,7 @@ def _settings(config: JudgeConfig, endpoint: Endpoint) -> dict[str, Any]:
         max_reply_bytes=config.max_reply_bytes,
         max_retries=config.max_retries,
         max_retry_after_s=config.max_retry_after_s,
-        concurrency=config.concurrency,
+        concurrency=config.local_slots if endpoint.is_local else config.concurrency,
         relevant_grade=config.relevant_grade,
         complete_grade=config.complete_grade,
         base_url=endpoint.base_url,
@@ -90,8 +90,10 @@ def open(
     (stopped on exit)."""
     endpoint = judge_endpoint(config, cache_dir)
     settings = _settings(config, endpoint)
-    with endpoint.serve(parallel=config.concurrency, log_dir=log_dir) as base_url:
-        # a local server's slots keep the passage just read: judge a chunk's pairs back
-        # to back
-        extra: dict[str, Any] = {"prompt_cache": True} if endpoint.is_local else {}
+    with endpoint.serve(parallel=config.local_slots, log_dir=log_dir) as base_url:
+        # a local server's slots keep the prompt just read: each worker gets a slot of its
+        # own and judges a chunk's pairs back to back on it
+        extra: dict[str, Any] = (
+            {"prompt_cache": True, "slots": config.local_slots} if endpoint.is_local else {}
+        )
         yield ChatJudge(**{**settings, "base_url": base_url}, limiter=endpoint.limiter(), **extra)
