@@ -8,9 +8,11 @@ x 3 rerankers). Printed per method and criterion: the judge's yes-rate against t
 labels', Cohen's kappa with its 95% interval, the AUC of the judge's probability, kappa
 after a calibration fitted on 40 random labelled pairs (measured on the other pairs),
 Kendall tau between the judge's and the labels' ranking of the 12 configurations by MRR
-(hard, and soft MRR for the judge), the calls and seconds each method cost, and (first
-collection) the flip rate when a line telling the grader to answer yes is appended to 30
-sampled chunks: masked as harness judges them / unmasked.
+(hard, and soft MRR for the judge), the regret of the configuration each puts first (the
+labels' best MRR minus the labels' MRR of the pick; a tie at the top counts its worst),
+the calls and seconds each method cost, and (first collection) the flip rate when a line
+telling the grader to answer yes is appended to 30 sampled chunks: masked as harness
+judges them / unmasked.
 
 Labels: relevant = grade >= 1, complete = grade >= 2 (binary CISI: complete = relevant).
 A retrieved passage the labels do not grade for that question is skipped on TREC (the
@@ -39,7 +41,7 @@ from harness.analysis.validate import Qrels
 from harness.config import parse_experiment
 from harness.judge import open_judge
 from harness.log import RunLog
-from harness.metrics import auc, bootstrap_ci, cohen_kappa, kendall_tau
+from harness.metrics import auc, bootstrap_ci, cohen_kappa, kendall_tau, regret
 from harness.pipeline import default_cache_dir, prepare, run_experiment
 from tests.benchmarks.common import ROOT, fresh_cache, print_table, quiet
 
@@ -136,6 +138,7 @@ def measure(
                     human_mrr.append(v["metrics"]["human"].get(f"mrr@{k}", 0.0))
             tau = kendall_tau(judge_mrr, human_mrr)
             tau_soft = kendall_tau(judge_soft, human_mrr)
+            regrets = f"{regret(judge_mrr, human_mrr):.3f}/{regret(judge_soft, human_mrr):.3f}"
             for c, (name, cut) in enumerate((("relevant", 1), ("complete", complete_cut))):
                 j = [bool(v.relevant.value) if c == 0 else v.grade == 2 for v, _ in pairs]
                 h = [g >= cut for _, g in pairs]
@@ -164,6 +167,7 @@ def measure(
                         "-" if kc is None else f"{kc:.2f}",
                         f"{tau:.2f}" if c == 0 else "",
                         f"{tau_soft:.2f}" if c == 0 else "",
+                        regrets if c == 0 else "",
                         calls if c == 0 else "",
                         f"{seconds:.0f}" if c == 0 else "",
                     ]
@@ -203,6 +207,7 @@ HEAD = (
     "kappa_cal40",
     "tau_mrr",
     "tau_soft",
+    "regret_mrr/soft",
     "calls",
     "seconds",
     "inject_flips",
