@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.config import FEW_SHOT_MODES, JudgeConfig
-from harness.errors import ConfigError
+from harness.errors import ConfigError, os_error_message
 from harness.judge.criteria import CRITERIA_LABELS
 from harness.judge.exam import ExamItem, read_exam
 from harness.judge.prompts import fence
@@ -138,6 +138,10 @@ def load_examples(config: JudgeConfig, where: str = "") -> tuple[FewShotExample,
         items = read_exam(path)
     except ConfigError as exc:
         raise ConfigError(where, "judge.exam", f"the judge exam is unreadable: {exc}") from None
+    except OSError as exc:  # a folder, no permission
+        raise ConfigError(
+            where, "judge.exam", f"the judge exam is unreadable: {os_error_message(exc)}"
+        ) from None
     avail = available_examples(items)
     if n > avail:
         raise ConfigError(
