@@ -199,6 +199,12 @@ def parse_experiment(
             raise ConfigError(where, section, f"missing [{section}] table")
     if "judge" in kwargs and kwargs["judge"].criteria_preset:
         kwargs["judge"] = _resolve_criteria_preset(kwargs["judge"], where)
+    if "judge" in kwargs and kwargs["judge"].exam:
+        # the judge reads the exam without the experiment at hand: resolved here
+        base = Path(path).resolve().parent if path else Path.cwd()
+        exam = Path(os.path.expanduser(kwargs["judge"].exam))
+        exam_path = str(exam if exam.is_absolute() else (base / exam).resolve())
+        kwargs["judge"] = dataclasses.replace(kwargs["judge"], exam=exam_path)
     config = ExperimentConfig(path=str(Path(path).resolve()) if path else "", **kwargs)
     validate(config)
     return config

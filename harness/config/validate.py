@@ -14,6 +14,7 @@ from typing import Any
 from harness.components.registry import EMBEDDERS, JUDGES, RERANKERS, load
 from harness.config.schema import (
     CRITERIA_PRESETS,
+    FEW_SHOT_MODES,
     GENERATE_STYLES,
     JUDGE_MODES,
     QUESTION_TYPES,
@@ -48,6 +49,31 @@ def _validate_lazy(config: ExperimentConfig, where: str) -> None:
             f"expected false with sweep.objective = {list(config.sweep.objective)}: lazy "
             "judging serves objectives settled by the first relevant (and complete) chunk "
             "(mrr, hit_rate, relevancy_mrr, failures, context_chars)",
+        )
+
+
+def _validate_few_shot(config: ExperimentConfig, where: str) -> None:
+    """judge.few_shot: a count >= 0, with an exam file and a mode that shows examples.
+    The exam itself is read when the judge is checked or built (`harness.judge.fewshot`),
+    so a run header read back later does not need the file."""
+    j = config.judge
+    if j.few_shot < 0:
+        raise ConfigError(where, "judge.few_shot", f"expected 0 (none) or more, got {j.few_shot}")
+    if j.few_shot == 0:
+        return
+    if not j.exam:
+        raise ConfigError(
+            where,
+            "judge.exam",
+            f"expected the judge exam file (harness generate writes <out>.exam.jsonl) with "
+            f"judge.few_shot = {j.few_shot}",
+        )
+    if j.effective_mode not in FEW_SHOT_MODES:
+        raise ConfigError(
+            where,
+            "judge.few_shot",
+            f"expected 0 with judge.mode = {j.effective_mode!r}: examples are shown in "
+            f"{', '.join(FEW_SHOT_MODES)} judging",
         )
 
 
@@ -97,6 +123,7 @@ def validate(config: ExperimentConfig) -> None:
         raise ConfigError(where, "judge.concurrency", "expected an integer >= 1")
     if j.local_slots < 1:
         raise ConfigError(where, "judge.local_slots", "expected an integer >= 1")
+    _validate_few_shot(config, where)
     if not 0 < j.batch_discount <= 1:
         raise ConfigError(where, "judge.batch_discount", "expected a share > 0 and <= 1")
     for name in ("batch_poll_s", "batch_max_requests", "batch_max_bytes"):

@@ -30,7 +30,8 @@ rounds: relevance first, then "complete" for the chunks the first round judged r
 One round with both would pay "complete" for every chunk, most of them not relevant and
 never read, about twice the verdicts an online sweep pays; the second round costs wall
 time (up to one more completion window), which is what a batch trades for the price.
-Both and graded modes ask one request per pair (one round); listwise is not batched.
+Both, graded and criteria modes ask one request per pair (one round); listwise is not
+batched.
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ TERMINAL = ("completed", "failed", "expired", "cancelled")
 @dataclass(frozen=True)
 class Ask:
     """One judge call as `judge_pairs` would make it: one criterion of a pair, or both
-    criteria at once (both, graded), with the batch requests it needs (an ensemble asks
-    two wordings)."""
+    criteria at once (both, graded, criteria), with the batch requests it needs (an
+    ensemble asks two wordings)."""
 
     question: str
     chunk: str

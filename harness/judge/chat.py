@@ -19,6 +19,8 @@ from typing import Any
 
 from harness.config import CriteriaConfig
 from harness.errors import JudgeUnavailable
+from harness.judge.criteria import grade_criteria
+from harness.judge.fewshot import FewShotExample, few_shot_settings, with_examples
 from harness.judge.markdown import strip_markdown
 from harness.judge.parsing import (
     MalformedOutput,
@@ -126,12 +128,14 @@ class ChatJudge(BaseJudge):
         prompt_cache: bool = False,
         max_reply_bytes: int = MAX_REPLY_BYTES,
         slots: int = 0,
+        few_shot: Sequence[FewShotExample] = (),
     ) -> None:
         """`prompt_cache`: the server keeps a prompt cache across requests (the local
         llama.cpp server), so `judge_pairs` judges the pairs sharing a chunk back to back,
         and with `slots` (the server's slot count) each worker on a slot of its own.
         `timeout_s` is each request's deadline as a whole; `max_reply_bytes` caps a
-        reply's body (see `ChatClient`)."""
+        reply's body (see `ChatClient`). `few_shot`: worked examples shown in the system
+        message of the modes that take them (`harness.judge.fewshot`)."""
         self.client = ChatClient(
             base_url=base_url,
             model=model,
@@ -157,6 +161,7 @@ class ChatJudge(BaseJudge):
         self.mode, self.variant, self.concurrency = mode, variant, concurrency
         self.prompt_cache = prompt_cache
         self.grade_cuts = (relevant_grade, complete_grade)
+        self.few_shot = tuple(few_shot)
         self._failures = 0
         self._max_failures = max_consecutive_failures
         self._fail_lock = threading.Lock()
@@ -181,11 +186,13 @@ class ChatJudge(BaseJudge):
             "max_tokens": self.max_tokens,
             "grammar": self.grammar,
             "mode": self.mode,
+            **few_shot_settings(self.few_shot, self.mode),
         }
 
     def _graded_settings(self) -> dict[str, Any]:
         # the cut-offs decide a graded verdict's value and p_yes, which are cached
-        return {"grade_cuts": list(self.grade_cuts)} if self.mode == "graded" else {}
+        graded = self.mode in ("graded", "criteria")
+        return {"grade_cuts": list(self.grade_cuts)} if graded else {}
 
     def identity(self) -> str:
         """Model (and its file hash), prompt version, sampling settings and mode, as sorted JSON.
@@ -233,6 +240,7 @@ class ChatJudge(BaseJudge):
         instruction (`reminder`). Endpoint failures come back as an error (and count toward
         the consecutive-failure limit, past which the judge is declared down). Every HTTP
         request is booked in the cost, failed ones included."""
+        messages = with_examples(messages, self.few_shot, self.mode)
         raws: list[str] = []
         cost = Cost()
         for attempt in range(2):
@@ -363,11 +371,14 @@ class ChatJudge(BaseJudge):
         )
 
     async def agrade_both(self, question: str, chunk_text: str, criteria: CriteriaConfig) -> Pair:
-        """Both criteria in one call ("both": two yes/no lines; "graded": a 0-3 grade).
+        """Both criteria in one call ("both": two yes/no lines; "graded": a 0-3 grade;
+        "criteria": four 0-3 grades, `harness.judge.criteria`).
         The call's cost is booked on the relevant verdict. (Other modes never ask for
         both at once: `judge_pairs` asks them one criterion at a time.)"""
         if self.mode == "graded":
             return await self._grade_graded(question, chunk_text, criteria)
+        if self.mode == "criteria":
+            return await grade_criteria(self, question, chunk_text)
         a = await self._ask(
             build_messages_both(question, chunk_text, criteria),
             parse_both,

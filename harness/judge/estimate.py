@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.config import CriteriaConfig, JudgeConfig
+from harness.judge.criteria import CRITERIA_MAX_TOKENS, build_messages_criteria
+from harness.judge.fewshot import load_examples, render_examples
 from harness.judge.grading import cached_pair
 from harness.judge.prompts import (
     build_messages,
@@ -52,13 +54,16 @@ def estimate_calls(
     mode: str,
     reasons: bool,
     cache: VerdictCache | None,
+    extra_prompt_tokens: int = 0,
 ) -> CallEstimate:
     """The calls and tokens `judge_pairs` would pay for `pairs` with a judge of this
     `identity` and `mode`, after the verdict cache.
 
     pointwise: relevance for every open pair (calls_min), "complete" for those judged
-    relevant (up to one more call each). both: one call per open pair. listwise: one
-    call per question with open pairs, listing only those pairs' chunks.
+    relevant (up to one more call each). both, graded, criteria: one call per open pair.
+    listwise: one call per question with open pairs, listing only those pairs' chunks.
+    `extra_prompt_tokens` are added to every call's prompt (few-shot examples in the
+    system message: billed by a hosted endpoint, served by a local server's cache).
     """
 
     out_tokens = 60 if reasons else 2
@@ -80,6 +85,9 @@ def estimate_calls(
             calls.append((True, estimate_tokens(build_messages_both(q, c, criteria)), 12))
         elif mode == "graded":
             calls.append((True, estimate_tokens(build_messages_graded(q, c, criteria)), 4))
+        elif mode == "criteria":
+            msgs = build_messages_criteria(q, c)
+            calls.append((True, estimate_tokens(msgs), CRITERIA_MAX_TOKENS))
         else:  # pointwise, extractive, ensemble: relevance, then "complete" if relevant
             wordings = ("main", "reworded") if mode == "ensemble" else ("main",)
             for variant in wordings if rel is None else ():
@@ -95,6 +103,7 @@ def estimate_calls(
     for q, chunks in by_question.items():
         msgs = build_messages_list(q, chunks, criteria)
         calls.append((True, estimate_tokens(msgs), 14 * len(chunks) + 8))
+    calls = [(m, t + extra_prompt_tokens, o) for m, t, o in calls]
     must = [c for c in calls if c[0]]
     return CallEstimate(
         distinct_pairs=len(seen),
@@ -154,6 +163,9 @@ class _Estimator:
 
     def __init__(self, config: JudgeConfig, identity: str, vc: VerdictCache) -> None:
         self.config, self.identity, self.vc = config, identity, vc
+        examples = render_examples(load_examples(config), config.effective_mode)
+        # the examples' share of every prompt (estimate_tokens' 4 characters a token)
+        self.extra_prompt_tokens = len(examples) // 4
 
     def __call__(self, pairs: Sequence[tuple[str, str]], use_cache: bool) -> CallEstimate:
         return estimate_calls(
@@ -163,6 +175,7 @@ class _Estimator:
             mode=self.config.effective_mode,
             reasons=self.config.reasons,
             cache=self.vc if use_cache else None,
+            extra_prompt_tokens=self.extra_prompt_tokens,
         )
 
     def lazy(

@@ -22,7 +22,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.config import CriteriaConfig
-from harness.judge.protocol import PAIRWISE_MODES, Judge, Pair, not_asked, relevant_first
+from harness.judge.protocol import (
+    PAIRWISE_MODES,
+    QUESTION_FIRST_MODES,
+    Judge,
+    Pair,
+    not_asked,
+    relevant_first,
+)
 from harness.llm import aio
 from harness.stores import VerdictCache, verdict_key
 from harness.types import Cost, CriterionVerdict, Verdict
@@ -197,8 +204,8 @@ def judge_pairs(
     """Verdicts for (question text, chunk text) pairs, in the order given.
 
     The judge's `mode` decides the calls: "pointwise", "extractive" and "ensemble" ask
-    relevance, then "complete" of relevant chunks; "both" and "graded" make one call per
-    pair; "listwise" one call per question for its uncached chunks.
+    relevance, then "complete" of relevant chunks; "both", "graded" and "criteria" make
+    one call per pair; "listwise" one call per question for its uncached chunks.
 
     Requests run on one event loop (`harness.llm.aio`): `concurrency` (default: the
     judge's own) workers each await one call at a time (a judge that only blocks runs
@@ -207,8 +214,9 @@ def judge_pairs(
     (`judge.prompt_cache`, the local llama.cpp server) the pairs that share a chunk are
     judged one after another by one worker, whose requests go to a server slot of its
     own, so the slot keeps the task and the passage and computes a passage once for all
-    its questions and both criteria; elsewhere every pair is independent, so no chunk
-    group becomes a critical path.
+    its questions and both criteria (the pairs that share a question, for a mode that
+    puts the question first); elsewhere every pair is independent, so no chunk group
+    becomes a critical path.
 
     With `lazy`, each chain is judged in rank order and stops once settled; the pairs it
     skips come back as `not_judged()` (listwise judging asks all of a question's chunks
@@ -243,13 +251,16 @@ def _work_items(
     pairs: Sequence[tuple[str, str]], judge: Judge, lazy: LazyPlan | None
 ) -> list[_Item]:
     """The pairs as the workers take them: a question's (listwise), a lazy chain, a
-    chunk's (a judge with a prompt cache), or one pair each."""
+    chunk's (a judge with a prompt cache; a question's in QUESTION_FIRST_MODES), or one
+    pair each."""
     if judge.mode == "listwise":
         return [(ix, False) for ix in _group(pairs, 0)]
     if lazy is not None:
         return [(list(chain), True) for chain in lazy.chains if chain]
     if judge.prompt_cache:
-        return [(ix, False) for ix in _group(pairs, 1)]
+        # what the prompt puts first is what the server's cache can keep
+        by = 0 if judge.mode in QUESTION_FIRST_MODES else 1
+        return [(ix, False) for ix in _group(pairs, by)]
     return [([i], False) for i in range(len(pairs))]
 
 

@@ -23,11 +23,16 @@ The graded and extractive prompts are new texts under their own modes, which the
 cache key also holds, so they did not need a bump; they have their own versions since
 (MODE_PROMPT_VERSIONS)."""
 
-MODE_PROMPT_VERSIONS = {"graded": "graded-v2", "extractive": "extractive-v2"}
+MODE_PROMPT_VERSIONS = {
+    "graded": "graded-v2",
+    "extractive": "extractive-v2",
+    "criteria": "criteria-v1",
+}
 """A mode's own prompt version, bumped when only that mode's prompt changes, so the
 verdicts of the other modes stay cached. graded-v2: the grade scale listed from the
 highest grade to the lowest (#22 item 4). extractive-v2: the passage shown without its
-markdown markup (judge.markdown)."""
+markdown markup (judge.markdown). criteria-v1: four criteria graded in one call
+(judge/criteria.py)."""
 
 
 def prompt_version(mode: str) -> str:

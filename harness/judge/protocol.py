@@ -21,8 +21,12 @@ from harness.config import CriteriaConfig
 from harness.llm import aio
 from harness.types import ComponentSpec, CriterionVerdict
 
-PAIRWISE_MODES = ("both", "graded")
+PAIRWISE_MODES = ("both", "graded", "criteria")
 """Modes that judge both criteria of a (question, chunk) in one call (`agrade_both`)."""
+
+QUESTION_FIRST_MODES = ("criteria",)
+"""Modes whose prompt puts the question before the passage: against a server with a
+prompt cache, `judge_pairs` judges a question's pairs back to back (others: a chunk's)."""
 
 VARIANTS = ("main", "reworded")
 """Prompt wordings: the main one, and the same criteria in other words (judge-check)."""

@@ -191,6 +191,7 @@ def format_estimate(est: dict[str, Any]) -> str:
         "extractive": "'complete' (the answering sentence) only of chunks judged relevant",
         "ensemble": "two wordings per criterion; 'complete' only of relevant chunks",
         "listwise": "one call per question",
+        "criteria": "one call per chunk for four 0-3 criterion grades",
     }[est["mode"]]
     lines = [
         f"judge calls: {est['judge_calls_min']} to {est['judge_calls_max']} "

@@ -50,6 +50,10 @@ class Act:
     as logprobs when the request asks for them."""
     size: int = 0
     """huge, gzipbomb, drip: how many spaces follow the answer text."""
+    tokens: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+    """The answer as several tokens, each with its alternatives (token, logprob), returned
+    as logprobs when the request asks for them (instead of `top_logprobs`); their texts
+    should join to `text`."""
 
 
 def _padded_answer(act: Act) -> tuple[bytes, bytes]:
@@ -84,7 +88,19 @@ def _gzip_bomb(act: Act) -> bytes:
 
 
 def _logprobs(act: Act, text: str, request: dict) -> dict:
-    """The choice's logprobs for an Act with top_logprobs, when the request asked."""
+    """The choice's logprobs for an Act with top_logprobs (or tokens), when the request
+    asked."""
+    if act.tokens and request.get("logprobs"):
+        content = [
+            {
+                "token": token,
+                "logprob": next((lp for t, lp in top if t == token), 0.0),
+                "bytes": None,
+                "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in top],
+            }
+            for token, top in act.tokens
+        ]
+        return {"logprobs": {"content": content}}
     if not act.top_logprobs or not request.get("logprobs"):
         return {}
     alternatives = [{"token": t, "logprob": lp, "bytes": None} for t, lp in act.top_logprobs]
@@ -162,7 +178,10 @@ _LIST = re.compile(r"Answer one line per passage, (\d+) lines")
 def answer_any(n: int, prompt: str) -> Act:
     """A valid answer to every judge prompt format: "yes" to one criterion, both
     criteria as two lines, one line per passage for a list (relevant, not complete),
-    grade 2 when asked for a grade, and NONE when asked to copy the answering sentence."""
+    grade 2 when asked for a grade, four criterion grades summing to 6 (relevant, not
+    complete) when asked for them, and NONE when asked to copy the answering sentence."""
+    if "Grade the passage for the question on four criteria" in prompt:
+        return Act(text="exactness: 1\ncoverage: 2\ntopicality: 2\ncontextual fit: 1")
     if "Answer exactly two lines" in prompt:
         return Act(text="relevant: yes\ncomplete: no")
     if "Grade the passage for this question" in prompt:

@@ -1,7 +1,8 @@
 """How faithful is each judging method to human labels? `make bench-fidelity`.
 
 For each collection in ../shared/data (TREC DL 2019, development half: graded 0-3 by NIST;
-CISI: binary) and each judge method (pointwise, graded, extractive, ensemble), with the
+CISI: binary) and each judge method (pointwise, graded, extractive, ensemble, criteria, and
+pointwise+fewshot4: the default mode shown four worked examples from a judge exam), with the
 packaged local judge: three retrievals of every question (no reranker, bm25 and hybrid
 over the dense top fetch_k), each judged at k = 4, which gives 12 configurations (k = 1..4
 x 3 rerankers). Printed per method and criterion: the judge's yes-rate against the
@@ -14,12 +15,18 @@ the calls and seconds each method cost, and (first collection) the flip rate whe
 telling the grader to answer yes is appended to 30 sampled chunks: masked as harness
 judges them / unmasked.
 
+A method "MODE+fewshotN" is MODE with judge.few_shot = N from the collection's judge exam:
+the exam `harness generate` writes for EXAM_QUESTIONS questions generated from the
+collection's own passages (no labels), made once and kept in the shared cache (its
+generation is not in the method's calls or seconds).
+
 Labels: relevant = grade >= 1, complete = grade >= 2 (binary CISI: complete = relevant).
 A retrieved passage the labels do not grade for that question is skipped on TREC (the
 pool is judged) and counted irrelevant on CISI (TREC's convention for sparse labels).
 
     python tests/benchmarks/bench_fidelity.py [--collections trec-dl-2019-dev,cisi]
-        [--methods pointwise,graded,extractive,ensemble] [--questions N] [--prepare-only]
+        [--methods pointwise,graded,extractive,ensemble,criteria,pointwise+fewshot4]
+        [--questions N] [--prepare-only]
 """
 
 from __future__ import annotations
@@ -55,10 +62,47 @@ SETTINGS = {
 }
 
 
-def experiment(collection: str, reranker: str, method: str, limit: int) -> Any:
-    """The experiment of one retrieval of a collection, judged by `method`."""
+METHODS = "pointwise,graded,extractive,ensemble,criteria,pointwise+fewshot4"
+EXAM_QUESTIONS = 12
+"""Questions generated per collection for its judge exam (the few-shot methods' source)."""
+
+
+def parse_method(method: str) -> tuple[str, int]:
+    """(judge mode, few-shot examples) of a method name: "graded", "pointwise+fewshot4"."""
+    mode, _, extra = method.partition("+")
+    if not extra:
+        return mode, 0
+    if not extra.startswith("fewshot"):
+        raise SystemExit(f"--methods: expected MODE or MODE+fewshotN, got {method!r}")
+    return mode, int(extra.removeprefix("fewshot") or 4)
+
+
+def exam_for(collection: str, shared: Path, cache: Path) -> Path:
+    """The collection's judge exam, generated once (EXAM_QUESTIONS questions from its
+    passages, the local model) into the shared cache and reused."""
+    from harness.generate.pipeline import generate_questions
+    from harness.generate.writer import output_paths
+
+    out = shared / "exams" / f"{collection}.jsonl"
+    exam = output_paths(out)["exam"]
+    if not exam.is_file():
+        config = experiment(collection, "none", "pointwise", SETTINGS[collection]["limit"])
+        generate_questions(config, out=out, n=EXAM_QUESTIONS, seed=0, cache_dir=cache)
+    return exam
+
+
+def experiment(
+    collection: str, reranker: str, method: str, limit: int, exam: Path | None = None
+) -> Any:
+    """The experiment of one retrieval of a collection, judged by `method` (few-shot
+    methods take their examples from `exam`)."""
     folder = DATA / collection
     s = SETTINGS[collection]
+    mode, few_shot = parse_method(method)
+    judge: dict[str, Any] = {"local_model": "qwen2.5-coder-1.5b", "concurrency": 4, "mode": mode}
+    if few_shot:
+        assert exam is not None, "a few-shot method needs the collection's exam"
+        judge.update(few_shot=few_shot, exam=str(exam))
     data = {
         "name": f"fidelity-{collection}-{reranker}-{method}",
         "corpus": {"sources": [str(folder / "corpus.jsonl")]},
@@ -69,7 +113,7 @@ def experiment(collection: str, reranker: str, method: str, limit: int) -> Any:
         },
         "chunking": {"chunk_size": s["chunk_size"], "chunk_overlap": 100},
         "retrieval": {"k": K, "reranker": reranker, "fetch_k": 20},
-        "judge": {"local_model": "qwen2.5-coder-1.5b", "concurrency": 4, "mode": method},
+        "judge": judge,
         # the methods' own cost: no wider pools judged for failed questions
         "failures": {"explain": False},
     }
@@ -101,8 +145,23 @@ def kappa_after_calibration(
     return cohen_kappa(judge, human)
 
 
+def judge_for(judge: Any, config: Any) -> Any:
+    """The shared judge as `config`'s method asks for it: its mode, and its few-shot
+    examples (one local server serves every method)."""
+    from harness.judge.fewshot import load_examples
+
+    other = judge.with_options(mode=config.judge.effective_mode)
+    other.few_shot = load_examples(config.judge)
+    return other
+
+
 def measure(
-    collection: str, methods: list[str], limit: int, cache: Path, injection_sample: int = 0
+    collection: str,
+    methods: list[str],
+    limit: int,
+    cache: Path,
+    injection_sample: int = 0,
+    shared: Path | None = None,
 ) -> list[list[Any]]:
     """The table rows of one collection."""
     folder = DATA / collection
@@ -114,15 +173,16 @@ def measure(
     with tempfile.TemporaryDirectory() as tmp, open_judge(base.judge, cache_dir=cache) as judge:
         for method in methods:
             runs: list[RunLog] = []
+            exam = exam_for(collection, shared or cache, cache) if parse_method(method)[1] else None
             t0 = time.perf_counter()
             for reranker in RERANKERS:
-                config = experiment(collection, reranker, method, limit)
+                config = experiment(collection, reranker, method, limit, exam)
                 runs.append(
                     run_experiment(
                         config,
                         results_dir=Path(tmp) / method,
                         cache_dir=cache,
-                        judge=judge.with_options(mode=method),
+                        judge=judge_for(judge, config),
                     )
                 )
             seconds = time.perf_counter() - t0
@@ -175,7 +235,7 @@ def measure(
             if injection_sample:
                 inj = injection_check(
                     runs[0],
-                    judge.with_options(mode=method),
+                    judge_for(judge, config),
                     base.judge.criteria,
                     policy="mask",
                     sample=injection_sample,
@@ -229,7 +289,7 @@ def main() -> None:
     """Measure and print the table (or only build the indexes, with --prepare-only)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collections", default="trec-dl-2019-dev,cisi")
-    parser.add_argument("--methods", default="pointwise,graded,extractive,ensemble")
+    parser.add_argument("--methods", default=METHODS)
     parser.add_argument("--questions", type=int, default=0, help="per collection (0: default)")
     parser.add_argument("--prepare-only", action="store_true", help="embed and index only")
     parser.add_argument(
@@ -257,7 +317,12 @@ def main() -> None:
                     prepare(experiment(c, reranker, "pointwise", limit), cache_dir=shared)
                 continue
             rows += measure(
-                c, args.methods.split(","), limit, cache, args.injection_sample if not rows else 0
+                c,
+                args.methods.split(","),
+                limit,
+                cache,
+                args.injection_sample if not rows else 0,
+                shared=shared,
             )
     if rows:
         print()

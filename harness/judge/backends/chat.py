@@ -16,6 +16,7 @@ from typing import Any
 from harness.config import JudgeConfig
 from harness.errors import ConfigError
 from harness.judge.chat import ChatJudge
+from harness.judge.fewshot import load_examples
 from harness.llm.endpoint import Endpoint, check_judge_endpoint, judge_endpoint
 
 ENDPOINT = "judge"
@@ -30,8 +31,10 @@ def validate(config: JudgeConfig, where: str) -> None:
 
 
 def check(config: JudgeConfig, where: str) -> None:
-    """Refuse an endpoint without a model before anything is loaded, indexed or paid."""
+    """Refuse an endpoint without a model, or a few-shot exam that cannot give the
+    examples asked for, before anything is loaded, indexed or paid."""
     check_judge_endpoint(config, where)
+    load_examples(config, where)
 
 
 def export(config: JudgeConfig) -> str:
@@ -56,6 +59,7 @@ def _settings(config: JudgeConfig, endpoint: Endpoint) -> dict[str, Any]:
         base_url=endpoint.base_url,
         model=endpoint.model,
         api_key=endpoint.api_key(),
+        few_shot=load_examples(config),
     )
     if endpoint.is_local:
         settings["grammar"] = True
