@@ -95,8 +95,10 @@ def _default(f: dataclasses.Field[Any]) -> Any:
 
 
 def _cell(text: str) -> str:
-    """Text for one Markdown table cell: one line, pipes escaped."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """Text for one Markdown table cell: one line, pipes escaped, and `<` outside code
+    spans escaped (a docstring's `openai:<model>` is text, not an HTML tag)."""
+    parts = " ".join(text.split()).replace("|", "\\|").split("`")
+    return "`".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
 
 
 def _rows(cls: type, prefix: str) -> tuple[list[str], list[tuple[str, type]]]:
