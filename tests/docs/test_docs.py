@@ -54,7 +54,8 @@ DOCUMENTS = [README, *sorted(PAGES.glob("*.md"))]
 COPIED = ("experiments", "questions")
 """What a page's commands may read: copied into each page's working folder."""
 
-FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
+FENCE = re.compile(r"^([ \t]*)```(\w*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.M | re.S)
+"""A fenced block, also one indented under a list item: (indent, language, body)."""
 NOT_RUN = re.compile(r"<!--\s*not-run:\s*(.+?)\s*-->\s*$")
 PLACEHOLDER = re.compile(r"<[a-z][a-z0-9_-]*>")
 
@@ -111,13 +112,14 @@ def console_blocks(path: Path) -> list[Block]:
     text = path.read_text(encoding="utf-8")
     blocks = []
     for m in FENCE.finditer(text):
-        if m.group(1) != "console":
+        if m.group(2) != "console":
             continue
         first = text.count("\n", 0, m.start()) + 1
         before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
         reason = NOT_RUN.search(before)
         commands: list[Command] = []
-        for i, raw in enumerate(m.group(2).splitlines(), start=first + 1):
+        body = [x.removeprefix(m.group(1)) for x in m.group(3).splitlines()]
+        for i, raw in enumerate(body, start=first + 1):
             if raw.startswith("$ "):
                 commands.append(Command(i, tuple(shlex.split(raw[2:])), ()))
             elif raw.strip():
