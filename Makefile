@@ -62,9 +62,10 @@ browser:
 test: install browser
 	$(BIN)/python -m pytest -q
 
-# The documentation site on http://127.0.0.1:8000, rebuilt as pages change.
+# The documentation site on http://127.0.0.1:8000, rebuilt as pages change (without
+# mkdocs-material's banner about its successor).
 docs: install
-	$(BIN)/mkdocs serve -f docs/mkdocs.yml
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -f docs/mkdocs.yml
 
 # mypy type-checks harness/ (settings in pyproject.toml); make test runs this target too.
 lint: install

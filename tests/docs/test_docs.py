@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
+import os
 import re
 import shlex
 import shutil
@@ -166,6 +167,7 @@ def test_site_builds_strict(tmp_path):
         capture_output=True,
         text=True,
         cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
