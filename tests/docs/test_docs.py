@@ -3,7 +3,8 @@ has a reference entry, and every console command on the pages and in the README 
 and prints what the page says it prints.
 
 Console blocks. A fenced block marked `console` holds commands, each on a line starting
-with `$ `, each followed by the lines it prints (stdout, then any `harness: error:` line
+with `$ ` (split as a shell would, `#` starting a comment), each followed by the lines it
+prints (stdout, then any `harness: error:` line
 of stderr; blank lines are ignored, runs of spaces count as one). The printed lines must
 match in order and in full, except that:
 
@@ -122,7 +123,7 @@ def console_blocks(path: Path) -> list[Block]:
         body = [x.removeprefix(m.group(1)) for x in m.group(3).splitlines()]
         for i, raw in enumerate(body, start=first + 1):
             if raw.startswith("$ "):
-                commands.append(Command(i, tuple(shlex.split(raw[2:])), ()))
+                commands.append(Command(i, tuple(shlex.split(raw[2:], comments=True)), ()))
             elif raw.strip():
                 if not commands:
                     raise AssertionError(f"{path.name}:{i}: output before any `$ ` command")
