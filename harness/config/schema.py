@@ -96,7 +96,9 @@ class ChunkingConfig:
     """`[chunking]`: how documents are split; sizes in characters."""
 
     chunk_size: int = 1000
+    """Characters per chunk (LangChain's RecursiveCharacterTextSplitter)."""
     chunk_overlap: int = 200
+    """Characters shared by neighbouring chunks; must be below chunk_size."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,8 @@ class RetrievalConfig:
     """`[retrieval]`: how many chunks each question gets (`k`) and how they are reranked."""
 
     k: int = 4
+    """Chunks retrieved per question; metrics are reported at every k from 1 to this
+    from the one retrieval."""
     reranker: str = "none"
     """A name in `harness.components.registry.RERANKERS`: none, bm25, hybrid, mmr,
     cross-encoder or llm (each a module of harness/retrieval/rerankers/)."""
@@ -118,7 +122,10 @@ class RetrievalConfig:
     llm_base_url: str = ""
     """Endpoint of the `llm` reranker; empty uses the judge's endpoint and model."""
     llm_model: str = ""
+    """Model of the `llm` reranker; empty uses the judge's own model (flagged in the log
+    and by `show`: a judge grading its own ranking flatters it)."""
     llm_api_key_env: str = "OPENAI_API_KEY"
+    """Name of the environment variable holding the `llm` reranker's key."""
     settings: SettingsTables = field(default_factory=SettingsTables)
     """`[retrieval.settings.<reranker>]`: a reranker module's own settings (its `Settings`).
     The keys above (mmr_lambda, hybrid_weights, cross_encoder, llm_*) are read and
@@ -135,8 +142,11 @@ class EmbedderConfig:
     """For `openai`: text-embedding-3-small (default) or text-embedding-3-large; for
     `sentence-transformers`: a model folder (or a name in the local Hugging Face cache)."""
     base_url: str = ""
+    """OpenAI-compatible endpoint of the `openai` embedder; empty: OpenAI's."""
     api_key_env: str = "OPENAI_API_KEY"
+    """Name of the environment variable holding the embedder's key."""
     batch_size: int = 32
+    """Texts embedded per batch."""
     settings: SettingsTables = field(default_factory=SettingsTables)
     """`[embedder.settings.<name>]`: an embedder module's own settings."""
 
@@ -146,7 +156,9 @@ class CriteriaConfig:
     """`[judge.criteria]`: the wording the judge is asked each criterion in."""
 
     relevant: str = DEFAULT_RELEVANT
+    """What "relevant" means to the judge (replace it for another domain or language)."""
     complete: str = DEFAULT_COMPLETE
+    """What "complete" means to the judge."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +171,7 @@ class JudgeConfig:
     base_url: str = ""
     """OpenAI-compatible endpoint; empty (and no model) starts the local judge."""
     model: str = ""
+    """The endpoint's model name (e.g. gpt-4o-mini)."""
     api_key_env: str = "OPENAI_API_KEY"
     """Name of the environment variable that holds the key (the key never goes in a file)."""
     local_model: str = "qwen2.5-coder-1.5b"
@@ -210,6 +223,7 @@ class JudgeConfig:
     """The judge exam file (`<out>.exam.jsonl`, written by `harness generate`) that
     `few_shot` takes its examples from; a path relative to the experiment."""
     temperature: float = 0.0
+    """Sampling temperature of the judge's calls (part of the verdict cache key)."""
     timeout_s: float = 120.0
     """Each request's deadline as a whole (connecting, sending, reading every byte)."""
     max_reply_bytes: int = 1_000_000
@@ -223,14 +237,17 @@ class JudgeConfig:
     requests_per_minute: float = 0
     """Budget for the endpoint (0: none). Shared by every concurrent request."""
     tokens_per_minute: float = 0
+    """Token budget for the endpoint per minute (0: none)."""
     price_prompt_per_mtok: float = 0
     """USD per million prompt tokens; with the completion price, runs report their cost."""
     price_completion_per_mtok: float = 0
+    """USD per million completion tokens."""
     criteria_preset: str = ""
     """A named wording of both criteria (CRITERIA_PRESETS), e.g. "reference-free-guide";
     "" keeps `[judge.criteria]` (or the defaults). Setting both a preset and a criterion
     text of your own is an error: it would be unclear which one the judge is asked."""
     criteria: CriteriaConfig = field(default_factory=CriteriaConfig)
+    """`[judge.criteria]`: the criteria's wording."""
     settings: SettingsTables = field(default_factory=SettingsTables)
     """`[judge.settings.<backend>]`: a judge backend module's own settings."""
     lazy: bool | None = None
@@ -283,8 +300,11 @@ class OverlapRange:
     """chunk_overlap is searched over low..high in steps, always below the chunk size."""
 
     low: int = 0
+    """Smallest overlap tried."""
     high: int = 200
+    """Largest overlap tried (a trial's chunk size caps it)."""
     step: int = 50
+    """Step between overlaps tried."""
 
 
 @dataclass(frozen=True)
@@ -292,10 +312,16 @@ class SpaceConfig:
     """The search space of a sweep. An empty list keeps the experiment's own value."""
 
     chunk_size: tuple[int, ...] = ()
+    """Chunk sizes to try."""
     chunk_overlap: OverlapRange | None = None
+    """An inline table `{ low, high, step }` of overlaps, always below the trial's chunk
+    size; unset keeps the experiment's overlap."""
     k: tuple[int, ...] = ()
+    """Values of k to try."""
     fetch_k: tuple[int, ...] = ()
+    """Candidate pool sizes to try for a reranker."""
     reranker: tuple[str, ...] = ()
+    """Rerankers to try (names as for retrieval.reranker)."""
     embedder: tuple[str, ...] = ()
     """Embedder ids: local-minilm, openai, openai:<model>, sentence-transformers:<name or folder>."""
 
@@ -305,7 +331,9 @@ class SweepConfig:
     """`[sweep]`: how `harness sweep` searches the space (Optuna)."""
 
     trials: int = 20
+    """Finished trials (complete or pruned) to reach; `--trials` overrides it."""
     seed: int = 0
+    """Seeds the sampler (a shared sweep's workers draw their own start-up trials)."""
     sampler: str = "tpe"
     """`tpe` (Optuna's TPE, seeded) or `grid` (every combination, for small spaces)."""
     objective: tuple[str, ...] = ("soft_mrr@k",)
@@ -321,6 +349,7 @@ class SweepConfig:
     baseline: bool = True
     """Enqueue the experiment's own settings as trial 0."""
     space: SpaceConfig = field(default_factory=SpaceConfig)
+    """`[sweep.space]`: the dimensions searched."""
 
 
 @dataclass(frozen=True)
@@ -379,10 +408,12 @@ class GenerateConfig:
     oversample: float = 1.5
     """At most n x oversample candidates are generated to keep n after the filters."""
     temperature: float = 0.7
+    """Sampling temperature of the generation calls."""
     model: str = ""
     """Model of a separate generation endpoint; empty uses the judge's endpoint and model
     (the local model when the judge has none)."""
     base_url: str = ""
+    """Endpoint of a separate generation model; empty uses the judge's."""
     api_key_env: str = "OPENAI_API_KEY"
     """Name of the environment variable that holds the generation endpoint's key."""
     max_tokens: int = 160
@@ -418,6 +449,8 @@ class ExperimentConfig:
     """One experiment file, resolved: every table, defaults filled in."""
 
     name: str
+    """The experiment's name, the start of its run and sweep folders' names (default:
+    the file's name without .toml)."""
     path: str
     """The experiment file this came from ("" when built in code)."""
     corpus: CorpusConfig
