@@ -194,7 +194,8 @@ class JudgeConfig:
     say NONE), ensemble (pointwise, P(yes) averaged over two wordings of the prompt),
     both (one call per chunk for both criteria), listwise (one call per question) or
     criteria (one call per chunk grading exactness, coverage, topicality and contextual
-    fit 0-3 each, after Farzi & Dietz; the sum of the four, 0-12, reads as a 0-3 label:
+    fit 0-3 each, after Farzi & Dietz; the sum of the four, 0-12, reads as a 0-3 label by
+    our cut-offs:
     10-12 is 3, 7-9 is 2, 5-6 is 1, else 0; relevant = label >= relevant_grade, complete =
     label >= complete_grade, probabilities from the digits' logprobs; see
     harness/judge/criteria.py)."""

@@ -10,9 +10,10 @@ call and then asks the LLM again for a label from the four grades; here the four
 come in ONE call whose answer a grammar (llama.cpp) restricts to four labelled digits,
 and the label is computed, not asked:
 
-**Aggregation** (the paper's rule-based variant: the sum of the four grades, 0-12, read
-as a 0-3 relevance label): label 3 for a sum of 10-12, 2 for 7-9, 1 for 5-6, 0 for 0-4
-(`LABEL_FLOORS`). relevant = label >= `judge.relevant_grade` (default 1: sum >= 5) and
+**Aggregation** (a sum rule in the spirit of the paper's rule-based variant; its exact
+cut-offs could not be checked against a source here, so these are ours: the sum of the
+four grades, 0-12, read as a 0-3 relevance label): label 3 for a sum of 10-12, 2 for
+7-9, 1 for 5-6, 0 for 0-4 (`LABEL_FLOORS`). relevant = label >= `judge.relevant_grade` (default 1: sum >= 5) and
 complete = label >= `judge.complete_grade` (default 2: sum >= 7), as graded judging reads
 its grade. With logprobs, each criterion's digit has a distribution (its alternatives
 renormalised over 0-3); the criteria are taken as independent, so the sum's distribution

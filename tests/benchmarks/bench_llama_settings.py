@@ -21,7 +21,8 @@ each on a new server, with no verdict cache, `--repeats` times round the setting
 
 A verdict is one (question, chunk) pair graded on both criteria ("complete" only if
 relevant). "before" lets the server choose a slot for each request, as harness did
-before #23; every row judges a chunk's pairs back to back. Prints one table; `make bench-judge` runs it.
+before #23; every row judges a chunk's pairs back to back. Prints one table; `make
+bench-judge` runs it.
 """
 
 from __future__ import annotations
