@@ -101,8 +101,8 @@ bench-faults: install
 	$(BIN)/python tests/benchmarks/bench_faults.py
 
 # The judge against human labels (TREC DL 2019 dev half, CISI; not in the repository: the
-# script's DATA names their folder), per judging method, with the local model. About 45
-# minutes on 2 cores.
+# script's DATA names their folder), per judging method, with the local model. About 20
+# minutes a method on 2 cores (six methods, and a judge exam generated for the few-shot one).
 bench-fidelity: install-models
 	$(BIN)/python tests/benchmarks/bench_fidelity.py
 
