@@ -42,7 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # harness, run as a script
 
-from bench_judge import sample_pairs
+from bench_judge import agreement, sample_pairs
 from common import ROOT, print_table, quiet
 
 from harness.analysis import read_qrels
@@ -184,13 +184,6 @@ def judge_once(server: LlamaServer, s: Setting, pairs: list[tuple[str, str]]) ->
             concurrency=s.slots,
         )  # fmt: skip
     return verdicts, time.perf_counter() - t0, computed_prompt_tokens(server) - before
-
-
-def agreement(a: list, b: list) -> str:
-    """Share of pairs with the same relevance / the same grade."""
-    rel = sum(x.relevant.value == y.relevant.value for x, y in zip(a, b, strict=True)) / len(a)
-    grade = sum(x.grade == y.grade for x, y in zip(a, b, strict=True)) / len(a)
-    return f"{rel:.2f}/{grade:.2f}"
 
 
 def kappas(verdicts: list, grades: list[int]) -> str:
