@@ -153,11 +153,31 @@ class Draft:
     paraphrase: str | None = None
 
 
+CUT_OFF = "the reply stopped at its token limit before its JSON closed"
+"""Why a reply that opens a JSON object and never closes it is unusable: the model ran
+out of max_tokens (a grammar fixes a reply's shape, not its length)."""
+
+
+def cut_off(text: str) -> bool:
+    """True when `text` opens a JSON object whose brackets never all close again (from
+    its first brace, [ and { are counted up and ] and } down, and the count never comes
+    back to zero): a reply truncated at max_tokens. One pass over the brackets."""
+    first = text.find("{")
+    if first < 0:
+        return False
+    level = 0
+    for m in _BRACKETS.finditer(text, first):
+        level += 1 if m.group() in "{[" else -1
+        if level <= 0:
+            return False
+    return True
+
+
 def parse_draft(text: str) -> Draft | str:
     """The draft in a generation reply, or why it cannot be used (a one-line reason)."""
     obj = _json_object(text)
     if obj is None:
-        return "the reply is not a JSON object"
+        return CUT_OFF if cut_off(text) else "the reply is not a JSON object"
     q, a, p = obj.get("question"), obj.get("answer"), obj.get("paraphrase")
     if not isinstance(q, str) or not q.strip():
         return "no question in the reply"

@@ -35,9 +35,11 @@ from loguru import logger
 from harness.config import ExperimentConfig, GenerateConfig
 from harness.generate import prompts
 from harness.generate.critique import (
+    CUT_OFF,
     Critique,
     Draft,
     _json_object,
+    cut_off,
     dangling_reference,
     failed_filters,
     mentions_source,
@@ -186,18 +188,23 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
     passages = [p.text for p in c.passages]
     if settings.style == "query":
         try:
-            obj = _ask_json(
-                gen,
+            reply = gen.ask(
                 prompts.summary_messages(passages),
-                prompts.QUERY_SUMMARY_MAX_TOKENS,
-                prompts.object_grammar("summary"),
+                max_tokens=prompts.QUERY_SUMMARY_MAX_TOKENS,
+                grammar=prompts.object_grammar(
+                    "summary", max_tokens=prompts.QUERY_SUMMARY_MAX_TOKENS
+                ),
             )
+            obj = _json_object(reply)
             summary = obj.get("summary") if obj else None
             if not isinstance(summary, str) or not summary.strip():
-                return replace(c, dropped_by=["malformed"], reason="no summary in the reply")
+                why = f"summary: {CUT_OFF}" if cut_off(reply) else "no summary in the reply"
+                return replace(c, dropped_by=["malformed"], reason=why)
             msgs = prompts.query_messages(c.qtype, " ".join(summary.split()), list(ctx.examples))
             text = gen.ask(
-                msgs, max_tokens=prompts.QUERY_MAX_TOKENS, grammar=prompts.generation_grammar(1)
+                msgs,
+                max_tokens=prompts.QUERY_MAX_TOKENS,
+                grammar=prompts.generation_grammar(1, prompts.QUERY_MAX_TOKENS),
             )
         except ChatFailed as exc:
             return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
@@ -206,7 +213,7 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
             text = gen.ask(
                 _gen_messages(c, settings),
                 max_tokens=settings.max_tokens,
-                grammar=prompts.generation_grammar(settings.phrasings),
+                grammar=prompts.generation_grammar(settings.phrasings, settings.max_tokens),
             )
         except ChatFailed as exc:
             return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
@@ -239,7 +246,7 @@ def _overlap(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
         reply = gen.ask(
             prompts.rewrite_messages(first, c.draft.answer),
             max_tokens=prompts.QUERY_MAX_TOKENS,
-            grammar=prompts.generation_grammar(1),
+            grammar=prompts.generation_grammar(1, prompts.QUERY_MAX_TOKENS),
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"rewrite failed: {exc.error}")
@@ -278,7 +285,7 @@ def _closed_book(c: Candidate, gen: Generator) -> Candidate:
             gen,
             prompts.closed_book_messages(c.draft.question),
             prompts.CLOSED_BOOK_MAX_TOKENS,
-            prompts.object_grammar("answer"),
+            prompts.object_grammar("answer", max_tokens=prompts.CLOSED_BOOK_MAX_TOKENS),
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"closed-book check failed: {exc.error}")
@@ -302,7 +309,7 @@ def _answered(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
             gen,
             prompts.answered_messages(c.draft.question, near),
             40,
-            prompts.object_grammar("on_topic", "answered", values="yesno"),
+            prompts.object_grammar("on_topic", "answered", max_tokens=40, values="yesno"),
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"answered check failed: {exc.error}")

@@ -90,21 +90,52 @@ def critique_messages(
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
-_STR = 'str ::= "\\"" [^"\\\\\\n]{1,200} "\\""'
+CHARS_PER_TOKEN = 2.5
+"""The fewest characters a token of generated text is taken to hold when a grammar's
+string bounds are fitted to a call's max_tokens. English runs at about four characters a
+token; digits (one token each in Qwen's tokenizer) and odd words pull it down. At 2.5 a
+grammar-bound reply closes its JSON before max_tokens unless the text is unusually
+dense in tokens; a reply cut off anyway is dropped as malformed, saying so."""
+
+FIELD_TOKENS = 8
+"""Tokens of JSON around one string field: its key, quotes, colon and comma."""
+
+MAX_FIELD_CHARS = 200
+"""The longest string field any grammar allows, however large the budget."""
+
+
+def field_chars(max_tokens: int, fields: int) -> int:
+    """The longest string each of `fields` string fields may hold so that the whole
+    object fits in `max_tokens` at CHARS_PER_TOKEN: (max_tokens - FIELD_TOKENS * fields)
+    * CHARS_PER_TOKEN / fields, at least 16 and at most MAX_FIELD_CHARS."""
+    room = (max_tokens - FIELD_TOKENS * fields) * CHARS_PER_TOKEN / fields
+    return max(16, min(MAX_FIELD_CHARS, int(room)))
+
+
+def _str_rule(chars: int) -> str:
+    return f'str ::= "\\"" [^"\\\\\\n]{{1,{chars}}} "\\""'
+
+
 _SHORT = 'why ::= "\\"" [^"\\\\\\n]{1,80} "\\""'
 
 
-def generation_grammar(phrasings: int) -> str:
-    """A GBNF grammar for the generation JSON (llama.cpp servers only)."""
+def generation_grammar(phrasings: int, max_tokens: int) -> str:
+    """A GBNF grammar for the generation JSON (llama.cpp servers only), its strings
+    bounded so that the object fits in `max_tokens` (field_chars)."""
     para = ' ", \\"paraphrase\\": " str' if phrasings == 2 else ""
-    return f'root ::= "{{\\"question\\": " str{para} ", \\"answer\\": " str "}}"\n{_STR}'
+    rule = _str_rule(field_chars(max_tokens, phrasings + 1))
+    return f'root ::= "{{\\"question\\": " str{para} ", \\"answer\\": " str "}}"\n{rule}'
 
 
-def object_grammar(*fields: str, values: str = "str") -> str:
+def object_grammar(*fields: str, max_tokens: int, values: str = "str") -> str:
     """A GBNF grammar for a flat JSON object of string `fields` (llama.cpp servers only):
-    a small local model writes no JSON without one."""
+    a small local model writes no JSON without one. String values are bounded so that
+    the object fits in `max_tokens` (field_chars)."""
     parts = ' ", " '.join(f'"\\"{f}\\": " {values}' for f in fields)
-    rule = _STR if values == "str" else 'yesno ::= "\\"yes\\"" | "\\"no\\""'
+    if values == "str":
+        rule = _str_rule(field_chars(max_tokens, len(fields)))
+    else:
+        rule = 'yesno ::= "\\"yes\\"" | "\\"no\\""'
     return f'root ::= "{{" {parts} "}}"\n{rule}'
 
 
@@ -117,8 +148,10 @@ def critique_grammar() -> str:
 # The "query" style (generate.style, #24): a question written while reading a passage
 # copies its words, so the query is written from a one-line summary instead.
 
-QUERY_SUMMARY_MAX_TOKENS = 60
-QUERY_MAX_TOKENS = 60
+QUERY_SUMMARY_MAX_TOKENS = 72
+"""The summary's budget: one line of up to 160 characters (field_chars)."""
+QUERY_MAX_TOKENS = 72
+"""A terse query and its short answer, up to 70 characters each (field_chars)."""
 CLOSED_BOOK_MAX_TOKENS = 40
 
 QUERY_TYPE_HINTS = {

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import time
 
-from harness.generate.critique import MAX_QUESTION_CHARS, parse_critique, parse_draft
+from harness.generate import prompts
+from harness.generate.critique import CUT_OFF, MAX_QUESTION_CHARS, parse_critique, parse_draft
 from harness.testing import Act, FakeOpenAI
 from tests.generate.test_generate import MARKED, _doc_text, _generate, scripted_model, write_corpus
 
@@ -27,7 +28,7 @@ def test_question_extraction_is_linear_in_the_reply():
     ]
     started = time.perf_counter()
     for text in shapes:
-        assert parse_draft(text) == "the reply is not a JSON object"
+        assert parse_draft(text) in ("the reply is not a JSON object", CUT_OFF)
         assert parse_critique(text) == "the critique is not a JSON object"
     assert time.perf_counter() - started < 30
 
@@ -40,6 +41,33 @@ def test_deep_nesting_is_malformed_not_a_recursion_error():
     assert not isinstance(found, str) and found.question == "Q?"
     nested = parse_draft('{"question": "Q?", "answer": "A", "meta": {"a": [1, {"b": 2}]}}')
     assert not isinstance(nested, str) and nested.answer == "A"
+
+
+def test_a_reply_cut_off_at_its_token_limit_says_so():
+    """A grammar fixes a reply's shape, not its length: a reply that opens its object and
+    runs out of tokens is told apart from a reply of another shape."""
+    assert parse_draft('{"question": "How many days of leave do I get wh') == CUT_OFF
+    assert parse_draft('Sure! {"question": "Q?", "answer": [1, {"a": 2') == CUT_OFF
+    assert parse_draft("no JSON here") == "the reply is not a JSON object"
+    assert parse_draft('{"question": "Q?"] trailing') == "the reply is not a JSON object"
+    deep = "{" + "[" * 100 + "]" * 100 + "}"
+    assert parse_draft(deep) == "the reply is not a JSON object"
+
+
+def test_grammar_bounds_fit_each_calls_token_budget():
+    """Each grammar's strings are bounded so that the whole object fits in the call's
+    max_tokens at CHARS_PER_TOKEN: a bound past the budget made the tiny local model run
+    out of tokens mid-string (a summary of up to 200 characters in 60 tokens)."""
+    for budget, fields in ((72, 1), (72, 2), (40, 1), (160, 2), (160, 3), (1000, 2)):
+        chars = prompts.field_chars(budget, fields)
+        assert chars <= prompts.MAX_FIELD_CHARS
+        assert fields * (chars / prompts.CHARS_PER_TOKEN + prompts.FIELD_TOKENS) <= budget
+    assert prompts.field_chars(160, 2) == 180 and prompts.field_chars(1000, 2) == 200
+    assert "{1,160}" in prompts.object_grammar(
+        "summary", max_tokens=prompts.QUERY_SUMMARY_MAX_TOKENS
+    )
+    assert "{1,180}" in prompts.generation_grammar(1, 160)
+    assert "{1,113}" in prompts.generation_grammar(2, 160)
 
 
 def test_an_over_long_question_or_paraphrase_is_malformed():

@@ -13,6 +13,7 @@ import pytest
 from harness.config import load_experiment
 from harness.corpus import load_questions
 from harness.generate import Generator, GenStats, ReplyCache, generate_questions
+from harness.generate.critique import CUT_OFF
 from harness.llm.client import ChatClient
 
 pytestmark = pytest.mark.llama
@@ -60,8 +61,13 @@ def test_generates_a_few_questions_with_the_local_model(llama_server, tmp_path):
     assert c["generated"] >= 3
     assert c["generated"] == c["kept"] + c["dropped"] + c["surplus"]
     assert report.stats["calls"] >= c["generated"]  # a question and (mostly) its critique
-    assert c["errors"] == 0 and c["malformed"] == 0  # the grammar keeps the JSON well-formed
+    assert c["errors"] == 0
     rep = json.loads((tmp_path / "out" / "gen.report.json").read_text())
+    # The grammar fixes each reply's shape, not its length: the tiny model can still run
+    # to max_tokens (rarely, with the bounds fitted to the budget), and that is the only
+    # way a reply may be malformed here; never a reply of another shape.
+    malformed = [d["reason"] for d in rep["dropped"] if d["dropped_by"] == ["malformed"]]
+    assert all(CUT_OFF in why for why in malformed), malformed
     assert len(rep["dropped"]) == c["dropped"]
     if c["kept"]:
         qs = load_questions(tmp_path / "out" / "gen.jsonl")
