@@ -173,14 +173,21 @@ def cut_off(text: str) -> bool:
     return True
 
 
-def parse_draft(text: str) -> Draft | str:
-    """The draft in a generation reply, or why it cannot be used (a one-line reason)."""
+def parse_draft(text: str, bound: int | None = None) -> Draft | str:
+    """The draft in a generation reply, or why it cannot be used (a one-line reason).
+
+    `bound`: the longest string the reply's grammar allowed (prompts.field_chars), when
+    a grammar held it. A question or paraphrase that fills it was cut there by the
+    grammar, mid-word as likely as not, and is not kept."""
     obj = _json_object(text)
     if obj is None:
         return CUT_OFF if cut_off(text) else "the reply is not a JSON object"
     q, a, p = obj.get("question"), obj.get("answer"), obj.get("paraphrase")
     if not isinstance(q, str) or not q.strip():
         return "no question in the reply"
+    for name, value in (("question", q), ("paraphrase", p)):
+        if bound is not None and isinstance(value, str) and len(value) >= bound:
+            return f"the {name} filled its {bound}-character bound: {CUT_OFF}"
     if not isinstance(a, str) or not a.strip():
         return "no answer in the reply"
     if len(a.strip()) >= MAX_ANSWER_CHARS:

@@ -206,6 +206,7 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
                 max_tokens=prompts.QUERY_MAX_TOKENS,
                 grammar=prompts.generation_grammar(1, prompts.QUERY_MAX_TOKENS),
             )
+            bound = prompts.field_chars(prompts.QUERY_MAX_TOKENS, 2)
         except ChatFailed as exc:
             return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
     else:
@@ -217,7 +218,8 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
             )
         except ChatFailed as exc:
             return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
-    draft = parse_draft(text)
+        bound = prompts.field_chars(settings.max_tokens, settings.phrasings + 1)
+    draft = parse_draft(text, bound if gen.grammar else None)
     if isinstance(draft, str):
         return replace(c, dropped_by=["malformed"], reason=f"{draft}: {text[:200]!r}")
     return replace(c, draft=draft)
@@ -250,7 +252,8 @@ def _overlap(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"rewrite failed: {exc.error}")
-    again = parse_draft(reply)
+    bound = prompts.field_chars(prompts.QUERY_MAX_TOKENS, 2)
+    again = parse_draft(reply, bound if gen.grammar else None)
     if not isinstance(again, str) and _standalone(again) is None:
         ov2 = word_overlap(again.question, text)
         if ov2 <= ctx.max_overlap:
@@ -719,7 +722,12 @@ def estimate_generation(
                     continue
                 calls += 3 + check  # summary, query, critique (+ check)
                 p_tok += 3 * prompt_tokens(msgs) + 100 * check
-                c_tok += 2 * prompts.QUERY_MAX_TOKENS + CRITIQUE_MAX_TOKENS + 40 * check
+                c_tok += (
+                    prompts.QUERY_SUMMARY_MAX_TOKENS
+                    + prompts.QUERY_MAX_TOKENS
+                    + CRITIQUE_MAX_TOKENS
+                    + 40 * check
+                )
                 continue
             msgs = _gen_messages(c, settings)
             reply = gen.cached(msgs, settings.max_tokens)

@@ -150,8 +150,9 @@ def critique_grammar() -> str:
 
 QUERY_SUMMARY_MAX_TOKENS = 72
 """The summary's budget: one line of up to 160 characters (field_chars)."""
-QUERY_MAX_TOKENS = 72
-"""A terse query and its short answer, up to 70 characters each (field_chars)."""
+QUERY_MAX_TOKENS = 96
+"""A terse query and its short answer, up to 100 characters each (field_chars); a
+query that fills the bound was cut by the grammar and is dropped as malformed."""
 CLOSED_BOOK_MAX_TOKENS = 40
 
 QUERY_TYPE_HINTS = {

@@ -52,6 +52,13 @@ def test_a_reply_cut_off_at_its_token_limit_says_so():
     assert parse_draft('{"question": "Q?"] trailing') == "the reply is not a JSON object"
     deep = "{" + "[" * 100 + "]" * 100 + "}"
     assert parse_draft(deep) == "the reply is not a JSON object"
+    # a grammar cut a question at its bound: mid-word, so not kept
+    cut = json.dumps(
+        {"question": "harrogate test and roll-out plan with field tria", "answer": "a"}
+    )
+    assert parse_draft(cut, bound=48).startswith("the question filled its 48-character bound")
+    assert not isinstance(parse_draft(cut, bound=49), str)
+    assert not isinstance(parse_draft(cut), str)  # no grammar, no bound
 
 
 def test_grammar_bounds_fit_each_calls_token_budget():

@@ -360,4 +360,4 @@ def test_dry_run_counts_the_query_style_calls(tmp_path):
         assert fake.requests == 0
     # summary, query, critique, and closed-book (answerable) or the corpus check
     assert est["least"]["candidates"] == 6 and est["least"]["calls"] == 6 * 4
-    assert est["least"]["completion_tokens_max"] == 6 * (72 + 72 + 150 + 40)
+    assert est["least"]["completion_tokens_max"] == 6 * (72 + 96 + 150 + 40)
