@@ -210,7 +210,9 @@ class JudgeConfig:
     calibration: str = ""
     """A calibration file written by `harness calibrate` (path relative to the
     experiment): maps the judge's P(yes) per criterion to calibrated probabilities and
-    verdicts. Applying or changing it costs no judge call."""
+    verdicts. Applying or changing it costs no judge call. A calibration fitted on
+    another judge (model, model file, prompt version, mode or grade cut-offs) is not
+    applied: the run warns and says what to run."""
     few_shot: int = 0
     """Worked examples shown to the judge, taken from the judge exam (`judge.exam`), no
     labels needed: a generated question with its source passage (yes on both criteria)

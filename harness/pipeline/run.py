@@ -414,18 +414,24 @@ class VerdictTally:
 
 
 def load_calibration(config: ExperimentConfig, judge: judge_stage.Judge) -> Calibration | None:
-    """The experiment's judge calibration (judge.calibration), or None; a warning when it
-    was fitted on another judge than this one."""
+    """The experiment's judge calibration (judge.calibration), or None. A calibration
+    fitted on another judge (another model, model file, prompt version, mode or grade
+    cut-offs: `judge_key`) is not applied, with a warning: its cuts and error rates
+    describe that judge, and applied to this one they would give numbers that are wrong
+    and say they are trusted. So an experiment can ship the calibration of its local
+    judge and still be pointed at a hosted one."""
     if not config.judge.calibration:
         return None
     cal = read_calibration(config.resolve_path(config.judge.calibration))
     if cal.judge and cal.judge != judge_key(judge.spec):
         logger.warning(
-            "the calibration {} was fitted on another judge ({}); this run's judge is {}",
+            "the calibration {} was fitted on another judge ({}), not this run's ({}): not "
+            "applied; run harness calibrate for this judge",
             cal.path,
             cal.judge,
             judge_key(judge.spec),
         )
+        return None
     return cal
 
 

@@ -315,3 +315,38 @@ def test_labels_give_error_rates_too_even_without_logprobs(tmp_path, scripted_ju
     assert comp.tpr == pytest.approx(sum(h.verdict.grade == 2 for h in answers) / len(answers))
     assert comp.fpr == pytest.approx(sum(h.verdict.grade == 2 for h in others) / len(others))
     assert (comp.positives, comp.negatives) == (len(answers), len(others))
+
+
+def test_a_calibration_fitted_on_another_judge_is_not_applied(tmp_path):
+    """An experiment may ship its local judge's calibration and be pointed at another
+    judge: that judge's verdicts are then not cut, and its numbers not called trusted,
+    with another judge's error rates."""
+    exam = _write_exam(tmp_path / "q.exam.jsonl", _exam_for_data())
+    with FakeOpenAI(_graded_like) as server:
+        base = [
+            f"judge.base_url={server.base_url}",
+            "judge.model=fake",
+            "failures.explain=false",
+        ]
+        config = load_experiment(DATA / "experiment.toml", base)
+        from harness.judge import open_judge
+        from harness.pipeline.prepare import load_inputs
+
+        cache = VerdictCache(tmp_path / "c" / "verdicts.sqlite")
+        with open_judge(config.judge, cache_dir=tmp_path / "c") as judge:
+            cal, _ = calibrate_from_exam(
+                exam, load_inputs(config).chunks, judge, config.judge.criteria, cache=cache
+            )
+        cache.close()
+        path = write_calibration(cal, tmp_path / "cal.json")
+        other = [*base[:1], "judge.model=another-model", *base[2:]]
+        run = run_experiment(
+            load_experiment(DATA / "experiment.toml", [*other, f"judge.calibration={path}"]),
+            results_dir=tmp_path / "r",
+            cache_dir=tmp_path / "c",
+        )
+    assert "calibration" not in run.header.components
+    trust = run.header.stats["trust"]
+    assert trust["basis"] is None and trust["statement"].startswith("untrusted")
+    hits = [h for q in run.questions for h in q.hits]
+    assert hits and all(h.verdict.complete.p_raw is None for h in hits)  # nothing re-cut
