@@ -30,6 +30,7 @@ logprobs gets rates and no map. The file is the one `judge.calibration` reads.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Sequence
@@ -265,9 +266,12 @@ def calibrate_from_exam(
     return cal, {**info, "stats": stats.to_dict()}
 
 
-def format_exam_calibration(cal: Calibration, path: Path, info: dict[str, Any]) -> str:
+def format_exam_calibration(
+    cal: Calibration, path: Path, info: dict[str, Any], experiment: Path | None = None
+) -> str:
     """`calibrate --exam`: what was judged, then per criterion the map's cut and the
-    calibrated verdicts' TPR / FPR, with the near misses' yes-rate."""
+    calibrated verdicts' TPR / FPR, with the near misses' yes-rate. The closing line
+    names the file as `judge.calibration` takes it: relative to `experiment`'s folder."""
     c = info["pairs"]
     lines = [
         f"calibration written to {path} (from the judge exam {info['exam']}, no labels): "
@@ -293,8 +297,13 @@ def format_exam_calibration(cal: Calibration, path: Path, info: dict[str, Any]) 
             f"{crit}: {cut}; TPR {r.tpr:.2f} on {r.positives}, FPR {r.fpr:.2f} on "
             f"{r.negatives}{near_part}"
         )
+    setting = (
+        Path(os.path.relpath(path.resolve(), experiment.resolve().parent)).as_posix()
+        if experiment is not None
+        else str(path)
+    )
     lines.append(
-        f'apply it with judge.calibration = "{path}": runs then report these error rates and '
-        "a corrected complete-rate"
+        f'apply it with judge.calibration = "{setting}" (relative to the experiment file): '
+        "runs then report these error rates and a corrected complete-rate"
     )
     return "\n".join(lines)

@@ -135,7 +135,9 @@ def _calibrate_exam(args: argparse.Namespace) -> int:
         verdicts.close()
     path = write_calibration(cal, args.out)
     return emit(
-        args, {"out": str(path), **info, **cal.to_dict()}, format_exam_calibration(cal, path, info)
+        args,
+        {"out": str(path), **info, **cal.to_dict()},
+        format_exam_calibration(cal, path, info, Path(args.experiment)),
     )
 
 

@@ -538,7 +538,11 @@ def generate_questions(
         done = _rounds(candidates, generator, settings, n_keep, embed_fn, config, ctx)
         stats = generator.stats
     else:
-        with open_generator(config, cache_dir=cache, log_dir=paths["report"].parent) as gen:
+        # the local server's log goes to the cache, not beside the questions (a folder
+        # of inputs a team commits)
+        logs = cache / "logs"
+        logs.mkdir(exist_ok=True)
+        with open_generator(config, cache_dir=cache, log_dir=logs) as gen:
             done = _rounds(candidates, gen, settings, n_keep, embed_fn, config, ctx)
             stats = gen.stats
     survivors = [c for c in done if c.passed]
