@@ -8,6 +8,8 @@ over the dense top fetch_k), each judged at k = 4, which gives 12 configurations
 x 3 rerankers). Printed per method and criterion: the judge's yes-rate against the
 labels', Cohen's kappa with its 95% interval, the AUC of the judge's probability, kappa
 after a calibration fitted on 40 random labelled pairs (measured on the other pairs),
+with --exam-calibration the yes-rate and kappa after a calibration fitted on the
+collection's judge exam alone (no labels: what `harness calibrate --exam` does),
 Kendall tau between the judge's and the labels' ranking of the 12 configurations by MRR
 (hard, and soft MRR for the judge), the regret of the configuration each puts first (the
 labels' best MRR minus the labels' MRR of the pick; a tie at the top counts its worst),
@@ -26,7 +28,7 @@ pool is judged) and counted irrelevant on CISI (TREC's convention for sparse lab
 
     python tests/benchmarks/bench_fidelity.py [--collections trec-dl-2019-dev,cisi]
         [--methods pointwise,graded,extractive,ensemble,criteria,pointwise+fewshot4]
-        [--questions N] [--prepare-only]
+        [--questions N] [--prepare-only] [--exam-calibration]
 """
 
 from __future__ import annotations
@@ -145,6 +147,28 @@ def kappa_after_calibration(
     return cohen_kappa(judge, human)
 
 
+def exam_calibrated(
+    pairs: list[tuple[Any, int]],
+    collection: str,
+    config: Any,
+    judge: Any,
+    shared: Path,
+    cache: Path,
+) -> list[Any] | None:
+    """Each pair's verdict under a calibration fitted only on the collection's judge
+    exam (questions the local model generated from its passages, their source passages,
+    unrelated passages and near misses; no labels), as `harness calibrate --exam` fits
+    it. None when the method's judge gives no probabilities to calibrate."""
+    from harness.analysis.exam_calibration import calibrate_from_exam
+    from harness.pipeline.prepare import load_inputs
+
+    if not any(v.probabilities() is not None for v, _ in pairs):
+        return None
+    exam = exam_for(collection, shared, cache)
+    cal, _ = calibrate_from_exam(exam, load_inputs(config).chunks, judge, config.judge.criteria)
+    return [cal.apply_verdict(v) for v, _ in pairs]
+
+
 def judge_for(judge: Any, config: Any) -> Any:
     """The shared judge as `config`'s method asks for it: its mode, and its few-shot
     examples (one local server serves every method)."""
@@ -162,6 +186,7 @@ def measure(
     cache: Path,
     injection_sample: int = 0,
     shared: Path | None = None,
+    exam_calibration: bool = False,
 ) -> list[list[Any]]:
     """The table rows of one collection."""
     folder = DATA / collection
@@ -199,6 +224,13 @@ def measure(
             tau = kendall_tau(judge_mrr, human_mrr)
             tau_soft = kendall_tau(judge_soft, human_mrr)
             regrets = f"{regret(judge_mrr, human_mrr):.3f}/{regret(judge_soft, human_mrr):.3f}"
+            examcal = (
+                exam_calibrated(
+                    pairs, collection, config, judge_for(judge, config), shared or cache, cache
+                )
+                if exam_calibration and not parse_method(method)[1]
+                else None
+            )
             for c, (name, cut) in enumerate((("relevant", 1), ("complete", complete_cut))):
                 j = [bool(v.relevant.value) if c == 0 else v.grade == 2 for v, _ in pairs]
                 h = [g >= cut for _, g in pairs]
@@ -213,6 +245,11 @@ def measure(
                     [g >= cut for (_, g), p in zip(pairs, probs, strict=True) if p is not None],
                 )
                 kc = kappa_after_calibration(pairs, c, cut)
+                if examcal is None:
+                    exam_cols = ["-", "-"]
+                else:
+                    je = [bool(v.relevant.value) if c == 0 else v.grade == 2 for v in examcal]
+                    exam_cols = [f"{sum(je) / len(je):.2f}", f"{cohen_kappa(je, h):.2f}"]
                 rows.append(
                     [
                         collection,
@@ -225,6 +262,7 @@ def measure(
                         f"[{ci[0]:.2f},{ci[1]:.2f}]" if ci else "-",
                         "-" if a is None else f"{a:.2f}",
                         "-" if kc is None else f"{kc:.2f}",
+                        *exam_cols,
                         f"{tau:.2f}" if c == 0 else "",
                         f"{tau_soft:.2f}" if c == 0 else "",
                         regrets if c == 0 else "",
@@ -265,6 +303,8 @@ HEAD = (
     "kappa_95%",
     "AUC",
     "kappa_cal40",
+    "yes_examcal",
+    "kappa_examcal",
     "tau_mrr",
     "tau_soft",
     "regret_mrr/soft",
@@ -298,6 +338,12 @@ def main() -> None:
         default=30,
         help="pairs re-judged with an instruction to the grader appended (first collection)",
     )
+    parser.add_argument(
+        "--exam-calibration",
+        action="store_true",
+        help="also each method's yes-rate and kappa under a calibration fitted on the "
+        "collection's judge exam alone (no labels; the exam is generated once)",
+    )
     args = parser.parse_args()
     quiet()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -323,6 +369,7 @@ def main() -> None:
                 cache,
                 args.injection_sample if not rows else 0,
                 shared=shared,
+                exam_calibration=args.exam_calibration,
             )
     if rows:
         print()
