@@ -183,6 +183,18 @@ def _ask_json(
     return _json_object(gen.ask(messages, max_tokens=max_tokens, grammar=grammar))
 
 
+def _ask_draft(
+    gen: Generator, messages: list[dict[str, str]], phrasings: int, max_tokens: int
+) -> tuple[str, Draft | str]:
+    """One generation reply and its draft (or why it cannot be used); ChatFailed
+    propagates. A local server is held to the draft's shape by a grammar whose string
+    bound fits `max_tokens`, and the same bound tells a question the grammar cut."""
+    grammar = prompts.generation_grammar(phrasings, max_tokens)
+    text = gen.ask(messages, max_tokens=max_tokens, grammar=grammar)
+    bound = prompts.field_chars(max_tokens, phrasings + 1) if gen.grammar else None
+    return text, parse_draft(text, bound)
+
+
 def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context) -> Candidate:
     """The candidate with its draft, or dropped as errors/malformed."""
     passages = [p.text for p in c.passages]
@@ -201,25 +213,16 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
                 why = f"summary: {CUT_OFF}" if cut_off(reply) else "no summary in the reply"
                 return replace(c, dropped_by=["malformed"], reason=why)
             msgs = prompts.query_messages(c.qtype, " ".join(summary.split()), list(ctx.examples))
-            text = gen.ask(
-                msgs,
-                max_tokens=prompts.QUERY_MAX_TOKENS,
-                grammar=prompts.generation_grammar(1, prompts.QUERY_MAX_TOKENS),
-            )
-            bound = prompts.field_chars(prompts.QUERY_MAX_TOKENS, 2)
+            text, draft = _ask_draft(gen, msgs, 1, prompts.QUERY_MAX_TOKENS)
         except ChatFailed as exc:
             return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
     else:
         try:
-            text = gen.ask(
-                _gen_messages(c, settings),
-                max_tokens=settings.max_tokens,
-                grammar=prompts.generation_grammar(settings.phrasings, settings.max_tokens),
+            text, draft = _ask_draft(
+                gen, _gen_messages(c, settings), settings.phrasings, settings.max_tokens
             )
         except ChatFailed as exc:
             return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
-        bound = prompts.field_chars(settings.max_tokens, settings.phrasings + 1)
-    draft = parse_draft(text, bound if gen.grammar else None)
     if isinstance(draft, str):
         return replace(c, dropped_by=["malformed"], reason=f"{draft}: {text[:200]!r}")
     return replace(c, draft=draft)
@@ -245,15 +248,11 @@ def _overlap(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
         return replace(c, overlap=ov)
     first = c.draft.question
     try:
-        reply = gen.ask(
-            prompts.rewrite_messages(first, c.draft.answer),
-            max_tokens=prompts.QUERY_MAX_TOKENS,
-            grammar=prompts.generation_grammar(1, prompts.QUERY_MAX_TOKENS),
+        _, again = _ask_draft(
+            gen, prompts.rewrite_messages(first, c.draft.answer), 1, prompts.QUERY_MAX_TOKENS
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"rewrite failed: {exc.error}")
-    bound = prompts.field_chars(prompts.QUERY_MAX_TOKENS, 2)
-    again = parse_draft(reply, bound if gen.grammar else None)
     if not isinstance(again, str) and _standalone(again) is None:
         ov2 = word_overlap(again.question, text)
         if ov2 <= ctx.max_overlap:

@@ -193,26 +193,32 @@ def _graded_like(n: int, prompt: str) -> Act:
     return Act(text=text, top_logprobs=(("yes", math.log(p)), ("no", math.log(1 - p))))
 
 
-def test_a_run_with_an_exam_calibration_reports_corrected_rates(tmp_path):
+def _fitted_calibration(tmp_path: Path, base: list[str]) -> tuple[Path, dict]:
+    """The exam calibration of DATA's experiment with the judge `base` sets, written to
+    tmp_path/cal.json, with what calibrate_from_exam reported."""
+    from harness.judge import open_judge
+    from harness.pipeline.prepare import load_inputs
+
     exam = _write_exam(tmp_path / "q.exam.jsonl", _exam_for_data())
+    config = load_experiment(DATA / "experiment.toml", base)
+    cache = VerdictCache(tmp_path / "c" / "verdicts.sqlite")
+    with open_judge(config.judge, cache_dir=tmp_path / "c") as judge:
+        cal, info = calibrate_from_exam(
+            exam, load_inputs(config).chunks, judge, config.judge.criteria, cache=cache
+        )
+    cache.close()
+    return write_calibration(cal, tmp_path / "cal.json"), info
+
+
+def test_a_run_with_an_exam_calibration_reports_corrected_rates(tmp_path):
     with FakeOpenAI(_graded_like) as server:
         base = [
             f"judge.base_url={server.base_url}",
             "judge.model=fake",
             "failures.explain=false",
         ]
-        config = load_experiment(DATA / "experiment.toml", base)
-        from harness.judge import open_judge
-        from harness.pipeline.prepare import load_inputs
-
-        cache = VerdictCache(tmp_path / "c" / "verdicts.sqlite")
-        with open_judge(config.judge, cache_dir=tmp_path / "c") as judge:
-            cal, info = calibrate_from_exam(
-                exam, load_inputs(config).chunks, judge, config.judge.criteria, cache=cache
-            )
-        cache.close()
+        path, info = _fitted_calibration(tmp_path, base)
         assert info["pairs"]["near"] >= 1
-        path = write_calibration(cal, tmp_path / "cal.json")
         run = run_experiment(
             load_experiment(DATA / "experiment.toml", [*base, f"judge.calibration={path}"]),
             results_dir=tmp_path / "r",
@@ -321,24 +327,13 @@ def test_a_calibration_fitted_on_another_judge_is_not_applied(tmp_path):
     """An experiment may ship its local judge's calibration and be pointed at another
     judge: that judge's verdicts are then not cut, and its numbers not called trusted,
     with another judge's error rates."""
-    exam = _write_exam(tmp_path / "q.exam.jsonl", _exam_for_data())
     with FakeOpenAI(_graded_like) as server:
         base = [
             f"judge.base_url={server.base_url}",
             "judge.model=fake",
             "failures.explain=false",
         ]
-        config = load_experiment(DATA / "experiment.toml", base)
-        from harness.judge import open_judge
-        from harness.pipeline.prepare import load_inputs
-
-        cache = VerdictCache(tmp_path / "c" / "verdicts.sqlite")
-        with open_judge(config.judge, cache_dir=tmp_path / "c") as judge:
-            cal, _ = calibrate_from_exam(
-                exam, load_inputs(config).chunks, judge, config.judge.criteria, cache=cache
-            )
-        cache.close()
-        path = write_calibration(cal, tmp_path / "cal.json")
+        path, _ = _fitted_calibration(tmp_path, base)
         other = [*base[:1], "judge.model=another-model", *base[2:]]
         run = run_experiment(
             load_experiment(DATA / "experiment.toml", [*other, f"judge.calibration={path}"]),
