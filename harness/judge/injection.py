@@ -14,6 +14,8 @@ is shown with its matched text so a person can judge a false alarm.
 
 from __future__ import annotations
 
+import functools
+
 import re
 
 MASK = ""
@@ -79,20 +81,31 @@ _UNIT = re.compile(r"[^\n.!?]*[.!?]?|\n")
 """A sentence or a line: the patterns are matched within one (`^` is its start)."""
 
 
+SCANNED_TEXTS = 8192
+"""Chunk texts whose scan is remembered: a chunk is scanned again for every question that
+retrieves it and every trial of a sweep, and the scan (every sentence against every
+pattern) cost a run more CPU than its judge calls."""
+
+
+@functools.lru_cache(maxsize=SCANNED_TEXTS)
+def _flagged_units(text: str) -> tuple[tuple[str, bool], ...]:
+    """`text` cut into sentences or lines, each with whether it addresses the grader."""
+    return tuple((s, bool(s.strip() and _INJECTION.search(s))) for s in _UNIT.findall(text))
+
+
 def find_injection(text: str) -> list[str]:
     """The sentences of `text` that address the grader or an AI (empty: none found)."""
-    return [s.strip() for s in _UNIT.findall(text) if s.strip() and _INJECTION.search(s)]
+    return [s.strip() for s, flagged in _flagged_units(text) if flagged]
 
 
 def mask_injection(text: str) -> str:
     """`text` with every sentence `find_injection` flags replaced by MASK and the white
     space left at its end trimmed (unchanged when nothing is flagged, so clean chunks keep
     their cached verdicts)."""
-    units = _UNIT.findall(text)
-    flagged = [bool(s.strip() and _INJECTION.search(s)) for s in units]
-    if not any(flagged):
+    units = _flagged_units(text)
+    if not any(f for _, f in units):
         return text
-    return "".join(MASK if f else s for s, f in zip(units, flagged, strict=True)).rstrip()
+    return "".join(MASK if f else s for s, f in units).rstrip()
 
 
 INJECTION_POLICIES = ("mask", "flag", "off")

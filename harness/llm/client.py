@@ -33,6 +33,7 @@ import json
 import math
 import os
 import random
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -145,8 +146,6 @@ class ChatClient:
         passage it is grading.
         `retry_cap_s` caps our own backoff; a server's Retry-After is honoured up to
         `max_retry_after_s`, and a longer one stops the run (`JudgeUnavailable`)."""
-        import openai
-
         remember(api_key)  # an endpoint may echo it in an error body
         remember_url(base_url)
         self.base_url = base_url
@@ -167,11 +166,9 @@ class ChatClient:
         self.answered = False
         """True once the endpoint gave one usable answer: from then on a connection that
         keeps failing is that call's error, not an unreachable endpoint."""
-        # Only to turn an error response into the SDK's exception type, so that every
-        # caller and message stays the same; requests are posted by `_post`.
-        self._sdk = openai.OpenAI(
-            base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0
-        )
+        self._api_key = api_key
+        self._sdk_client: Any = None
+        self._sdk_lock = threading.Lock()
         self._url = completions_url(base_url)
         self._headers = {
             "Authorization": f"Bearer {api_key or 'not-needed'}",
@@ -214,6 +211,25 @@ class ChatClient:
                 "again later or raise judge.max_retry_after_s"
             )
         return wait
+
+    @property
+    def _sdk(self) -> Any:
+        """The OpenAI SDK's client for this endpoint and key, made on first use: it turns
+        an error response into the SDK's exception type (so every caller and message stays
+        the same) and serves the Files and Batches endpoints; requests are posted by
+        `_post`. Importing the SDK and making its client take ~0.8 s of CPU, which a run
+        whose calls all succeed never pays."""
+        with self._sdk_lock:
+            if self._sdk_client is None:
+                import openai
+
+                self._sdk_client = openai.OpenAI(
+                    base_url=self.base_url,
+                    api_key=self._api_key or "not-needed",
+                    timeout=self.timeout_s,
+                    max_retries=0,
+                )
+            return self._sdk_client
 
     def sdk(self, max_retries: int) -> Any:
         """The OpenAI SDK's client for this endpoint and key, retrying `max_retries`
@@ -382,8 +398,6 @@ class ChatClient:
         in, JSON out, the SDK's exception types for HTTP errors, dropped connections and
         timeouts; `MalformedReply` for a 200 that is no usable chat completion."""
         import aiohttp
-        import httpx2
-        import openai
 
         session = self._open_session()
         try:
@@ -395,10 +409,12 @@ class ChatClient:
                     raw, cut = await _read_body(resp, self.max_reply_bytes)
                     headers = list(resp.headers.items()) if status >= 300 else []
         except TimeoutError:
-            raise openai.APITimeoutError(request=httpx2.Request("POST", self._url)) from None
+            raise _sdk_error("APITimeoutError", self._url) from None
         except aiohttp.ClientError:
-            raise openai.APIConnectionError(request=httpx2.Request("POST", self._url)) from None
+            raise _sdk_error("APIConnectionError", self._url) from None
         if status >= 300:  # the body, cut or not, is only read for its message
+            import httpx2
+
             headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
             request = httpx2.Request("POST", self._url)
             response = httpx2.Response(status, headers=headers, content=raw, request=request)
@@ -421,6 +437,15 @@ class ChatClient:
                 *completion[2:],
             )
         return completion
+
+
+def _sdk_error(name: str, url: str) -> Exception:
+    """The SDK's exception `name` (APITimeoutError, APIConnectionError) for a request to
+    `url`; the SDK is imported only when a request fails."""
+    import httpx2
+    import openai
+
+    return getattr(openai, name)(request=httpx2.Request("POST", url))
 
 
 async def _read_body(resp: Any, limit: int) -> tuple[bytes, bool]:
