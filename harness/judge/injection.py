@@ -15,7 +15,6 @@ is shown with its matched text so a person can judge a false alarm.
 from __future__ import annotations
 
 import functools
-
 import re
 
 MASK = ""
