@@ -388,6 +388,7 @@ class ChatClient:
                 # proxies from the environment, as the SDK's client takes them (looked up
                 # on every request, so only when there are some)
                 trust_env=bool(urllib.request.getproxies()),
+                headers=self._headers,  # set once, not merged into every request
             )
             self._session_pid = os.getpid()
             aio.on_exit(self._session.close)
@@ -402,9 +403,8 @@ class ChatClient:
         session = self._open_session()
         try:
             async with asyncio.timeout(self.timeout_s):
-                async with session.post(
-                    self._url, data=json.dumps(body), headers=self._headers
-                ) as resp:
+                # bytes, not str: aiohttp sends them as they are, with no encoding step
+                async with session.post(self._url, data=json.dumps(body).encode()) as resp:
                     status = resp.status
                     raw, cut = await _read_body(resp, self.max_reply_bytes)
                     headers = list(resp.headers.items()) if status >= 300 else []
