@@ -386,6 +386,9 @@ QUESTION_TYPES = (
 GENERATE_STYLES = ("query", "question")
 """How `harness generate` phrases questions (see GenerateConfig.style)."""
 
+STANDALONE_CRITIC = ("auto", "on", "off")
+"""Whether the critique scores stand-alone too (see GenerateConfig.standalone_critic)."""
+
 
 @dataclass(frozen=True)
 class GenerateConfig:
@@ -445,6 +448,14 @@ class GenerateConfig:
     """Ask the model each question without any passage (one short call, cached); when its
     answer matches the source's, the question tests the model's memory, not retrieval, and
     is dropped (filter `closed_book`)."""
+    standalone_critic: str = "auto"
+    """Whether the critique also scores "does the question make sense on its own" (1-5,
+    dropped below `min_score`): "on", "off", or "auto" (on for a model behind an
+    endpoint, off for the packaged local model). Questions that name the passage or lean
+    on something never named ("the menu", "Who wrote this?") are dropped by rules either
+    way. The local 1.5B model cannot score it: its stand-alone score dropped 17 of 19
+    good questions of a handbook run, with reasons saying they stood alone, and asked
+    yes or no it passed all of ten that do not ("What does it cost?")."""
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from harness.config.schema import (
     GENERATE_STYLES,
     JUDGE_MODES,
     QUESTION_TYPES,
+    STANDALONE_CRITIC,
     ExperimentConfig,
     GenerateConfig,
     SweepConfig,
@@ -218,6 +219,12 @@ def _validate_generate(g: GenerateConfig, where: str) -> None:
             where,
             "generate.style",
             f"expected one of {', '.join(GENERATE_STYLES)}, got {g.style!r}",
+        )
+    if g.standalone_critic not in STANDALONE_CRITIC:
+        raise ConfigError(
+            where,
+            "generate.standalone_critic",
+            f"expected one of {', '.join(STANDALONE_CRITIC)}, got {g.standalone_critic!r}",
         )
     if not 0 < g.max_overlap <= 1:
         raise ConfigError(

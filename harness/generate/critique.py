@@ -73,13 +73,60 @@ _ASKING = "(?:What|Who|Whom|Whose|When|Where|Why|How|Which|Is|Are|Was|Were|Does|
 """Capitalised words that open a question, not a name ("Which menu" qualifies nothing)."""
 
 
+_PRONOUN = re.compile(r"\b(?:it|its|he|him|his|she|her|they|them|their)\b", re.IGNORECASE)
+"""Pronouns that need something named before them to point at."""
+_FUNCTION_WORD_TEXT = (
+    "what who whom whose when where why how which is are was were be been do does did "
+    "can could should would will shall may might must has have had get gets got i you we "
+    "me my your our us a an the and or but if of to in on at for by with from as so"
+)
+_FUNCTION_WORDS = frozenset(_FUNCTION_WORD_TEXT.split())
+"""Words that name nothing: a pronoun after only these has no antecedent."""
+_UNSEEN_TEXT = re.compile(
+    r"\b(?:this|that|these|those|there)\s*[?.!]*\s*$"
+    r"|\b(?:mentioned|described|listed|shown|discussed|given|above|below)\s*[?.!]*\s*$"
+    r"|\b(?:the|this)\s+search\s+(?:engine|system|tool)\b(?!\s+(?-i:[A-Z0-9\"]))",
+    re.IGNORECASE,
+)
+"""A demonstrative or "there" that ends the question ("Who wrote this?", "How many
+people work there?"), a word that ends it pointing at a text ("the deadline
+mentioned?", "the section above"), and "the search engine" the generator was told it
+writes for."""
+
+
+def _unnamed_pronoun(question: str) -> str | None:
+    """The first pronoun of `question` with no named thing before it ("What does it
+    cost?", "When was he born?"), or None ("How do I reset my password if it expired?"
+    names the password first)."""
+    m = _PRONOUN.search(question)
+    if m is None:
+        return None
+    before = re.findall(r"[A-Za-z][\w'-]*", question[: m.start()])
+    if any(w.lower() not in _FUNCTION_WORDS for w in before):
+        return None
+    return m.group(0)
+
+
 def dangling_reference(question: str) -> str | None:
-    """The definite reference without an antecedent in `question` ("the menu", "this
-    company", "the author", "the above"), or None. A reference qualified right after it
-    ("the menu at Luigi's", "the author of Dune", "the company Acme") or a name the
-    question gives is not dangling. Conservative: only nouns that, unqualified, point at
-    a document the reader never saw (_DOCUMENT_NOUNS; _PLACE_NOUNS after "this" only),
-    so "the capital of France", "the heart" and "leave at the company" pass."""
+    """The reference without an antecedent in `question` ("the menu", "this company",
+    "the author", "the above", "What does it cost?", "Who wrote this?", "the deadline
+    mentioned?"), or None. A reference qualified right after it ("the menu at Luigi's",
+    "the author of Dune", "the company Acme") or a name the question gives is not
+    dangling. Conservative: only nouns that, unqualified, point at a document the reader
+    never saw (_DOCUMENT_NOUNS; _PLACE_NOUNS after "this" only), so "the capital of
+    France", "the heart" and "leave at the company" pass; a pronoun only when nothing
+    but function words comes before it.
+
+    The small local model cannot judge this itself: asked "does this query make sense
+    on its own?", it answered yes to all of ten questions such as "What does it cost?"
+    and "Who wrote this?", and its 1-5 stand-alone score dropped 17 of 19 good questions
+    of a handbook run (`generate.standalone_critic`)."""
+    unseen = _UNSEEN_TEXT.search(question)
+    if unseen is not None:
+        return unseen.group(0).strip(" ?.!")
+    pronoun = _unnamed_pronoun(question)
+    if pronoun is not None:
+        return pronoun
     m = _DANGLING.search(question)
     if m is None:
         return None
@@ -207,15 +254,16 @@ class Critique:
     reasons: dict[str, str]
 
 
-def parse_critique(text: str) -> Critique | str:
-    """The critique in a reply, or why it cannot be read. Each criterion needs an integer
-    score 1-5 (a number in a string counts); a missing reason is an empty one."""
+def parse_critique(text: str, criteria: tuple[str, ...] = CRITERIA) -> Critique | str:
+    """The critique of `criteria` in a reply, or why it cannot be read. Each criterion
+    needs an integer score 1-5 (a number in a string counts); a missing reason is an
+    empty one."""
     obj = _json_object(text)
     if obj is None:
         return "the critique is not a JSON object"
     scores: dict[str, int] = {}
     reasons: dict[str, str] = {}
-    for c in CRITERIA:
+    for c in criteria:
         value = obj.get(c)
         if isinstance(value, str) and value.strip().isdigit():
             value = int(value.strip())
@@ -230,11 +278,12 @@ def parse_critique(text: str) -> Critique | str:
 def failed_filters(qtype: str, critique: Critique, min_score: int) -> list[str]:
     """The criteria this critique fails, in CRITERIA order (empty: keep the question).
 
-    Every score must be >= min_score, except groundedness for unanswerable questions,
-    which is not asked of them (the pipeline checks they are not answered instead)."""
+    Every score it has must be >= min_score, except groundedness for unanswerable
+    questions, which is not asked of them (the pipeline checks they are not answered
+    instead)."""
     failed = []
     for c in CRITERIA:
-        if c == "groundedness" and qtype == "unanswerable":
+        if c not in critique.scores or (c == "groundedness" and qtype == "unanswerable"):
             continue
         if critique.scores[c] < min_score:
             failed.append(c)

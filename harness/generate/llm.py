@@ -110,6 +110,12 @@ class Generator:
         self.grammar = grammar
         self.stats = stats or GenStats()
 
+    @property
+    def local(self) -> bool:
+        """True for the packaged local model on its llama.cpp server (the only server
+        this generator sends grammars to)."""
+        return self.grammar
+
     def key(self, messages: list[dict[str, str]], max_tokens: int) -> str:
         """The cache key of one request: prompt version, model, messages, sampling, seed."""
         blob = json.dumps(

@@ -150,9 +150,21 @@ def _gen_messages(c: Candidate, settings: GenerateConfig) -> list[dict[str, str]
     return prompts.generation_messages(c.qtype, [p.text for p in c.passages], settings.phrasings)
 
 
-def _crit_messages(c: Candidate, draft: Draft, settings: GenerateConfig) -> list[dict[str, str]]:
+def critic_criteria(settings: GenerateConfig, gen: Generator) -> tuple[str, ...]:
+    """What the critique scores: groundedness and usefulness, and stand-alone unless
+    `generate.standalone_critic` turns it off ("auto": off for the packaged local model,
+    whose stand-alone scores were measured to be noise; rules check it either way)."""
+    on = settings.standalone_critic == "on" or (
+        settings.standalone_critic == "auto" and not gen.local
+    )
+    return prompts.CRITERIA if on else tuple(c for c in prompts.CRITERIA if c != "standalone")
+
+
+def _crit_messages(
+    c: Candidate, draft: Draft, settings: GenerateConfig, criteria: tuple[str, ...]
+) -> list[dict[str, str]]:
     return prompts.critique_messages(
-        draft.question, draft.answer, [p.text for p in c.passages], settings.audience
+        draft.question, draft.answer, [p.text for p in c.passages], settings.audience, criteria
     )
 
 
@@ -346,15 +358,16 @@ def process(
         c = _closed_book(c, gen)
         if not c.passed:
             return c
+    criteria = critic_criteria(settings, gen)
     try:
         text = gen.ask(
-            _crit_messages(c, draft, settings),
+            _crit_messages(c, draft, settings, criteria),
             max_tokens=CRITIQUE_MAX_TOKENS,
-            grammar=prompts.critique_grammar(),
+            grammar=prompts.critique_grammar(criteria),
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"critique failed: {exc.error}")
-    crit = parse_critique(text)
+    crit = parse_critique(text, criteria)
     if isinstance(crit, str):
         return replace(c, dropped_by=["malformed"], reason=f"{crit}: {text[:200]!r}")
     c = replace(c, critique=crit)
@@ -743,7 +756,7 @@ def estimate_generation(
             draft = parse_draft(reply)
             if isinstance(draft, str) or mentions_source(draft.question):
                 continue
-            crit = _crit_messages(c, draft, settings)
+            crit = _crit_messages(c, draft, settings, critic_criteria(settings, gen))
             if gen.cached(crit, CRITIQUE_MAX_TOKENS) is None:
                 calls += 1
                 p_tok += prompt_tokens(crit)

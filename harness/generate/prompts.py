@@ -69,23 +69,34 @@ def generation_messages(qtype: str, passages: list[str], phrasings: int) -> list
 
 
 CRITERIA = ("groundedness", "usefulness", "standalone")
-"""The critique's criteria, after Hugging Face's RAG evaluation cookbook."""
+"""The critique's criteria, after Hugging Face's RAG evaluation cookbook; "standalone" is
+asked only when the critic can judge it (`generate.standalone_critic`)."""
+
+_CRITERION_ASKS = {
+    "groundedness": "can it be answered clearly and unambiguously from the passage?",
+    "usefulness": "how useful is it to {audience}?",
+    "standalone": (
+        "does it make sense without the passage (no mention of a passage, text, context "
+        "or document)?"
+    ),
+}
 
 
 def critique_messages(
-    question: str, answer: str, passages: list[str], audience: str
+    question: str,
+    answer: str,
+    passages: list[str],
+    audience: str,
+    criteria: tuple[str, ...] = CRITERIA,
 ) -> list[dict[str, str]]:
-    """The chat messages rating one question 1-5 on groundedness, usefulness and
-    stand-alone, each with a short reason written before its score."""
+    """The chat messages rating one question 1-5 on each of `criteria`, each with a
+    short reason written before its score."""
+    asks = "".join(f"{c}: {_CRITERION_ASKS[c].format(audience=audience)}\n" for c in criteria)
+    fields = ", ".join(f'"{c}_why": "...", "{c}": N' for c in criteria)
     user = (
         f"{_fence(passages)}\nQuestion: {question}\nProposed answer: {answer}\n"
         "Rate the question from 1 (worst) to 5 (best), a reason of a few words first:\n"
-        "groundedness: can it be answered clearly and unambiguously from the passage?\n"
-        f"usefulness: how useful is it to {audience}?\n"
-        "standalone: does it make sense without the passage (no mention of a passage, "
-        "text, context or document)?\n"
-        'JSON: {"groundedness_why": "...", "groundedness": N, "usefulness_why": "...", '
-        '"usefulness": N, "standalone_why": "...", "standalone": N}'
+        f"{asks}JSON: {{{fields}}}"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
@@ -139,9 +150,10 @@ def object_grammar(*fields: str, max_tokens: int, values: str = "str") -> str:
     return f'root ::= "{{" {parts} "}}"\n{rule}'
 
 
-def critique_grammar() -> str:
-    """A GBNF grammar for the critique JSON: reasons of at most 80 characters, scores 1-5."""
-    parts = ' ", " '.join(f'"\\"{c}_why\\": " why ", \\"{c}\\": " score' for c in CRITERIA)
+def critique_grammar(criteria: tuple[str, ...] = CRITERIA) -> str:
+    """A GBNF grammar for the critique JSON of `criteria`: reasons of at most 80
+    characters, scores 1-5."""
+    parts = ' ", " '.join(f'"\\"{c}_why\\": " why ", \\"{c}\\": " score' for c in criteria)
     return f'root ::= "{{" {parts} "}}"\nscore ::= [1-5]\n{_SHORT}'
 
 

@@ -238,6 +238,17 @@ def test_overlap_limit_from_examples():
         "How many employees does this company's office have?",
         "Which dishes are listed above?",
         "is this product safe for children",
+        # a pronoun or a demonstrative with nothing named before it
+        "What does it cost?",
+        "When was he born?",
+        "Why did they change it?",
+        "Who wrote this?",
+        "How many people work there?",
+        # a word that ends the question pointing at a text
+        "What is the deadline mentioned?",
+        "What is the main point of the section above?",
+        # the search engine the generator was told it writes for (seen in a real run)
+        "What does the search engine offer?",
     ],
 )
 def test_dangling_references_are_found(question):
@@ -258,6 +269,18 @@ def test_dangling_references_are_found(question):
         # the quick-start handbook's own questions: "the company" is the corpus's
         "How much annual leave do people get after five years at the company?",
         "Does the company contribute to gym membership, and how much?",
+        # a pronoun after what it points at; "there" and "this" that are not the end
+        "How do I reset my password if it expired?",
+        "Can employees carry leave over, and how do they request it?",
+        "Is there a gym in the Leeds office?",
+        "What did Ada Lovelace write about her engine?",
+        "who uses this phone number for support calls",
+        # kept questions of a real handbook run with the local model
+        "how often should passwords be changed?",
+        "Company closure dates in 2026?",
+        "working remotely from abroad",
+        "find vpn for Lisbon multi-factor auth 12 hours troubleshooting tips",
+        "where does the company ship products from?",
     ],
 )
 def test_qualified_references_pass(question):
@@ -361,3 +384,58 @@ def test_dry_run_counts_the_query_style_calls(tmp_path):
     # summary, query, critique, and closed-book (answerable) or the corpus check
     assert est["least"]["candidates"] == 6 and est["least"]["calls"] == 6 * 4
     assert est["least"]["completion_tokens_max"] == 6 * (72 + 96 + 150 + 40)
+
+
+def test_the_local_models_critique_does_not_score_standalone(tmp_path):
+    """generate.standalone_critic = "auto": the packaged local model's critique is asked
+    for groundedness and usefulness only (its stand-alone scores were measured to be
+    noise), an endpoint's for all three; "on" and "off" decide for either, and the
+    rules drop a question that leans on something unnamed whatever the critic says."""
+    from harness.config import GenerateConfig
+    from harness.generate import prompts
+    from harness.generate.critique import failed_filters, parse_critique
+    from harness.generate.llm import Generator
+    from harness.generate.pipeline import critic_criteria
+
+    local = Generator(None, "local", None, seed=0, grammar=True)
+    hosted = Generator(None, "hosted", None, seed=0, grammar=False)
+    auto, on, off = (GenerateConfig(standalone_critic=v) for v in ("auto", "on", "off"))
+    two = ("groundedness", "usefulness")
+    assert critic_criteria(auto, local) == two
+    assert critic_criteria(auto, hosted) == prompts.CRITERIA
+    assert critic_criteria(on, local) == prompts.CRITERIA
+    assert critic_criteria(off, hosted) == two
+
+    user = prompts.critique_messages("q?", "a", ["p"], "staff", two)[1]["content"]
+    assert "standalone" not in user and "standalone" not in prompts.critique_grammar(two)
+    assert user.endswith(
+        'JSON: {"groundedness_why": "...", "groundedness": N, '
+        '"usefulness_why": "...", "usefulness": N}'
+    )
+    crit = parse_critique('{"groundedness": 5, "usefulness": 4}', two)
+    assert not isinstance(crit, str) and failed_filters("simple", crit, 4) == []
+    assert isinstance(parse_critique('{"groundedness": 5, "usefulness": 4}'), str)
+
+
+def test_all_three_criteria_ask_what_they_asked_before():
+    """With stand-alone on, the critique's prompt is the one earlier runs cached."""
+    from harness.generate import prompts
+
+    user = prompts.critique_messages("Q?", "A", ["P"], "staff")[1]["content"]
+    assert user == (
+        "Passage:\n<<<\nP\n>>>\nQuestion: Q?\nProposed answer: A\n"
+        "Rate the question from 1 (worst) to 5 (best), a reason of a few words first:\n"
+        "groundedness: can it be answered clearly and unambiguously from the passage?\n"
+        "usefulness: how useful is it to staff?\n"
+        "standalone: does it make sense without the passage (no mention of a passage, "
+        "text, context or document)?\n"
+        'JSON: {"groundedness_why": "...", "groundedness": N, "usefulness_why": "...", '
+        '"usefulness": N, "standalone_why": "...", "standalone": N}'
+    )
+
+
+def test_a_bad_standalone_critic_value_is_one_line(tmp_path):
+    exp = write_query_corpus(tmp_path, {"a": "alpha"}, 'standalone_critic = "maybe"\n')
+    with pytest.raises(HarnessError) as err:
+        load_experiment(exp)
+    assert "generate.standalone_critic" in str(err.value) and "auto, on, off" in str(err.value)
