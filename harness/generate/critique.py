@@ -73,8 +73,12 @@ _ASKING = "(?:What|Who|Whom|Whose|When|Where|Why|How|Which|Is|Are|Was|Were|Does|
 """Capitalised words that open a question, not a name ("Which menu" qualifies nothing)."""
 
 
-_PRONOUN = re.compile(r"\b(?:it|its|he|him|his|she|her|they|them|their)\b", re.IGNORECASE)
-"""Pronouns that need something named before them to point at."""
+_PRONOUN = re.compile(
+    r"\b(?:it(?!(?:\s+\w+){0,2}\s+(?:to|that)\b)|its|he|him|his|she|her)\b", re.IGNORECASE
+)
+"""Pronouns that need something named before them to point at. Not "they", which users
+use for anyone ("how do they test for diabetes"), nor the "it" of "is it safe to ..."
+and "it seems that ..." (followed by "to" or "that" within three words)."""
 _FUNCTION_WORD_TEXT = (
     "what who whom whose when where why how which is are was were be been do does did "
     "can could should would will shall may might must has have had get gets got i you we "
