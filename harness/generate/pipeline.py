@@ -12,15 +12,17 @@
    (`critique`); for unanswerable questions, the corpus's nearest sampled passages must
    be on its topic and not answer it. The first filter failed is why it is dropped.
 3. Drop near-duplicates among the survivors (`dedup`), in candidate order.
-4. Candidates are taken in rounds (n first, then what is still missing, with the same
-   oversampling) until n are kept or the planned candidates run out; a rerun with the
-   same seed asks the same prompts and reads every answer from the cache.
+4. Candidates are taken in rounds (n first, then enough for what is still missing at
+   the share kept so far) until n are kept or the planned candidates (n x oversample)
+   run out; a rerun with the same seed asks the same prompts and reads every answer
+   from the cache.
 5. Write the kept questions (`writer`), the report of every dropped one, the judge exam
    and, with `phrasings = 2`, the paraphrase set.
 """
 
 from __future__ import annotations
 
+import collections
 import math
 import random
 import time
@@ -558,7 +560,7 @@ def generate_questions(
             done = _rounds(candidates, gen, settings, n_keep, embed_fn, config, ctx)
             stats = gen.stats
     survivors = [c for c in done if c.passed]
-    kept, surplus = survivors[:n_keep], survivors[n_keep:]
+    kept, surplus = balance_types(survivors, n_keep)
     dropped = [c for c in done if not c.passed]
     counts = {"generated": len(done), "kept": len(kept), "dropped": len(dropped)}
     for f in FILTERS:
@@ -627,23 +629,31 @@ def _rounds(
     config: ExperimentConfig,
     ctx: Context | None = None,
 ) -> list[Candidate]:
-    """Process candidates in rounds until n_keep survive deduplication or none are left;
-    returns every processed candidate, duplicates marked."""
+    """Process candidates in rounds until n_keep survive deduplication and every type
+    asked for has a survivor, or no candidate is left; returns every processed candidate,
+    duplicates marked. Once n_keep survive, a round takes only the next candidates of the
+    types still without one (`balance_types` then keeps them)."""
     done: list[Candidate] = []
-    nxt = 0
+    pending = list(candidates)
     workers = max(1, config.judge.concurrency)
-    while nxt < len(candidates):
+    while pending:
         alive = sum(1 for c in done if c.passed)
         missing = n_keep - alive
-        if missing <= 0:
+        have = {c.qtype for c in done if c.passed}
+        lacking = {c.qtype for c in pending} - have if n_keep >= len(settings.types) else set()
+        if missing > 0:
+            size = missing if not done else max(workers, round_size(missing, alive, len(done)))
+            batch = pending[:size]
+        elif lacking:
+            batch = [c for c in pending if c.qtype in lacking][: max(workers, len(lacking))]
+        else:
             break
-        size = missing if not done else max(workers, math.ceil(missing * settings.oversample))
-        batch = candidates[nxt : nxt + size]
-        nxt += len(batch)
+        taken = {id(c) for c in batch}
+        pending = [c for c in pending if id(c) not in taken]
         logger.info(
             "generating {} questions ({} of {} planned; {} kept so far)",
             len(batch),
-            nxt,
+            len(candidates) - len(pending),
             len(candidates),
             alive,
         )
@@ -651,6 +661,32 @@ def _rounds(
             done.extend(pool.map(lambda c: process(c, gen, settings, ctx), batch))
         done = _mark_duplicates(done, embed, settings.dedup_threshold)
     return done
+
+
+def balance_types(survivors: list[Candidate], n: int) -> tuple[list[Candidate], list[Candidate]]:
+    """(n kept, the surplus) of `survivors`: taken type by type in turn, each type's in
+    candidate order, so every type that survived is kept and the requested shares hold
+    as far as the survivors allow (a cut by candidate order alone dropped the only
+    situational question of a run); both lists stay in candidate order."""
+    if len(survivors) <= n:
+        return survivors, []
+    queues: dict[str, collections.deque[int]] = {}
+    for i, c in enumerate(survivors):
+        queues.setdefault(c.qtype, collections.deque()).append(i)
+    chosen: set[int] = set()
+    while len(chosen) < n:
+        for q in queues.values():
+            if q and len(chosen) < n:
+                chosen.add(q.popleft())
+    kept = [c for i, c in enumerate(survivors) if i in chosen]
+    return kept, [c for i, c in enumerate(survivors) if i not in chosen]
+
+
+def round_size(missing: int, kept: int, tried: int) -> int:
+    """Candidates for the next round: enough to keep `missing` more at the share kept so
+    far (`kept` of `tried`, at least one counted kept), and a tenth more for the
+    variation. The planned candidates (n x oversample) bound it."""
+    return math.ceil(missing * 1.1 * tried / max(kept, 1))
 
 
 def _mark_duplicates(done: list[Candidate], embed: Embed, threshold: float) -> list[Candidate]:

@@ -355,9 +355,9 @@ def test_dry_run_estimates_calls_and_tokens(tmp_path):
         )
         assert fake.requests == 0
     # two calls a candidate, and one more (40 tokens) for each unanswerable one (#24):
-    # the 6th and 12th candidates, as types are taken in turn
+    # every 6th candidate, as types are taken in turn; at most n x oversample (3) of them
     assert est["least"]["candidates"] == 10 and est["least"]["calls"] == 20 + 1
-    assert est["most"]["candidates"] == 15 and est["most"]["calls"] == 30 + 2
+    assert est["most"]["candidates"] == 30 and est["most"]["calls"] == 60 + 5
     assert est["least"]["prompt_tokens"] > 0
     assert est["least"]["completion_tokens_max"] == 10 * (160 + 150) + 40
 
