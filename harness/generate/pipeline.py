@@ -666,8 +666,9 @@ def _rounds(
 def balance_types(survivors: list[Candidate], n: int) -> tuple[list[Candidate], list[Candidate]]:
     """(n kept, the surplus) of `survivors`: taken type by type in turn, each type's in
     candidate order, so every type that survived is kept and the requested shares hold
-    as far as the survivors allow (a cut by candidate order alone dropped the only
-    situational question of a run); both lists stay in candidate order."""
+    as far as the survivors allow (a cut by candidate order alone can drop a type's only
+    survivor, found late by a round for the types still missing); both lists stay in
+    the order they were processed."""
     if len(survivors) <= n:
         return survivors, []
     queues: dict[str, collections.deque[int]] = {}
