@@ -50,7 +50,8 @@ _DOCUMENT_NOUNS = (
 """Nouns that, unqualified after "the", point at a document the reader never saw."""
 _PLACE_NOUNS = (
     "company|firm|business|organization|organisation|store|shop|restaurant|hotel|school|"
-    "team|manager|manufacturer|policy|plan|program|programme|project|contract|agreement"
+    "team|manager|manufacturer|policy|plan|program|programme|project|contract|agreement|"
+    "handbook|manual|guide|documentation"
 )
 """Nouns that "the" may name in a corpus about one of them ("leave at the company", in
 a company's handbook), but "this"/"these" never: "When was this company founded?"."""
@@ -87,13 +88,14 @@ _FUNCTION_WORD_TEXT = (
 _FUNCTION_WORDS = frozenset(_FUNCTION_WORD_TEXT.split())
 """Words that name nothing: a pronoun after only these has no antecedent."""
 _UNSEEN_TEXT = re.compile(
-    r"\b(?:this|that|these|those|there)\s*[?.!]*\s*$"
+    r"\b(?:this|that|these|those|there)"
+    r"(?:\s+(?:about|for|from|of|mean|means|say|says|cover|covers|do|does))?\s*[?.!]*\s*$"
     r"|\b(?:mentioned|described|listed|shown|discussed|given|above|below)\s*[?.!]*\s*$"
     r"|\b(?:the|this)\s+search\s+(?:engine|system|tool)\b(?!\s+(?-i:[A-Z0-9\"]))",
     re.IGNORECASE,
 )
 """A demonstrative or "there" that ends the question ("Who wrote this?", "How many
-people work there?"), a word that ends it pointing at a text ("the deadline
+people work there?", "what is this about?"), a word that ends it pointing at a text ("the deadline
 mentioned?", "the section above"), and "the search engine" the generator was told it
 writes for."""
 
