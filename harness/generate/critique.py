@@ -95,9 +95,9 @@ _UNSEEN_TEXT = re.compile(
     re.IGNORECASE,
 )
 """A demonstrative or "there" that ends the question ("Who wrote this?", "How many
-people work there?", "what is this about?"), a word that ends it pointing at a text ("the deadline
-mentioned?", "the section above"), and "the search engine" the generator was told it
-writes for."""
+people work there?", "what is this about?"), a word that ends it pointing at a text
+("the deadline mentioned?", "the section above"), and "the search engine" the generator
+was told it writes for."""
 
 
 def _unnamed_pronoun(question: str) -> str | None:

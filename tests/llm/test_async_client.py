@@ -148,3 +148,32 @@ def test_an_error_in_the_caller_cancels_the_requests_in_flight():
             pairs[:4], _judge(server), criteria=CriteriaConfig(), cache=None, stats=JudgeStats()
         )
     assert [v.grade for v in verdicts] == [0, 0, 0, 0]
+
+
+def test_the_sdk_is_loaded_only_when_a_request_fails():
+    """Importing the OpenAI SDK and making its client cost ~0.8 s of CPU inside every
+    run's judging; it now serves only failed requests (their exception types) and batch
+    sweeps, so a run whose calls succeed never loads it (a process of its own, since
+    other tests load it here)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from harness.testing import Act, FakeOpenAI\n"
+        "from harness.llm.client import ChatClient\n"
+        "with FakeOpenAI(lambda n, p: Act(text='yes' if n == 1 else '500', kind='answer' "
+        "if n == 1 else '500')) as s:\n"
+        "    c = ChatClient(base_url=s.base_url, model='m', api_key='', max_retries=0)\n"
+        "    assert c.chat([{'role': 'user', 'content': 'q'}], max_tokens=1).text == 'yes'\n"
+        "    print('openai' in sys.modules)\n"
+        "    try:\n"
+        "        c.chat([{'role': 'user', 'content': 'q'}], max_tokens=1)\n"
+        "    except Exception as exc:\n"
+        "        print(type(exc).__name__, 'openai' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.split("\n")
+    assert out[0] == "False"
+    assert out[1] == "ChatFailed True"
