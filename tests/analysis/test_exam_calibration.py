@@ -210,13 +210,14 @@ def _fitted_calibration(tmp_path: Path, base: list[str]) -> tuple[Path, dict]:
     return write_calibration(cal, tmp_path / "cal.json"), info
 
 
+def _fake_judge(server: FakeOpenAI, model: str = "fake") -> list[str]:
+    """The settings that point a run at `server` as its judge `model`."""
+    return [f"judge.base_url={server.base_url}", f"judge.model={model}", "failures.explain=false"]
+
+
 def test_a_run_with_an_exam_calibration_reports_corrected_rates(tmp_path):
     with FakeOpenAI(_graded_like) as server:
-        base = [
-            f"judge.base_url={server.base_url}",
-            "judge.model=fake",
-            "failures.explain=false",
-        ]
+        base = _fake_judge(server)
         path, info = _fitted_calibration(tmp_path, base)
         assert info["pairs"]["near"] >= 1
         run = run_experiment(
@@ -238,7 +239,7 @@ def test_a_run_with_an_exam_calibration_reports_corrected_rates(tmp_path):
         plain = run_experiment(
             load_experiment(
                 DATA / "experiment.toml",
-                [f"judge.base_url={server.base_url}", "judge.model=fake", "failures.explain=false"],
+                _fake_judge(server),
             ),
             results_dir=tmp_path / "r",
             cache_dir=tmp_path / "c",
@@ -328,13 +329,8 @@ def test_a_calibration_fitted_on_another_judge_is_not_applied(tmp_path):
     judge: that judge's verdicts are then not cut, and its numbers not called trusted,
     with another judge's error rates."""
     with FakeOpenAI(_graded_like) as server:
-        base = [
-            f"judge.base_url={server.base_url}",
-            "judge.model=fake",
-            "failures.explain=false",
-        ]
-        path, _ = _fitted_calibration(tmp_path, base)
-        other = [*base[:1], "judge.model=another-model", *base[2:]]
+        path, _ = _fitted_calibration(tmp_path, _fake_judge(server))
+        other = _fake_judge(server, model="another-model")
         run = run_experiment(
             load_experiment(DATA / "experiment.toml", [*other, f"judge.calibration={path}"]),
             results_dir=tmp_path / "r",
