@@ -100,7 +100,7 @@ def _hard_beside(
     metrics: Mapping[int, Mapping[str, float]],
 ) -> str:
     """The objective's yes/no counterpart for these trials (first the one the sentence
-    is about) as ` (mrr@k 0.900 vs 0.875)`, or "" when it has none or it is unknown."""
+    is about) as `mrr@k 0.900 vs 0.875`, or "" when it has none or it is unknown."""
     hard = hard_twin(objective)
     if hard is None:
         return ""
@@ -110,7 +110,7 @@ def _hard_beside(
         if v is None:
             return ""
         values.append(_num(v))
-    return f" ({hard} {' vs '.join(values)})"
+    return f"{hard} {' vs '.join(values)}"
 
 
 def _reason(
@@ -125,7 +125,8 @@ def _reason(
     vb = _num((best.values or [0.0])[0])
     if rec.number == best.number:
         beside = _hard_beside(objective, [best], metrics)
-        head = f"trial {best.number} is recommended: it is the best ({objective} {vb}){beside}"
+        beside = f"; {beside}" if beside else ""
+        head = f"trial {best.number} is recommended: it is the best ({objective} {vb}{beside})"
         if ties:
             listed = ("trials " if len(ties) > 1 else "trial ") + ", ".join(str(n) for n in ties)
             return (
@@ -139,10 +140,11 @@ def _reason(
             )
         return f"{head} and no other complete trial could be compared with it"
     t = tests[rec.number]
+    beside = _hard_beside(objective, [rec, best], metrics)
     head = (
         f"trial {rec.number} is recommended: it cannot be told apart from the best (trial "
         f"{best.number}, {objective} {_num(t.value)} vs {vb}, Holm-adjusted p = {t.p_holm:.2f})"
-        f"{_hard_beside(objective, [rec, best], metrics)}"
+        + (f" ({beside})" if beside else "")
     )
     rc, rk, _ = cost_key(rec.params, metrics.get(rec.number, {}))
     bc, bk, _ = cost_key(best.params, metrics.get(best.number, {}))

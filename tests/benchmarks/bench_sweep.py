@@ -3,8 +3,10 @@
     make bench-sweep   (or: .venv/bin/python tests/benchmarks/bench_sweep.py [--trials N])
 
 Both sweeps share one fresh verdict/index cache (only the joined judge model is reused from
-the user's cache). The first judges lazily (each question stops once its objective is
-settled; the default of a sweep on mrr@k); the second is the same sweep judged completely
+the user's cache), and both decide on mrr@k: lazy judging needs a yes/no objective (the
+default objective, soft_mrr@k, reads every chunk's probability, so its sweep is judged
+completely, which is the second row's cost). The first judges lazily (each question
+stops once its objective is settled); the second is the same sweep judged completely
 (`judge.lazy=false`): on the shared cache it pays only the verdicts lazy judging skipped,
 so the calls without lazy judging are the two sweeps' calls together. Prints, per sweep:
 trials completed and pruned, judge calls, cache hits, distinct verdicts, the calls a tool
@@ -33,14 +35,15 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
     quiet()
-    config = load_experiment(args.experiment, args.set)
+    sets = ['sweep.objective=["mrr@k"]', *args.set]
+    config = load_experiment(args.experiment, sets)
     rows = []
     with tempfile.TemporaryDirectory(prefix="harness-bench-sweep-") as tmp:
         cache = fresh_cache(Path(tmp))
         paid = 0
         for label, lazy in (("lazy", "true"), ("complete", "false")):
             t0 = time.perf_counter()
-            swept = load_experiment(args.experiment, [*args.set, f"judge.lazy={lazy}"])
+            swept = load_experiment(args.experiment, [*sets, f"judge.lazy={lazy}"])
             log = run_sweep(
                 swept, results_dir=Path(tmp) / label, cache_dir=cache, trials=args.trials
             )
