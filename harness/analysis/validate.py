@@ -215,7 +215,10 @@ class _Labelled:
             lab = [qid for qid in shared if key in self.judge_q[qid] and key in self.human_q[qid]]
             if len(lab) >= 2 and all_j:
                 est, low, high = m.ppi_mean(
-                    all_j, [self.judge_q[q][key] for q in lab], [self.human_q[q][key] for q in lab]
+                    all_j,
+                    [self.judge_q[q][key] for q in lab],
+                    [self.human_q[q][key] for q in lab],
+                    bounds=(0.0, 1.0),  # hit rate and MRR are rates
                 )
                 out[key] = {
                     "judge_only": float(np.mean(all_j)),
@@ -249,7 +252,9 @@ def validate_run(
         raise HarnessError(f"--k: expected 1..{run_k} (the run's k), got {k}")
     seen = _Labelled(rel_cut, top, k, unjudged)
     labelled = 0
-    for q in run.questions:
+    # in question-id order: the log lists questions as they finished, and the bootstrap
+    # of kappa's interval must not depend on which finished first
+    for q in sorted(run.questions, key=lambda q: q.question.question_id):
         labels = qrels.get(q.question.question_id)
         if labels is not None:
             labelled += 1

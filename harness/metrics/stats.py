@@ -240,13 +240,17 @@ def ppi_mean(
     human_labelled: Sequence[float],
     *,
     confidence: float = 0.95,
+    bounds: tuple[float, float] | None = None,
 ) -> tuple[float, float, float]:
     """Prediction-powered estimate of a mean (Angelopoulos et al. 2023; as in ARES):
     theta = mean(judge over all N) + mean(human - judge over the n labelled), with the
     normal interval theta +- z * sqrt(var(judge_all) / N + var(human - judge) / n).
 
     The judge's systematic bias is measured on the labelled sample and removed; the
-    interval widens with the judge's disagreement. n < 2 raises ValueError.
+    interval widens with the judge's disagreement. With `bounds` (lo, hi), the range the
+    mean cannot leave (a rate: (0, 1)), the estimate and both ends are clipped to it: the
+    normal interval knows nothing of the range and can pass it with few labels. n < 2
+    raises ValueError.
     """
     from statistics import NormalDist, fmean, variance
 
@@ -258,7 +262,12 @@ def ppi_mean(
     var_all = variance(judge_all) if len(judge_all) > 1 else 0.0
     se = math.sqrt(var_all / len(judge_all) + variance(rect) / n)
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    return theta, theta - z * se, theta + z * se
+    lo, hi = bounds if bounds is not None else (-math.inf, math.inf)
+
+    def clip(x: float) -> float:
+        return min(max(x, lo), hi)
+
+    return clip(theta), clip(theta - z * se), clip(theta + z * se)
 
 
 CI_METRICS = tuple(name for name, m in METRICS.items() if m.interval)

@@ -283,3 +283,17 @@ def test_validate_sweep_ranks_on_the_sweeps_objective_with_the_hard_twin_beside(
 
     other = validate_sweep(_sweep_on(tmp_path / "hit", "hit_rate@k").sweep_dir, qrels)
     assert other["metric"] == "hit_rate" and other["hard"] is None
+
+
+def test_ppi_interval_of_a_rate_stays_inside_zero_to_one():
+    """With few labels the normal interval passes 1 (a judge that misses answers the
+    labels see everywhere); `bounds` keeps a rate's estimate and interval inside [0, 1]
+    and leaves an interval already inside it alone."""
+    judge = [0.0, 1.0, 0.0, 1.0, 0.0, 0.0]
+    human = [1.0] * 6
+    _, low, high = m.ppi_mean(judge, judge, human)
+    assert high > 1.0
+    est_b, low_b, high_b = m.ppi_mean(judge, judge, human, bounds=(0.0, 1.0))
+    assert (est_b, high_b) == (1.0, 1.0) and low_b == low
+    inside = m.ppi_mean([0.5, 0.4, 0.6, 0.5], [0.5, 0.4], [0.5, 0.5])
+    assert m.ppi_mean([0.5, 0.4, 0.6, 0.5], [0.5, 0.4], [0.5, 0.5], bounds=(0.0, 1.0)) == inside
