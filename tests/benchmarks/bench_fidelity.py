@@ -1,7 +1,8 @@
 """How faithful is each judging method to human labels? `make bench-fidelity`.
 
-For each collection in ../shared/data (TREC DL 2019, development half: graded 0-3 by NIST;
-CISI: binary) and each judge method (pointwise, graded, extractive, ensemble, criteria, and
+For each collection (in ../shared/data, TREC DL 2019, development half: graded 0-3 by
+NIST, and CISI: binary; in the repository, the quick-start's markdown handbook with its 40
+questions, labelled by their answer spans: see `handbook_qrels`) and each judge method (pointwise, graded, extractive, ensemble, criteria, and
 pointwise+fewshot4: the default mode shown four worked examples from a judge exam), with the
 packaged local judge: three retrievals of every question (no reranker, bm25 and hybrid
 over the dense top fetch_k), each judged at k = 4, which gives 12 configurations (k = 1..4
@@ -26,7 +27,7 @@ Labels: relevant = grade >= 1, complete = grade >= 2 (binary CISI: complete = re
 A retrieved passage the labels do not grade for that question is skipped on TREC (the
 pool is judged) and counted irrelevant on CISI (TREC's convention for sparse labels).
 
-    python tests/benchmarks/bench_fidelity.py [--collections trec-dl-2019-dev,cisi]
+    python tests/benchmarks/bench_fidelity.py [--collections trec-dl-2019-dev,cisi,handbook]
         [--methods pointwise,graded,extractive,ensemble,criteria,pointwise+fewshot4]
         [--questions N] [--prepare-only] [--exam-calibration]
 """
@@ -46,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from harness.analysis import fit_platt, injection_check, read_qrels, validate_run
 from harness.analysis.calibrate import labelled_hits
-from harness.analysis.validate import Qrels
+from harness.analysis.validate import Qrels, max_grade
 from harness.config import parse_experiment
 from harness.judge import open_judge
 from harness.log import RunLog
@@ -58,10 +59,15 @@ DATA = ROOT.parent / "shared" / "data"
 RERANKERS = ("none", "bm25", "hybrid")
 K = 4
 SETTINGS = {
-    # passages of one or two sentences; abstracts of up to ~2,000 characters
+    # passages of one or two sentences; abstracts of up to ~2,000 characters; the
+    # quick-start's markdown handbook at the quick-start's chunking
     "trec-dl-2019-dev": {"chunk_size": 2000, "limit": 22, "unjudged": "skip"},
     "cisi": {"chunk_size": 1200, "limit": 12, "unjudged": "irrelevant"},
+    "handbook": {"chunk_size": 800, "limit": 40, "unjudged": "irrelevant"},
 }
+HANDBOOK = "handbook"
+"""The collection in the repository: the quick-start's handbook and its 40 questions,
+labelled by their answer spans (`handbook_qrels`) rather than a qrels file."""
 
 
 METHODS = "pointwise,graded,extractive,ensemble,criteria,pointwise+fewshot4"
@@ -85,6 +91,8 @@ def exam_for(collection: str, shared: Path, cache: Path) -> Path:
     from harness.generate.pipeline import generate_questions
     from harness.generate.writer import output_paths
 
+    if collection == HANDBOOK:  # the quick-start's own exam, in the repository
+        return ROOT / "questions" / "handbook-generated.exam.jsonl"
     out = shared / "exams" / f"{collection}.jsonl"
     exam = output_paths(out)["exam"]
     if not exam.is_file():
@@ -105,14 +113,20 @@ def experiment(
     if few_shot:
         assert exam is not None, "a few-shot method needs the collection's exam"
         judge.update(few_shot=few_shot, exam=str(exam))
-    data = {
-        "name": f"fidelity-{collection}-{reranker}-{method}",
-        "corpus": {"sources": [str(folder / "corpus.jsonl")]},
-        "questions": {
+    if collection == HANDBOOK:
+        corpus = str(ROOT / "experiments" / "handbook")
+        questions = {"file": str(ROOT / "questions" / "handbook.jsonl"), "limit": limit}
+    else:
+        corpus = str(folder / "corpus.jsonl")
+        questions = {
             "file": str(folder / "queries.jsonl"),
             "qrels": str(folder / "qrels.tsv"),
             "limit": limit,
-        },
+        }
+    data = {
+        "name": f"fidelity-{collection}-{reranker}-{method}",
+        "corpus": {"sources": [corpus]},
+        "questions": questions,
         "chunking": {"chunk_size": s["chunk_size"], "chunk_overlap": 100},
         "retrieval": {"k": K, "reranker": reranker, "fetch_k": 20},
         "judge": judge,
@@ -120,6 +134,40 @@ def experiment(
         "failures": {"explain": False},
     }
     return parse_experiment(data, str(ROOT / "experiments" / "fidelity.toml"))
+
+
+def handbook_qrels(runs: list[RunLog]) -> Qrels:
+    """Chunk-level labels of the handbook runs from the questions' answer spans: 2
+    (relevant and complete) for a chunk overlapping the span that answers, 1 (relevant)
+    for one overlapping the markdown section holding it (from its heading to the next
+    heading of any level), 0 for any other chunk and every chunk of an unanswerable
+    question."""
+    import re
+
+    from harness.corpus.load import load_documents
+    from harness.metrics.source import overlaps
+    from harness.types import SourceSpan
+
+    docs = {d.doc_id: d.text for d in load_documents([str(ROOT / "experiments" / "handbook")])}
+    heading = re.compile(r"^#{1,6} ", re.M)
+
+    def section(span: SourceSpan) -> SourceSpan:
+        text = docs[span.doc_id]
+        starts = [m.start() for m in heading.finditer(text)]
+        start = max((s for s in starts if s <= span.start), default=0)
+        end = min((s for s in starts if s >= span.end), default=len(text))
+        return SourceSpan(doc_id=span.doc_id, start=start, end=end)
+
+    qrels: Qrels = {}
+    for run in runs:
+        for q in run.questions:
+            spans = q.question.source
+            labels = qrels.setdefault(q.question.question_id, {})
+            for h in q.hits:
+                answer = any(overlaps(h.chunk, s) for s in spans)
+                near = any(overlaps(h.chunk, section(s)) for s in spans)
+                labels[h.chunk.chunk_id] = 2 if answer else 1 if near else 0
+    return qrels
 
 
 def pairs_of(runs: list[RunLog], qrels: Qrels, unjudged: str) -> list[tuple[Any, int]]:
@@ -190,9 +238,9 @@ def measure(
 ) -> list[list[Any]]:
     """The table rows of one collection."""
     folder = DATA / collection
-    qrels = read_qrels(folder / "qrels.tsv")
+    qrels = {} if collection == HANDBOOK else read_qrels(folder / "qrels.tsv")
     unjudged = SETTINGS[collection]["unjudged"]
-    complete_cut = min(2, max(g for q in qrels.values() for g in q.values()))
+    complete_cut = 2 if collection == HANDBOOK else min(2, max_grade(qrels))
     rows: list[list[Any]] = []
     base = experiment(collection, "none", "pointwise", limit)
     with tempfile.TemporaryDirectory() as tmp, open_judge(base.judge, cache_dir=cache) as judge:
@@ -211,6 +259,8 @@ def measure(
                     )
                 )
             seconds = time.perf_counter() - t0
+            if collection == HANDBOOK:
+                qrels = handbook_qrels(runs)
             calls = sum(int(r.header.stats.get("judge_calls", 0)) for r in runs)
             pairs = pairs_of(runs, qrels, unjudged)
             # 12 configurations: each run at k = 1..4
@@ -328,7 +378,7 @@ def bench_cache(tmp: Path, shared: Path) -> Path:
 def main() -> None:
     """Measure and print the table (or only build the indexes, with --prepare-only)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--collections", default="trec-dl-2019-dev,cisi")
+    parser.add_argument("--collections", default="trec-dl-2019-dev,cisi,handbook")
     parser.add_argument("--methods", default=METHODS)
     parser.add_argument("--questions", type=int, default=0, help="per collection (0: default)")
     parser.add_argument("--prepare-only", action="store_true", help="embed and index only")
@@ -348,10 +398,10 @@ def main() -> None:
     quiet()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     collections = [c for c in args.collections.split(",") if c]
-    missing = [c for c in collections if not (DATA / c / "qrels.tsv").is_file()]
+    missing = [c for c in collections if c != HANDBOOK and not (DATA / c / "qrels.tsv").is_file()]
     if missing:
-        print(f"bench-fidelity: no labelled data at {DATA} for {missing}; nothing measured")
-        return
+        print(f"bench-fidelity: no labelled data at {DATA} for {missing}; left out")
+        collections = [c for c in collections if c not in missing]
     shared = default_cache_dir()  # indexes and embeddings are reused across invocations
     rows: list[list[Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
