@@ -2,7 +2,8 @@
 
 For each collection (in ../shared/data, TREC DL 2019, development half: graded 0-3 by
 NIST, and CISI: binary; in the repository, the quick-start's markdown handbook with its 40
-questions, labelled by their answer spans: see `handbook_qrels`) and each judge method (pointwise, graded, extractive, ensemble, criteria, and
+questions, labelled by their answer spans: see `handbook_qrels`) and each judge method
+(pointwise, graded, extractive, ensemble, criteria, and
 pointwise+fewshot4: the default mode shown four worked examples from a judge exam), with the
 packaged local judge: three retrievals of every question (no reranker, bm25 and hybrid
 over the dense top fetch_k), each judged at k = 4, which gives 12 configurations (k = 1..4
@@ -26,6 +27,7 @@ generation is not in the method's calls or seconds).
 Labels: relevant = grade >= 1, complete = grade >= 2 (binary CISI: complete = relevant).
 A retrieved passage the labels do not grade for that question is skipped on TREC (the
 pool is judged) and counted irrelevant on CISI (TREC's convention for sparse labels).
+The handbook's labels are graded from the answer spans (`handbook_qrels`).
 
     python tests/benchmarks/bench_fidelity.py [--collections trec-dl-2019-dev,cisi,handbook]
         [--methods pointwise,graded,extractive,ensemble,criteria,pointwise+fewshot4]
