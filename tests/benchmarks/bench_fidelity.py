@@ -150,24 +150,28 @@ def handbook_qrels(runs: list[RunLog]) -> Qrels:
     from harness.metrics.source import overlaps
     from harness.types import SourceSpan
 
-    docs = {d.doc_id: d.text for d in load_documents([str(ROOT / "experiments" / "handbook")])}
     heading = re.compile(r"^#{1,6} ", re.M)
+    # per document: where its headings start, and its length
+    outline = {
+        d.doc_id: ([m.start() for m in heading.finditer(d.text)], len(d.text))
+        for d in load_documents([str(ROOT / "experiments" / "handbook")])
+    }
 
     def section(span: SourceSpan) -> SourceSpan:
-        text = docs[span.doc_id]
-        starts = [m.start() for m in heading.finditer(text)]
+        starts, length = outline[span.doc_id]
         start = max((s for s in starts if s <= span.start), default=0)
-        end = min((s for s in starts if s >= span.end), default=len(text))
+        end = min((s for s in starts if s >= span.end), default=length)
         return SourceSpan(doc_id=span.doc_id, start=start, end=end)
 
     qrels: Qrels = {}
     for run in runs:
         for q in run.questions:
             spans = q.question.source
+            sections = [section(s) for s in spans]
             labels = qrels.setdefault(q.question.question_id, {})
             for h in q.hits:
                 answer = any(overlaps(h.chunk, s) for s in spans)
-                near = any(overlaps(h.chunk, section(s)) for s in spans)
+                near = any(overlaps(h.chunk, s) for s in sections)
                 labels[h.chunk.chunk_id] = 2 if answer else 1 if near else 0
     return qrels
 
