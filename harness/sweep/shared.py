@@ -36,6 +36,7 @@ import signal
 import subprocess
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -116,7 +117,8 @@ def check_shareable(url: str | None, workers: int) -> None:
 
 
 class SlotLock:
-    """The sweep's slot lock: held from counting the trials until a new one is running.
+    """The sweep's slot lock: held from counting the trials until a new one is running
+    with its settings chosen (so no two workers' samplers choose without seeing each other).
 
     A PostgreSQL session advisory lock keyed by the sweep's name, or an exclusive lock on
     the sweep folder's `.slots.lock` file. `release` may be called when not held."""
@@ -228,14 +230,20 @@ def run_budget(
 ) -> None:
     """Run trials of `study` until `budget` of them are finished between all workers.
 
-    `objective` must call `lock.release()` as it starts (the trial is then running in the
-    study, so other workers count it). `reap_local`: fail the trials of dead workers of
+    `objective` must call `lock.release()` once its trial's settings are suggested (the
+    trial is then running in the study with them, so other workers count it and their
+    samplers see what it took). `reap_local`: fail the trials of dead workers of
     this host (for a storage without heartbeat)."""
     while True:
-        optuna.storages.fail_stale_trials(study)
         wait = False
         lock.acquire()
         try:
+            # Under the lock: between a dead worker's trial failing and its settings being
+            # queued again, another worker's grid would take them as done and, with the
+            # rest taken, draw a setting twice.
+            with warnings.catch_warnings():  # experimental in Optuna, used as Optuna does
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                optuna.storages.fail_stale_trials(study)
             if reap_local:
                 fail_dead_local(study, on_stale)
             trials = study.get_trials(deepcopy=False)

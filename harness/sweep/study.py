@@ -269,12 +269,17 @@ class _Sweep:
 
     def objective(self, trial: optuna.Trial) -> float | list[float]:
         """Run one trial; its record is logged however it ends."""
-        if self.slots is not None:  # the trial is running in the study: others count it
-            self.slots.release()
+        if self.slots is not None:
             trial.set_user_attr(shared.WORKER_ATTR, shared.worker_name())
         end = _TrialEnd(trial.number, self.dir / "trials" / str(trial.number))
         try:
-            end.params = self.space.suggest(trial)
+            try:
+                end.params = self.space.suggest(trial)
+            finally:
+                # The trial runs in the study with its settings: other workers count it,
+                # and their samplers see what it took (a grid does not visit it twice).
+                if self.slots is not None:
+                    self.slots.release()
             values = self._run_trial(trial, end)
             return values[0] if len(values) == 1 else values
         except KeyboardInterrupt:

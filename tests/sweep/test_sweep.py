@@ -401,3 +401,60 @@ def test_a_bad_calibration_stops_a_sweep_before_its_folder(tmp_path):
     assert proc.returncode == 2
     assert_user_error(proc, str(path), "criteria.complete.a")
     assert not results.exists() or not any(results.iterdir())
+
+
+def test_a_shared_worker_lets_the_next_sample_only_once_its_trial_has_settings(
+    tmp_path, monkeypatch
+):
+    """The slot lock is released after the trial's settings are in the study. A worker
+    sampling while another's running trial had none yet could take the same grid point
+    (a shared grid of 12 once finished with 11 settings)."""
+    from harness.sweep import shared, study
+
+    config = load_experiment(SWEEP, ["sweep.sampler=grid", "sweep.trials=4"])
+    running_at_release: list[list[dict]] = []
+
+    class WatchedLock(shared.SlotLock):
+        def __init__(self, url: str, name: str, sweep_dir: Path) -> None:
+            super().__init__(url, name, sweep_dir)
+            self.name, self.storage = name, shared.journal_storage(sweep_dir)
+
+        def release(self) -> None:
+            if self._held:
+                s = optuna.load_study(
+                    study_name=self.name,
+                    storage=shared.optuna_storage(
+                        self.storage, heartbeat_s=60, on_stale=lambda *_: None
+                    ),
+                )
+                running = s.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+                running_at_release.append([t.params for t in running])
+            super().release()
+
+    def one_worker_here(sweep, worker_argv, workers, remaining):
+        run_sweep(
+            config,
+            results_dir=tmp_path,
+            cache_dir=tmp_path / "cache",
+            join=sweep.dir.name,
+            judge=ScriptedJudge(),
+        )
+
+    monkeypatch.setattr(shared, "SlotLock", WatchedLock)
+    monkeypatch.setattr(study, "_run_local_workers", one_worker_here)
+    log = run_sweep(
+        config,
+        results_dir=tmp_path,
+        cache_dir=tmp_path / "cache",
+        workers=2,
+        worker_argv=lambda name: [],
+        judge=ScriptedJudge(),
+    )
+    assert log.summary.status == "done"
+    # each trial's start let the lock go with the trial running, and its settings chosen
+    # (the last release ends the budget's count, with nothing running)
+    assert running_at_release[-1] == []
+    assert len(running_at_release[:-1]) == 4
+    assert all(len(r) == 1 and r[0] for r in running_at_release[:-1])
+    finished = [json.dumps(t.params, sort_keys=True) for t in log.trials]
+    assert len(finished) == len(set(finished)) == 4
