@@ -105,7 +105,7 @@ class ChatJudge(BaseJudge):
     def __init__(
         self,
         *,
-        base_url: str,
+        base_url: str | Callable[[], str],
         model: str,
         api_key: str,
         reasons: bool = False,
@@ -151,7 +151,7 @@ class ChatJudge(BaseJudge):
             max_reply_bytes=max_reply_bytes,
             slots=slots,
         )
-        self.base_url, self.model, self.reasons = base_url, model, reasons
+        self.model, self.reasons = model, reasons
         self.temperature = temperature
         self.max_tokens = 60 if reasons else 2
         # llama.cpp servers accept a GBNF grammar that makes a malformed answer impossible;
@@ -168,7 +168,8 @@ class ChatJudge(BaseJudge):
         self.spec = ComponentSpec(
             name="openai-chat",
             args={
-                "base_url": redact_url(base_url),  # the spec is logged: no password in it
+                # the spec is logged: no password in it
+                "base_url": redact_url(self.client.base_url),
                 **self._answer_settings(),
                 "prompt_variant": variant,
                 **self._graded_settings(),

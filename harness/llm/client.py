@@ -93,6 +93,9 @@ class ChatFailed(Exception):
         self.cost = cost
 
 
+ON_DEMAND_LABEL = "http://127.0.0.1 (local judge, started on first request)"
+"""A client's `base_url` (and its judge's logged spec) while its local server is not yet
+started: the port is chosen when it starts."""
 MAX_REPLY_BYTES = 1_000_000
 """The default cap on a reply body, decoded (judge.max_reply_bytes): a judge's answer is a
 few tokens, a generated question set a few kilobytes."""
@@ -124,7 +127,7 @@ class ChatClient:
     def __init__(
         self,
         *,
-        base_url: str,
+        base_url: str | Callable[[], str],
         model: str,
         api_key: str,
         temperature: float = 0.0,
@@ -145,9 +148,15 @@ class ChatClient:
         the slot's prompt cache holds what that worker asked last: the task and the
         passage it is grading.
         `retry_cap_s` caps our own backoff; a server's Retry-After is honoured up to
-        `max_retry_after_s`, and a longer one stops the run (`JudgeUnavailable`)."""
+        `max_retry_after_s`, and a longer one stops the run (`JudgeUnavailable`).
+        `base_url` may be a function giving it, called (off the event loop) by the first
+        request: a local server started on demand (`harness.llm.local.OnDemandServer`)."""
         remember(api_key)  # an endpoint may echo it in an error body
-        remember_url(base_url)
+        self._start: Callable[[], str] | None = None
+        if callable(base_url):
+            self._start, base_url = base_url, ON_DEMAND_LABEL
+        else:
+            remember_url(base_url)
         self.base_url = base_url
         self.model = model
         self.temperature = temperature
@@ -168,8 +177,8 @@ class ChatClient:
         keeps failing is that call's error, not an unreachable endpoint."""
         self._api_key = api_key
         self._sdk_client: Any = None
-        self._sdk_lock = threading.Lock()
-        self._url = completions_url(base_url)
+        self._lazy_lock = threading.Lock()  # what is made on first use: SDK client, URL
+        self._url = "" if self._start else completions_url(base_url)
         self._headers = {
             "Authorization": f"Bearer {api_key or 'not-needed'}",
             "Content-Type": "application/json",
@@ -219,7 +228,7 @@ class ChatClient:
         the same) and serves the Files and Batches endpoints; requests are posted by
         `_post`. Importing the SDK and making its client take ~0.8 s of CPU, which a run
         whose calls all succeed never pays."""
-        with self._sdk_lock:
+        with self._lazy_lock:
             if self._sdk_client is None:
                 import openai
 
@@ -394,12 +403,23 @@ class ChatClient:
             aio.on_exit(self._session.close)
         return self._session
 
+    def _started(self) -> None:
+        """Start the server of an on-demand `base_url` (once: requests arriving meanwhile
+        wait for it) and send the requests to it from now on."""
+        assert self._start is not None
+        with self._lazy_lock:
+            if not self._url:
+                url = self._start()
+                self.base_url, self._url = url, completions_url(url)
+
     async def _post(self, body: dict[str, Any], max_tokens: int) -> Completion:
         """One request, over within `timeout_s` (a server dripping bytes included): JSON
         in, JSON out, the SDK's exception types for HTTP errors, dropped connections and
         timeouts; `MalformedReply` for a 200 that is no usable chat completion."""
         import aiohttp
 
+        if not self._url:
+            await asyncio.to_thread(self._started)
         session = self._open_session()
         try:
             async with asyncio.timeout(self.timeout_s):

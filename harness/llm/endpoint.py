@@ -16,12 +16,15 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.config import ExperimentConfig, JudgeConfig, RetrievalConfig
 from harness.errors import ConfigError
 from harness.llm.ratelimit import RateLimiter
 from harness.secrets import read_key, redact_url
+
+if TYPE_CHECKING:
+    from harness.llm.local import OnDemandServer
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """Where a model name without a base URL is asked."""
@@ -72,10 +75,20 @@ class Endpoint:
     def serve(self, *, parallel: int = 4, log_dir: Path | None = None) -> Iterator[str]:
         """The base URL to send requests to while the context lasts: the endpoint's own,
         or a llama.cpp server started for the local model (stopped on exit)."""
+        with self.serve_on_demand(parallel=parallel, log_dir=log_dir) as url:
+            yield url if isinstance(url, str) else url()
+
+    @contextlib.contextmanager
+    def serve_on_demand(
+        self, *, parallel: int = 4, log_dir: Path | None = None
+    ) -> Iterator[str | OnDemandServer]:
+        """`serve`, but the local model's server starts only when the returned
+        `OnDemandServer` is first called (by the first request that is not cached); an
+        endpoint's own URL is given as it is."""
         if self.local_model is None:
             yield self.base_url or DEFAULT_BASE_URL
             return
-        from harness.llm.local import LlamaServer
+        from harness.llm.local import LlamaServer, OnDemandServer
 
         server = LlamaServer(
             self.local_model,
@@ -83,8 +96,8 @@ class Endpoint:
             parallel=parallel,
             log_path=(log_dir / "llama-server.log") if log_dir else None,
         )
-        with server:
-            yield server.base_url
+        with OnDemandServer(server) as on_demand:
+            yield on_demand
 
 
 def _judge_url_and_model(config: JudgeConfig) -> tuple[str, str]:

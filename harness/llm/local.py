@@ -332,3 +332,35 @@ class LlamaServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class OnDemandServer:
+    """A `LlamaServer` started by the first request that needs it, not before: a run whose
+    verdicts are all cached never waits for the model to load (about 3 s of a 6 s rerun of
+    the quick-start). Call it for the base URL (the first call starts the server, other
+    threads wait for it); a context manager that stops the server if it was started."""
+
+    def __init__(self, server: LlamaServer) -> None:
+        self._server = server
+        self._lock = threading.Lock()
+        self._url: str | None = None
+
+    @property
+    def started(self) -> bool:
+        """Whether a request has started the server."""
+        return self._url is not None
+
+    def __call__(self) -> str:
+        """The running server's base URL, starting it on the first call."""
+        with self._lock:
+            if self._url is None:
+                self._server.start()
+                self._url = self._server.base_url
+            return self._url
+
+    def __enter__(self) -> OnDemandServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._server.stop()

@@ -223,6 +223,10 @@ def test_real_local_judge_run_show_and_rerun(tmp_path):
     # Only verdicts that failed the first time are paid for again (each may be re-asked once).
     assert second["stats"]["judge_calls"] <= 2 * out["stats"]["judge_errors"]
     assert second["stats"]["judge_cache_hits"] > 0
+    # the local server starts for the verdicts the rerun asks again, and only then
+    started = "starting local judge" in again.stderr
+    assert started == (second["stats"]["judge_calls"] > 0), again.stderr
+    assert (Path(second["run_dir"]) / "llama-server.log").is_file() == started
 
     show = harness("show", str(run_dir))
     assert show.returncode == 0, show.stderr

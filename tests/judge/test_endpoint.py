@@ -349,3 +349,50 @@ def test_dry_run_with_a_paid_embedder_embeds_nothing_and_bounds_questions_x_k(tm
     assert est["questions"] == 4 and est["pairs"] == 4 * 3
     assert est["judge_calls_min"] == 12 and est["judge_calls_max"] == 24
     assert not (tmp_path / "embeddings.sqlite").exists()  # nothing was embedded
+
+
+def test_a_judge_served_on_demand_starts_its_server_on_the_first_uncached_request(tmp_path):
+    """The local judge's server starts only when a verdict is not cached (a rerun of a
+    cached run never waits for the model to load), once, however many ask at once."""
+    from harness.llm.client import ON_DEMAND_LABEL
+    from harness.stores import VerdictCache
+
+    starts: list[float] = []
+    with FakeOpenAI(lambda n, prompt: Act(text="yes")) as server:
+
+        def start() -> str:
+            starts.append(time.monotonic())
+            time.sleep(0.2)  # a server loading its model: the others wait for it
+            return server.base_url
+
+        def on_demand_judge() -> ChatJudge:
+            return ChatJudge(base_url=start, model="fake", api_key="", concurrency=8)
+
+        judge = on_demand_judge()
+        assert judge.spec.args["base_url"] == ON_DEMAND_LABEL
+        cache = VerdictCache(tmp_path / "verdicts.sqlite")
+        try:
+            first = judge_pairs(
+                PAIRS,
+                judge,
+                criteria=CriteriaConfig(),
+                cache=cache,
+                stats=JudgeStats(),
+                concurrency=8,
+            )
+            assert len(starts) == 1 and server.requests == 2 * len(PAIRS)
+            assert all(v.error is None and v.relevant.value for v in first)
+            assert judge.client.base_url == server.base_url  # errors name the real URL
+
+            again = judge_pairs(
+                PAIRS,
+                on_demand_judge(),
+                criteria=CriteriaConfig(),
+                cache=cache,
+                stats=JudgeStats(),
+                concurrency=8,
+            )
+        finally:
+            cache.close()
+    assert len(starts) == 1  # every verdict cached: the second judge never started one
+    assert [v.relevant.value for v in again] == [v.relevant.value for v in first]

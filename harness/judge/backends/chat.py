@@ -91,10 +91,10 @@ def open(
     config: JudgeConfig, *, cache_dir: Path, log_dir: Path | None = None
 ) -> Iterator[ChatJudge]:
     """The judge, ready to grade: an endpoint, or the local model served on 127.0.0.1
-    (stopped on exit)."""
+    from its first request that is not cached (stopped on exit)."""
     endpoint = judge_endpoint(config, cache_dir)
     settings = _settings(config, endpoint)
-    with endpoint.serve(parallel=config.local_slots, log_dir=log_dir) as base_url:
+    with endpoint.serve_on_demand(parallel=config.local_slots, log_dir=log_dir) as base_url:
         # a local server's slots keep the prompt just read: each worker gets a slot of its
         # own and judges a chunk's pairs back to back on it
         extra: dict[str, Any] = (
