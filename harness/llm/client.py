@@ -305,6 +305,8 @@ class ChatClient:
         body = self.request_body(
             messages, max_tokens=max_tokens, grammar=grammar, top_logprobs=top_logprobs
         )
+        if not self._url:  # a local server started on demand: before the call's clock
+            await asyncio.to_thread(self._started)
         cost = Cost()
         while True:
             if self.limiter is not None:
@@ -314,6 +316,7 @@ class ChatClient:
             try:
                 text, tokens, prompt_tokens, completion_tokens = await self._post(body, max_tokens)
             except Exception as exc:  # what to do about it is `_failed_attempt`'s to say
+                await self._load_sdk()
                 cost, wait = self._failed_attempt(exc, body, cost)
                 if wait is not None:
                     await self._wait(wait)
@@ -412,14 +415,19 @@ class ChatClient:
                 url = self._start()
                 self.base_url, self._url = url, completions_url(url)
 
+    async def _load_sdk(self) -> None:
+        """Import the SDK and make its client (`_sdk`) off the event loop, once: on the
+        loop, its ~0.8 s of imports stalled every request in flight, and with a short
+        `timeout_s` made answers already on their way time out."""
+        if self._sdk_client is None:
+            await asyncio.to_thread(lambda: self._sdk)
+
     async def _post(self, body: dict[str, Any], max_tokens: int) -> Completion:
         """One request, over within `timeout_s` (a server dripping bytes included): JSON
         in, JSON out, the SDK's exception types for HTTP errors, dropped connections and
         timeouts; `MalformedReply` for a 200 that is no usable chat completion."""
         import aiohttp
 
-        if not self._url:
-            await asyncio.to_thread(self._started)
         session = self._open_session()
         try:
             async with asyncio.timeout(self.timeout_s):
@@ -429,10 +437,13 @@ class ChatClient:
                     raw, cut = await _read_body(resp, self.max_reply_bytes)
                     headers = list(resp.headers.items()) if status >= 300 else []
         except TimeoutError:
+            await self._load_sdk()
             raise _sdk_error("APITimeoutError", self._url) from None
         except aiohttp.ClientError:
+            await self._load_sdk()
             raise _sdk_error("APIConnectionError", self._url) from None
         if status >= 300:  # the body, cut or not, is only read for its message
+            await self._load_sdk()
             import httpx2
 
             headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]

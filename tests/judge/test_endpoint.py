@@ -396,3 +396,35 @@ def test_a_judge_served_on_demand_starts_its_server_on_the_first_uncached_reques
             cache.close()
     assert len(starts) == 1  # every verdict cached: the second judge never started one
     assert [v.relevant.value for v in again] == [v.relevant.value for v in first]
+
+
+def test_the_first_failure_loads_the_sdk_without_stalling_the_requests_in_flight():
+    """In a fresh process the first failed request imports the OpenAI SDK (~0.8 s of CPU).
+    On the event loop that stalled every request in flight past a short timeout: answers
+    the endpoint had sent were dropped and paid again. Off the loop, none is."""
+    script = """
+import sys
+from harness.config import CriteriaConfig
+from harness.judge import ChatJudge, JudgeStats, judge_pairs
+from harness.testing import Act, FakeOpenAI
+assert "openai" not in sys.modules
+def behave(n, prompt):
+    return Act("500") if n == 3 else Act(text="yes")
+pairs = [(f"question {i}?", f"passage {i}") for i in range(16)]
+with FakeOpenAI(behave) as server:
+    judge = ChatJudge(base_url=server.base_url, model="fake", api_key="", timeout_s=0.3,
+                      max_retries=2, retry_base_s=0.01)
+    judge_pairs(pairs, judge, criteria=CriteriaConfig(), cache=None, stats=JudgeStats(),
+                concurrency=8)
+print(server.answered, server.requests)
+"""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    answered, requests = map(int, proc.stdout.split())
+    # each pair's two criteria answered once; one request failed and was asked again
+    assert (answered, requests) == (2 * 16, 2 * 16 + 1)
