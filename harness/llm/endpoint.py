@@ -46,6 +46,10 @@ class Endpoint:
     """The local model as configured (a packaged name or a .gguf path)."""
     sha256: str = ""
     """The local model file's sha256."""
+    verified: bool = True
+    """Whether the local model file was read and its sha256 checked: a packaged model's
+    is checked only when its server starts (`serve_on_demand`), so a run whose verdicts
+    are all cached never reads the 1 GB file."""
     requests_per_minute: float = 0
     tokens_per_minute: float = 0
 
@@ -88,15 +92,17 @@ class Endpoint:
         if self.local_model is None:
             yield self.base_url or DEFAULT_BASE_URL
             return
-        from harness.llm.local import LlamaServer, OnDemandServer
+        from harness.llm.local import LlamaServer, OnDemandServer, verify_model_file
 
+        path, sha256 = self.local_model, self.sha256
         server = LlamaServer(
-            self.local_model,
+            path,
             alias=self.model,
             parallel=parallel,
             log_path=(log_dir / "llama-server.log") if log_dir else None,
         )
-        with OnDemandServer(server) as on_demand:
+        check = None if self.verified else (lambda: verify_model_file(path, sha256))
+        with OnDemandServer(server, check) as on_demand:
             yield on_demand
 
 
@@ -119,7 +125,8 @@ def check_judge_endpoint(config: JudgeConfig, where: str) -> None:
 
 def judge_endpoint(config: JudgeConfig, cache_dir: Path) -> Endpoint:
     """The judge's endpoint: `judge.base_url`/`model` (or HARNESS_JUDGE_BASE_URL /
-    HARNESS_JUDGE_MODEL), else the packaged local model (verified against its sha256)."""
+    HARNESS_JUDGE_MODEL), else the packaged local model (its file verified against its
+    sha256 when its server starts)."""
     base_url, model = _judge_url_and_model(config)
     limits: dict[str, Any] = {
         "requests_per_minute": config.requests_per_minute,
@@ -128,9 +135,9 @@ def judge_endpoint(config: JudgeConfig, cache_dir: Path) -> Endpoint:
     if base_url or model:
         check_judge_endpoint(config, "")
         return Endpoint(base_url or DEFAULT_BASE_URL, model, config.api_key_env, **limits)
-    from harness.llm.local import resolve_model
+    from harness.llm.local import PACKAGED_MODELS, resolve_model
 
-    path, sha = resolve_model(config.local_model, cache_dir)
+    path, sha = resolve_model(config.local_model, cache_dir, verify=False)
     name = config.local_model
     return Endpoint(
         None,
@@ -139,6 +146,7 @@ def judge_endpoint(config: JudgeConfig, cache_dir: Path) -> Endpoint:
         local_model=path,
         local_name=name,
         sha256=sha,
+        verified=config.local_model not in PACKAGED_MODELS,  # a path's hash was just read
         **limits,
     )
 

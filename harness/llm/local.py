@@ -82,11 +82,16 @@ def verify_model_file(path: str | os.PathLike[str], expected_sha256: str) -> Non
         )
 
 
-def resolve_model(name_or_path: str, cache_dir: str | os.PathLike[str]) -> tuple[Path, str]:
+def resolve_model(
+    name_or_path: str, cache_dir: str | os.PathLike[str], *, verify: bool = True
+) -> tuple[Path, str]:
     """(path of a verified .gguf file, its sha256) for a packaged model name or a path.
 
-    Multi-part models are joined once into `cache_dir/models/`; every call verifies the
-    file's sha256 (about 2 s for 1 GB) so a corrupted file is never loaded.
+    Multi-part models are joined once into `cache_dir/models/` (verified as they are
+    joined). Every call verifies the file's sha256 (about 2 s for 1 GB) so a corrupted
+    file is never loaded; `verify=False` leaves that to the caller, who must call
+    `verify_model_file` before loading it (a packaged model's sha256 is known without
+    reading the file; a path's is read either way).
     """
     if name_or_path not in PACKAGED_MODELS:
         path = Path(name_or_path).expanduser()
@@ -103,7 +108,9 @@ def resolve_model(name_or_path: str, cache_dir: str | os.PathLike[str]) -> tuple
         path = Path(cache_dir) / "models" / model.filename
         if not path.is_file():
             _join_parts([_package_dir(p, model.name) for p in model.parts], path, model)
-    verify_model_file(path, model.sha256)
+            verify = False  # just verified
+    if verify:
+        verify_model_file(path, model.sha256)
     return path, model.sha256
 
 
@@ -340,8 +347,11 @@ class OnDemandServer:
     the quick-start). Call it for the base URL (the first call starts the server, other
     threads wait for it); a context manager that stops the server if it was started."""
 
-    def __init__(self, server: LlamaServer) -> None:
+    def __init__(self, server: LlamaServer, check: Callable[[], None] | None = None) -> None:
+        """`check` runs before the server starts (the model file's hash, left unread
+        until the model is needed); what it raises stops the start."""
         self._server = server
+        self._check = check
         self._lock = threading.Lock()
         self._url: str | None = None
 
@@ -354,6 +364,8 @@ class OnDemandServer:
         """The running server's base URL, starting it on the first call."""
         with self._lock:
             if self._url is None:
+                if self._check is not None:
+                    self._check()
                 self._server.start()
                 self._url = self._server.base_url
             return self._url

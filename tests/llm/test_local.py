@@ -98,3 +98,42 @@ def test_a_port_taken_before_the_server_binds_it_costs_a_retry(smollm_path, monk
     finally:
         server.stop()
         squatter.close()
+
+
+def test_an_on_demand_server_checks_its_model_then_starts_once_and_only_when_called():
+    """The model file's hash is read when the server must start, not before: a run whose
+    verdicts are all cached reads neither; a failed check stops the start, every time."""
+    events: list[str] = []
+
+    class Server:
+        base_url = "http://127.0.0.1:1/v1"
+
+        def start(self):
+            events.append("start")
+
+        def stop(self):
+            events.append("stop")
+
+    def check():
+        events.append("check")
+
+    with local.OnDemandServer(Server(), check) as idle:  # type: ignore[arg-type]
+        assert not idle.started
+    assert events == ["stop"]  # never called: nothing checked or started
+
+    events.clear()
+    with local.OnDemandServer(Server(), check) as served:  # type: ignore[arg-type]
+        assert served() == served() == Server.base_url
+        assert served.started
+    assert events == ["check", "start", "stop"]
+
+    def corrupt():
+        raise local.ModelFileError("model.gguf: sha256 is 00, expected 11")
+
+    events.clear()
+    with local.OnDemandServer(Server(), corrupt) as refused:  # type: ignore[arg-type]
+        for _ in range(2):
+            with pytest.raises(local.ModelFileError, match="sha256"):
+                refused()
+        assert not refused.started
+    assert events == ["stop"]
