@@ -132,8 +132,15 @@ def test_an_on_demand_server_checks_its_model_then_starts_once_and_only_when_cal
 
     events.clear()
     with local.OnDemandServer(Server(), corrupt) as refused:  # type: ignore[arg-type]
-        for _ in range(2):
+        for _ in range(2):  # requests still waiting get the error, not another start
             with pytest.raises(local.ModelFileError, match="sha256"):
                 refused()
         assert not refused.started
+    assert events == ["stop"]
+
+    events.clear()
+    with local.OnDemandServer(Server(), check) as ended:  # type: ignore[arg-type]
+        pass
+    with pytest.raises(local.HarnessError, match="stopped"):  # a late request starts none
+        ended()
     assert events == ["stop"]
