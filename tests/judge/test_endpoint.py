@@ -412,7 +412,7 @@ def behave(n, prompt):
     return Act("500") if n == 3 else Act(text="yes")
 pairs = [(f"question {i}?", f"passage {i}") for i in range(16)]
 with FakeOpenAI(behave) as server:
-    judge = ChatJudge(base_url=server.base_url, model="fake", api_key="", timeout_s=0.3,
+    judge = ChatJudge(base_url=server.base_url, model="fake", api_key="", timeout_s=0.5,
                       max_retries=2, retry_base_s=0.01)
     judge_pairs(pairs, judge, criteria=CriteriaConfig(), cache=None, stats=JudgeStats(),
                 concurrency=8)
