@@ -371,27 +371,19 @@ def test_a_judge_served_on_demand_starts_its_server_on_the_first_uncached_reques
         judge = on_demand_judge()
         assert judge.spec.args["base_url"] == ON_DEMAND_LABEL
         cache = VerdictCache(tmp_path / "verdicts.sqlite")
-        try:
-            first = judge_pairs(
-                PAIRS,
-                judge,
-                criteria=CriteriaConfig(),
-                cache=cache,
-                stats=JudgeStats(),
-                concurrency=8,
+
+        def judge_all(j: ChatJudge):
+            stats = JudgeStats()
+            return judge_pairs(
+                PAIRS, j, criteria=CriteriaConfig(), cache=cache, stats=stats, concurrency=8
             )
+
+        try:
+            first = judge_all(judge)
             assert len(starts) == 1 and server.requests == 2 * len(PAIRS)
             assert all(v.error is None and v.relevant.value for v in first)
             assert judge.client.base_url == server.base_url  # errors name the real URL
-
-            again = judge_pairs(
-                PAIRS,
-                on_demand_judge(),
-                criteria=CriteriaConfig(),
-                cache=cache,
-                stats=JudgeStats(),
-                concurrency=8,
-            )
+            again = judge_all(on_demand_judge())
         finally:
             cache.close()
     assert len(starts) == 1  # every verdict cached: the second judge never started one
