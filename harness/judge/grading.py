@@ -229,7 +229,7 @@ def judge_pairs(
     """
     width = max(1, concurrency or judge.concurrency)
     items = _work_items(pairs, judge, lazy)
-    done: queue.Queue[_Done] = queue.Queue()
+    done: queue.SimpleQueue[_Done] = queue.SimpleQueue()  # a put costs the loop no lock
     grader = _Grader(judge, cache, stats, criteria)
     run = _Run(grader, pairs, lazy.settled if lazy is not None else None, done.put)
     future = aio.submit(run.all(items, width)) if items else None
@@ -273,7 +273,7 @@ def _group(pairs: Sequence[tuple[str, str]], by: int) -> list[list[int]]:
 
 
 def _collect(
-    done: queue.Queue[_Done],
+    done: queue.SimpleQueue[_Done],
     n: int,
     future: Future[None] | None,
     on_done: Callable[[int, Verdict], None] | None,
@@ -315,14 +315,27 @@ class _Run:
         self.grader, self.pairs, self.settled, self.put = grader, pairs, settled, put
 
     async def all(self, items: list[_Item], width: int) -> None:
-        """Judge every item with `width` workers."""
+        """Judge every item with `width` workers.
+
+        Claims are taken ahead: as a worker takes an item, the first pair of the item
+        `width` places further is claimed, so a worker seldom waits for a claim's round
+        trip (a claim held ahead lasts about one call). What was claimed and never asked
+        is given up once the work is over."""
         todo = collections.deque(items)
         await asyncio.to_thread(self.grader.prefetch, self.pairs)
+        claimed = 0  # items whose first pair is claimed ahead
+
+        def claim_ahead(taken: int) -> None:
+            nonlocal claimed
+            while claimed < min(len(items), taken + width + 1):
+                self.grader.claim_ahead(*self.pairs[items[claimed][0][0]])
+                claimed += 1
 
         async def worker(index: int) -> None:
             with aio.own_thread(index):
                 while todo:
                     indices, chain = todo.popleft()
+                    claim_ahead(len(items) - len(todo))
                     try:
                         await self.item(indices, chain)
                     except asyncio.CancelledError:
@@ -333,7 +346,10 @@ class _Run:
                         self.put((indices[0], None, exc))
                         return
 
-        await asyncio.gather(*(worker(i) for i in range(min(width, len(items)))))
+        try:
+            await asyncio.gather(*(worker(i) for i in range(min(width, len(items)))))
+        finally:
+            self.grader.unclaim_ahead()
 
     async def item(self, indices: list[int], chain: bool) -> None:
         """One item's pairs in order; a lazy chain stops once settled."""
@@ -343,11 +359,14 @@ class _Run:
             return
         got: list[Verdict] = []
         for n, i in enumerate(indices):
+            if n + 1 < len(indices):  # the item's next pair, claimed while this one is asked
+                self.grader.claim_ahead(*self.pairs[indices[n + 1]])
             verdict = await self.grader.pair(*self.pairs[i])
             self.put((i, verdict, None))
             got.append(verdict)
             if chain and self.settled is not None and self.settled(got):
                 for j in indices[n + 1 :]:
+                    self.grader.unclaim_ahead(*self.pairs[j])
                     self.put((j, not_judged(), None))
                 return
 
@@ -373,8 +392,9 @@ class _Grader:
         """Keys `prefetch` found absent: looked up again only by the claim that pays."""
         self._claims: list[tuple[str, asyncio.Future[CriterionVerdict | None], bool]] = []
         self._early: dict[str, asyncio.Future[CriterionVerdict | None]] = {}
-        """Claims of "complete" keys taken with their pair's relevance claim."""
+        """Claims taken before their call (`claim_ahead`), for `_pay` to take up."""
         self._claimer: asyncio.Future[None] | None = None
+        self._key_memo: dict[tuple[str, str, str], str] = {}
         self._tasks: set[asyncio.Future[None]] = set()
 
     def prefetch(self, pairs: Sequence[tuple[str, str]]) -> None:
@@ -479,7 +499,7 @@ class _Grader:
 
     async def criterion(self, q: str, c: str, name: str, text: str) -> CriterionVerdict:
         """One criterion: the cache, the same ask in flight, or the judge."""
-        key = verdict_key(self.identity, text, q, c)
+        key = self._key(text, q, c)
         hit = self._lookup(key)
         if hit is not None:
             verdict = replace(hit, cached=True)
@@ -519,18 +539,44 @@ class _Grader:
         async def ask(name: str, text: str) -> CriterionVerdict:
             return await self.criterion(q, c, name, text)
 
-        # "complete" is claimed in the same batch as relevance (without waiting for
-        # another holder), so a relevant chunk's second call needs no claim round trip
-        ck = verdict_key(self.identity, self.criteria.complete, q, c)
-        if self.cache is not None and ck not in self._early and self._lookup(ck) is None:
-            self._early[ck] = self._claim_soon(ck, wait=False)
+        # both criteria are claimed in one batch (unless claimed ahead already), so a
+        # relevant chunk's second call needs no claim round trip
+        self.claim_ahead(q, c)
         try:
             rel, comp = await relevant_first(ask, self.criteria)
         finally:
-            early = self._early.pop(ck, None)
-            if early is not None:  # not asked: the claim goes at the next flush
-                early.add_done_callback(self._unclaim_early(ck))
+            self.unclaim_ahead(q, c)  # what was not asked
         return Verdict(relevant=rel, complete=comp)
+
+    def _key(self, text: str, q: str, c: str) -> str:
+        """`verdict_key` of a criterion of a pair, hashed once per grader (a pair's keys
+        are wanted by its claims, its lookups and its release)."""
+        key = self._key_memo.get((text, q, c))
+        if key is None:
+            key = self._key_memo[(text, q, c)] = verdict_key(self.identity, text, q, c)
+        return key
+
+    def _keys(self, q: str, c: str) -> tuple[str, str]:
+        return self._key(self.criteria.relevant, q, c), self._key(self.criteria.complete, q, c)
+
+    def claim_ahead(self, q: str, c: str) -> None:
+        """Queue early claims of a pair's criteria that are neither known, asked nor
+        claimed already, without waiting for another holder (`_BUSY`): `_pay` takes them
+        up. Only the pointwise modes claim (one call per criterion)."""
+        if self.cache is None or self.judge.mode in PAIRWISE_MODES or self.judge.mode == "listwise":
+            return
+        for key in self._keys(q, c):
+            if key not in self._early and key not in self.flying and self._lookup(key) is None:
+                self._early[key] = self._claim_soon(key, wait=False)
+
+    def unclaim_ahead(self, q: str | None = None, c: str | None = None) -> None:
+        """Give up the early claims of a pair (of every pair without one) that nobody
+        took up; they go at the cache's next flush."""
+        keys = list(self._early) if q is None or c is None else self._keys(q, c)
+        for key in keys:
+            early = self._early.pop(key, None)
+            if early is not None:
+                early.add_done_callback(self._unclaim_early(key))
 
     def _unclaim_early(self, key: str) -> Callable[[asyncio.Future[Any]], None]:
         cache = self.cache

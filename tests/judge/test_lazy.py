@@ -5,6 +5,7 @@ lazy bound in the dry run."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -316,3 +317,60 @@ def test_lazy_config_defaults_and_refusals():
         load_experiment(EXPERIMENT, ["judge.lazy=true", "sweep.objective=['ndcg@k']"])
     with pytest.raises(ConfigError, match="listwise"):
         load_experiment(EXPERIMENT, ["judge.lazy=true", "judge.mode=listwise"])
+
+
+def test_claims_taken_ahead_for_pairs_never_asked_are_given_up(tmp_path):
+    """Claims are taken ahead of the calls (a worker then seldom waits for a claim's
+    round trip); those of the pairs a lazy chain skips, and the "complete" of chunks
+    judged irrelevant, are given up, so another process can pay them at once."""
+    pairs = [(q, c) for q, chunks in RANKED.items() for c in chunks]
+    judge = GradeJudge()
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    judge_pairs(
+        pairs,
+        judge,
+        criteria=CriteriaConfig(),
+        cache=cache,
+        stats=JudgeStats(),
+        lazy=_plan(pairs, "complete", 4),
+    )
+    criteria = CriteriaConfig()
+    texts = {"relevant": criteria.relevant, "complete": criteria.complete}
+    paid = {verdict_key(judge.identity(), texts[name], q, c) for q, c, name in judge.calls}
+    unpaid = {
+        verdict_key(judge.identity(), text, q, c) for q, c in pairs for text in texts.values()
+    } - paid
+    assert len(paid) == 12 and len(unpaid) == 12
+    other = VerdictCache(tmp_path / "v.sqlite")
+    deadline = time.monotonic() + 5  # given up at the cache's next flush
+    got: set[str] = set()
+    while got != unpaid and time.monotonic() < deadline:
+        more, stored = other.claim_many(sorted(unpaid - got))
+        assert stored == {}
+        got |= more
+        time.sleep(0.02)
+    assert got == unpaid
+    _, stored = other.claim_many(sorted(paid))
+    assert set(stored) == paid  # what was paid is stored, never claimed again
+    other.close()
+    cache.close()
+
+
+def test_the_first_claim_batch_reaches_past_the_pairs_in_flight(tmp_path):
+    """Both criteria of the pairs the workers take next are claimed with the first
+    pairs: a worker's next call finds its claim already held."""
+    pairs = [(q, c) for q, chunks in RANKED.items() for c in chunks]
+    judge = GradeJudge()  # 2 workers
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    batches: list[int] = []
+    claim_many = cache.claim_many
+
+    def recorded(keys):
+        batches.append(len(keys))
+        return claim_many(keys)
+
+    cache.claim_many = recorded  # type: ignore[method-assign]
+    judge_pairs(pairs, judge, criteria=CriteriaConfig(), cache=cache, stats=JudgeStats())
+    assert batches[0] >= 2 * (judge.concurrency + 1)  # the 2 in flight and those next
+    assert sum(batches) == 2 * len(pairs)  # each key claimed once
+    cache.close()
