@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import pytest
@@ -132,6 +133,12 @@ def test_cost_adds_up_and_sums():
     assert total.answered == 1
     assert Cost(prompt_tokens=1_000_000, completion_tokens=500_000).usd(0.15, 0.6) == 0.45
     assert Cost(prompt_tokens=10).usd(0, 0) is None
+
+
+def test_cost_addition_covers_every_field():
+    """`+` is spelled out field by field for speed: a field added later must be in it."""
+    ones = Cost(**{f.name: 1 for f in dataclasses.fields(Cost)})
+    assert ones + ones == Cost(**{f.name: 2 for f in dataclasses.fields(Cost)})
 
 
 def test_a_verdict_carries_its_cost_under_the_same_log_keys():
