@@ -4,6 +4,8 @@ serialised against an endpoint without a prompt cache. All against FakeOpenAI.""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -177,3 +179,33 @@ def test_the_sdk_is_loaded_only_when_a_request_fails():
     ).stdout.split("\n")
     assert out[0] == "False"
     assert out[1] == "ChatFailed True"
+
+
+def test_the_lean_benchmark_endpoint_answers_the_judge_over_kept_connections():
+    """The benchmarks' lean fake endpoint (its own process) answers every judge request
+    with its canned text, several requests in a row on each connection."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from harness.testing.lean_openai import main; main()",
+            "0.01",
+            "yes",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        judge = ChatJudge(base_url=url, model="fake", api_key="", max_retries=0)
+        pairs = [(f"question {i}?", f"passage {i}") for i in range(12)]
+        stats = JudgeStats()
+        verdicts = judge_pairs(
+            pairs, judge, criteria=CriteriaConfig(), cache=None, stats=stats, concurrency=3
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert all(v.grade == 2 for v in verdicts)  # "yes" to both criteria
+    assert stats.calls == 24 and stats.errors == 0
