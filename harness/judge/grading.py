@@ -335,8 +335,8 @@ class _Run:
             with aio.own_thread(index):
                 while todo:
                     indices, chain = todo.popleft()
-                    claim_ahead(len(items) - len(todo))
                     try:
+                        claim_ahead(len(items) - len(todo))
                         await self.item(indices, chain)
                     except asyncio.CancelledError:
                         raise
