@@ -10,7 +10,7 @@ import time
 import pytest
 
 from harness.config import CriteriaConfig, load_experiment
-from harness.errors import ConfigError
+from harness.errors import ConfigError, HarnessError
 from harness.judge import BaseJudge, JudgeStats, LazyPlan, judge_pairs
 from harness.judge.chat import ChatJudge
 from harness.judge.estimate import lazy_pairs
@@ -373,4 +373,31 @@ def test_the_first_claim_batch_reaches_past_the_pairs_in_flight(tmp_path):
     judge_pairs(pairs, judge, criteria=CriteriaConfig(), cache=cache, stats=JudgeStats())
     assert batches[0] >= 2 * (judge.concurrency + 1)  # the 2 in flight and those next
     assert sum(batches) == 2 * len(pairs)  # each key claimed once
+    cache.close()
+
+
+def test_a_claim_store_that_fails_fails_the_judging_with_its_error(tmp_path):
+    """Claims taken ahead that fail reach the caller as the store's error, not a hang."""
+    pairs = [(q, c) for q, chunks in RANKED.items() for c in chunks]
+    cache = VerdictCache(tmp_path / "v.sqlite")
+
+    def broken(keys):
+        raise HarnessError("v.sqlite: cannot update cache claims (disk I/O error)")
+
+    cache.claim_many = broken  # type: ignore[method-assign]
+    outcome: list[BaseException] = []
+
+    def judge_all() -> None:
+        try:
+            judge_pairs(
+                pairs, GradeJudge(), criteria=CriteriaConfig(), cache=cache, stats=JudgeStats()
+            )
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=judge_all, daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive(), "judging hung on a failing claim store"
+    assert len(outcome) == 1 and "disk I/O error" in str(outcome[0])
     cache.close()
