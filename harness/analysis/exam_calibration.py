@@ -23,9 +23,18 @@ generic question may be answered elsewhere. So:
 Per criterion the fit is Platt scaling (`analysis.calibrate.fit_platt`) with the two
 classes weighed equally, so the cut it implies (calibrated P = 0.5) does not depend on
 the exam's mix of answers and non-answers: it is the raw P(yes) where an answer and a
-non-answer are equally likely to get it. The calibrated verdicts' TPR and FPR on the exam
-go into the file beside the maps (`Calibration.rates`, basis "exam"); a judge without
-logprobs gets rates and no map. The file is the one `judge.calibration` reads.
+non-answer are equally likely to get it. A judge without logprobs gets rates and no map.
+The file is the one `judge.calibration` reads.
+
+What a run does with it is the file's `applies`. By default ("rates") a run keeps the
+judge's verdicts as it gave them, and the file holds the TPR and FPR of those verdicts on
+the exam (`Calibration.rates`, basis "exam"): the run's trust statement corrects its
+judged rates with them. With `--apply verdicts` runs re-cut every verdict at the map's
+threshold and the file holds the re-cut verdicts' rates. "rates" is the default because
+the cut, measured on real queries with labels, moved verdicts away from the labels: on
+the TREC DL 2019 development half the complete-rate went from 0.86 to 0.33 (labels
+0.64) and kappa from 0.54 / 0.32 to 0.39 / 0.18; an exam's answers are easier than real
+ones, so its cut lands too high (docs/pages/judging.md).
 """
 
 from __future__ import annotations
@@ -148,11 +157,14 @@ def fit_exam(
     near_weight: float = NEAR_WEIGHT,
     judge: str = "",
     source: dict[str, Any] | None = None,
+    applies: str = "rates",
 ) -> Calibration:
     """Maps and error rates per criterion from judged exam pairs (see the module's
-    docstring). A criterion whose pairs have no probability gets no map (the judge gave
-    no logprobs) and keeps its rates as judged; a degenerate fit raises HarnessError.
-    Raises HarnessError when the exam has no answer or no non-answer judged."""
+    docstring). The rates are those of the verdicts runs will report: as judged
+    (`applies` "rates") or re-cut by the maps ("verdicts"). A criterion whose pairs have
+    no probability gets no map (the judge gave no logprobs) and keeps its rates as
+    judged; a degenerate fit raises HarnessError. Raises HarnessError when the exam has
+    no answer or no non-answer judged."""
     if len(pairs) != len(verdicts):
         raise ValueError("one verdict per exam pair")
     maps: dict[str, PlattMap] = {}
@@ -178,10 +190,11 @@ def fit_exam(
         source=source or {},
         basis="exam",
     )
-    calibrated = [cal.apply_verdict(v) for v in verdicts]
+    calibrated = [cal.apply_verdict(v) for v in verdicts]  # the maps' cut, for the file
+    reported = verdicts if applies == "rates" else calibrated
     rows4 = []
     for crit in ("relevant", "complete"):
-        for pair, v in zip(pairs, calibrated, strict=True):
+        for pair, v in zip(pairs, reported, strict=True):
             yes, w = judged_yes(v, crit), _weight(pair, crit, near_weight)
             if yes is not None and w > 0:
                 rows4.append((crit, yes, pair.truth, w))
@@ -194,7 +207,7 @@ def fit_exam(
     for crit, r in rates.items():
         extra = _side_rates(pairs, verdicts, calibrated, crit)
         rates[crit] = replace(r, extra={**extra, "near_weight": near_weight})
-    return replace(cal, rates=rates)
+    return replace(cal, rates=rates, applies=applies)
 
 
 def _side_rates(
@@ -228,10 +241,12 @@ def calibrate_from_exam(
     concurrency: int | None = None,
     near: int = NEAR_PER_QUESTION,
     near_weight: float = NEAR_WEIGHT,
+    applies: str = "rates",
 ) -> tuple[Calibration, dict[str, Any]]:
     """Judge the exam of `exam_file` plus its near misses among `chunks` (the corpus
     chunked as the experiment chunks it) through the verdict cache, and fit the
-    calibration. Returns it with what was judged and what it cost."""
+    calibration (`fit_exam`, `applies`). Returns it with what was judged and what it
+    cost."""
     from harness.judge import JudgeStats, judge_pairs
 
     if not 0 <= near_weight <= 1:
@@ -262,6 +277,7 @@ def calibrate_from_exam(
         near_weight=near_weight,
         judge=judge_key(judge.spec),
         source={k: v for k, v in info.items() if k != "errors"},
+        applies=applies,
     )
     return cal, {**info, "stats": stats.to_dict()}
 
@@ -269,9 +285,10 @@ def calibrate_from_exam(
 def format_exam_calibration(
     cal: Calibration, path: Path, info: dict[str, Any], experiment: Path | None = None
 ) -> str:
-    """`calibrate --exam`: what was judged, then per criterion the map's cut and the
-    calibrated verdicts' TPR / FPR, with the near misses' yes-rate. The closing line
-    names the file as `judge.calibration` takes it: relative to `experiment`'s folder."""
+    """`calibrate --exam`: what was judged, then per criterion the map's cut (applied or
+    not) and the TPR / FPR of the verdicts runs will report, with the near misses'
+    yes-rate. The closing line names the file as `judge.calibration` takes it: relative
+    to `experiment`'s folder."""
     c = info["pairs"]
     lines = [
         f"calibration written to {path} (from the judge exam {info['exam']}, no labels): "
@@ -290,8 +307,10 @@ def format_exam_calibration(
             else "no ranking signal (constant map)"
             if m.threshold is None
             else f"yes when raw P(yes) > {m.threshold:.3f}"
+            if cal.applies == "verdicts"
+            else f"verdicts as judged (the map's cut, raw P(yes) > {m.threshold:.3f}, not applied)"
         )
-        near = r.extra.get("near_yes")
+        near = r.extra.get("near_yes_raw" if cal.applies == "rates" else "near_yes")
         near_part = f"; near misses called yes {near:.0%}" if near is not None else ""
         lines.append(
             f"{crit}: {cut}; TPR {r.tpr:.2f} on {r.positives}, FPR {r.fpr:.2f} on "
@@ -305,5 +324,6 @@ def format_exam_calibration(
     lines.append(
         f'apply it with judge.calibration = "{setting}" (relative to the experiment file): '
         "runs then report these error rates and a corrected complete-rate"
+        + ("" if cal.applies == "rates" else ", on verdicts re-cut by the maps")
     )
     return "\n".join(lines)

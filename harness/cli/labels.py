@@ -130,6 +130,7 @@ def _calibrate_exam(args: argparse.Namespace) -> int:
                 concurrency=judge.concurrency,
                 near=args.near,
                 near_weight=args.near_weight,
+                applies=args.apply,
             )
     finally:
         verdicts.close()
@@ -393,6 +394,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=0.5,
         help="with --exam: a near miss's weight as a non-answer for complete (default 0.5)",
+    )
+    p_cal.add_argument(
+        "--apply",
+        choices=("rates", "verdicts"),
+        default="rates",
+        help="with --exam: what runs change with it: only their corrected rates and trust "
+        "statement, verdicts as judged (default), or the verdicts, re-cut by the fitted maps",
     )
     cache_dir_option(p_cal)
     p_cal.add_argument(

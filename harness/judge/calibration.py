@@ -29,8 +29,14 @@ from typing import Any
 from harness.errors import ConfigError
 from harness.types import ComponentSpec, CriterionVerdict, Verdict
 
-CALIBRATION_VERSION = 2
-"""2 added `basis` and the judge's measured error rates (`rates`); version 1 files read."""
+CALIBRATION_VERSION = 3
+"""2 added `basis` and the judge's measured error rates (`rates`); 3 added `applies`.
+Version 1 and 2 files read (as `applies` "verdicts")."""
+APPLIES = ("verdicts", "rates")
+"""What a calibration changes in a run: "verdicts" re-cuts each verdict at the fitted
+threshold (and reports the re-cut verdicts' error rates); "rates" leaves the judge's
+verdicts as it gave them and uses the error rates it measured of *those* verdicts for
+the run's corrected rates and trust statement."""
 CRITERIA = ("relevant", "complete")
 """The criteria a calibration may hold."""
 PARAM_LIMIT = 100.0
@@ -123,12 +129,20 @@ class Calibration:
     version 1 file). A judge without logprobs gets rates and no map."""
     basis: str = "labels"
     """What the truth came from: "labels" (qrels) or "exam" (the corpus itself)."""
+    applies: str = "verdicts"
+    """One of `APPLIES`: whether runs re-cut their verdicts with the maps ("verdicts") or
+    keep them as judged and use only the measured error rates ("rates"; `harness
+    calibrate --exam` writes this by default: on real queries an exam's cut moved the
+    verdicts away from people's labels, see docs/pages/judging.md)."""
 
     def apply(self, v: CriterionVerdict) -> CriterionVerdict:
         """The verdict with P(yes) calibrated and its value re-cut at 0.5; the raw P(yes)
         kept in p_raw. A verdict without a probability, failed, or never asked is
-        returned unchanged."""
+        returned unchanged, and so is every verdict when the calibration applies to the
+        rates only."""
         m = self.criteria.get(v.criterion)
+        if self.applies == "rates":
+            return v
         if m is None or v.p_yes is None or v.error is not None or not v.asked:
             return v
         raw = v.p_raw if v.p_raw is not None else v.p_yes
@@ -149,6 +163,7 @@ class Calibration:
                 "sha256": self.sha256,
                 "judge": self.judge,
                 "basis": self.basis,
+                "applies": self.applies,
                 "criteria": {
                     k: {"a": m.a, "b": m.b, "n": m.n, "threshold": m.threshold}
                     for k, m in self.criteria.items()
@@ -165,6 +180,7 @@ class Calibration:
             "calibration_version": CALIBRATION_VERSION,
             "method": "platt",
             "basis": self.basis,
+            "applies": self.applies,
             "judge": self.judge,
             "relevant_grade": self.relevant_grade,
             "complete_grade": self.complete_grade,
@@ -290,7 +306,16 @@ def read_calibration(path: str | os.PathLike[str]) -> Calibration:
         path=str(file.path),
         rates=rates,
         basis=f.text(d, "basis") or "labels",
+        applies=_applies(d, f),
     )
+
+
+def _applies(d: dict[str, Any], f: _Fields) -> str:
+    """The file's `applies` ("verdicts" when absent: what older files meant)."""
+    applies = f.text(d, "applies") or "verdicts"
+    if applies not in APPLIES:
+        raise f.fail("applies", f"expected {' or '.join(repr(a) for a in APPLIES)}")
+    return applies
 
 
 def _read_file(p: Path) -> _File:

@@ -54,6 +54,8 @@ BAD = {
     "not JSON": (b"{criteria: 1", ""),
     "a list": (b"[1, 2]", ""),
     "newer version": (_file(calibration_version=99), "calibration_version"),
+    "unknown applies": (_file(applies="both"), "applies"),
+    "list for applies": (_file(applies=["rates"]), "applies"),
 }
 
 
@@ -84,6 +86,9 @@ def test_a_good_file_reads(tmp_path):
     path.write_text(json.dumps(v1))
     old = read_calibration(path)
     assert old.rates == {} and old.basis == "labels"
+    assert old.applies == "verdicts"  # what files before `applies` meant
+    path.write_bytes(_file(calibration_version=3, applies="rates"))
+    assert read_calibration(path).applies == "rates"
 
 
 @pytest.mark.parametrize("name", ["huge a", "empty", "BOM-prefixed", "no known criterion"])

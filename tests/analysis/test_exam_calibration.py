@@ -139,16 +139,23 @@ def test_exam_calibration_recovers_a_scripted_judges_known_error_rates(tmp_path)
 
 def test_exam_calibration_moves_a_cut_in_the_wrong_place():
     """A judge that says yes (P 0.7) of every unrelated passage and P 0.9 of answers: raw
-    FPR 1, calibrated the cut moves between 0.7 and 0.9 and the FPR falls to 0."""
+    FPR 1; the cut moves between 0.7 and 0.9. Applied to the verdicts (--apply verdicts)
+    the FPR falls to 0; by default the verdicts stay as judged, and so does their FPR."""
     items, _ = _exam_and_corpus(40)
     judge = NoisyJudge(p_yes={"SRC": 0.9, "UNREL": 0.7, "NEAR": 0.8})
     pairs = [ExamPair(i.question_id, i.question, i.passage, i.kind, i.passage_id) for i in items]
     verdicts = [Verdict(*judge.grade_both(p.question, p.passage, CriteriaConfig())) for p in pairs]
-    cal = fit_exam(pairs, verdicts)
+    cal = fit_exam(pairs, verdicts, applies="verdicts")
     cut = cal.criteria["relevant"].threshold
     assert cut is not None and 0.7 < cut < 0.9
     assert cal.rates["relevant"].fpr == 0.0 and cal.rates["relevant"].tpr == 1.0
     assert cal.rates["relevant"].extra["unrelated_yes_raw"] == 1.0
+    assert not cal.apply(verdicts[-1].relevant).value  # an unrelated passage, re-cut: no
+    as_judged = fit_exam(pairs, verdicts)
+    assert as_judged.applies == "rates" and as_judged.criteria["relevant"].threshold == cut
+    assert as_judged.rates["relevant"].fpr == 1.0 and as_judged.rates["relevant"].tpr == 1.0
+    assert as_judged.apply(verdicts[-1].relevant) == verdicts[-1].relevant  # as judged
+    assert as_judged.apply_verdict(verdicts[0]) == verdicts[0]
 
 
 def test_constant_probabilities_are_refused_with_one_line():
@@ -234,6 +241,7 @@ def test_a_run_with_an_exam_calibration_reports_corrected_rates(tmp_path):
         "untrusted",
     )
     assert "complete_rate" in trust and "raw" in trust["complete_rate"]
+    assert spec.args["applies"] == "rates"
     # without a calibration the run says what to run
     with FakeOpenAI(_graded_like) as server:
         plain = run_experiment(
@@ -246,6 +254,8 @@ def test_a_run_with_an_exam_calibration_reports_corrected_rates(tmp_path):
         )
     assert plain.header.stats["trust"]["basis"] is None
     assert any("harness calibrate --exam" in w for w in plain.header.warnings)
+    # the calibration applied to the rates only: the same verdicts as without it
+    assert run.header.metrics and run.header.metrics == plain.header.metrics
 
 
 def _constant(n: int, prompt: str) -> Act:
@@ -281,8 +291,19 @@ def test_harness_calibrate_exam_writes_a_file_or_refuses_a_degenerate_fit(tmp_pa
         return
     assert proc.returncode == 0, proc.stderr
     assert "from the judge exam" in proc.stdout and "TPR" in proc.stdout
+    assert "not applied" in proc.stdout  # by default runs keep the judge's verdicts
     cal = read_calibration(out)
     assert cal.basis == "exam" and set(cal.rates) == {"relevant", "complete"}
+    assert cal.applies == "rates"
+    with FakeOpenAI(behave) as server:  # the same verdicts, from the cache, re-cut
+        proc = harness(
+            "calibrate", "--exam", str(exam), "--experiment", str(DATA / "experiment.toml"),
+            "--set", f"judge.base_url={server.base_url}", "--set", "judge.model=fake",
+            "--out", str(out), "--cache-dir", str(tmp_path / "c"), "--apply", "verdicts",
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "yes when raw P(yes) >" in proc.stdout and "re-cut by the maps" in proc.stdout
+    assert read_calibration(out).applies == "verdicts"
 
 
 def test_calibrate_without_target_or_exam_is_one_line():

@@ -211,15 +211,19 @@ def exam_calibrated(
 ) -> list[Any] | None:
     """Each pair's verdict under a calibration fitted only on the collection's judge
     exam (questions the local model generated from its passages, their source passages,
-    unrelated passages and near misses; no labels), as `harness calibrate --exam` fits
-    it. None when the method's judge gives no probabilities to calibrate."""
+    unrelated passages and near misses; no labels), as `harness calibrate --exam
+    --apply verdicts` fits it: the verdicts re-cut at its threshold (by default an exam
+    calibration leaves verdicts as judged). None when the method's judge gives no
+    probabilities to calibrate."""
     from harness.analysis.exam_calibration import calibrate_from_exam
     from harness.pipeline.prepare import load_inputs
 
     if not any(v.probabilities() is not None for v, _ in pairs):
         return None
     exam = exam_for(collection, shared, cache)
-    cal, _ = calibrate_from_exam(exam, load_inputs(config).chunks, judge, config.judge.criteria)
+    cal, _ = calibrate_from_exam(
+        exam, load_inputs(config).chunks, judge, config.judge.criteria, applies="verdicts"
+    )
     return [cal.apply_verdict(v) for v, _ in pairs]
 
 
