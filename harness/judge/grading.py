@@ -570,8 +570,8 @@ class _Grader:
                 self._early[key] = self._claim_soon(key, wait=False)
 
     def unclaim_ahead(self, q: str | None = None, c: str | None = None) -> None:
-        """Give up the early claims of a pair (of every pair without one) that nobody
-        took up; they go at the cache's next flush."""
+        """Give up the early claims nobody took up: a pair's, or without a pair every
+        one left; they go at the cache's next flush."""
         keys = list(self._early) if q is None or c is None else self._keys(q, c)
         for key in keys:
             early = self._early.pop(key, None)
