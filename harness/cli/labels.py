@@ -399,8 +399,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--apply",
         choices=("rates", "verdicts"),
         default="rates",
-        help="with --exam: what runs change with it: only their corrected rates and trust "
-        "statement, verdicts as judged (default), or the verdicts, re-cut by the fitted maps",
+        help="with --exam: what runs change with it: 'rates' keeps their verdicts as judged "
+        "and corrects only their rates and trust statement (default); 'verdicts' re-cuts "
+        "every verdict with the fitted maps",
     )
     cache_dir_option(p_cal)
     p_cal.add_argument(

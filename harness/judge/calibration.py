@@ -110,8 +110,9 @@ class ErrorRates:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Per-criterion maps from the judge's raw P(yes) to a calibrated probability, and
-    (version 2) the calibrated verdicts' measured error rates."""
+    """Per-criterion maps from the judge's raw P(yes) to a calibrated probability,
+    (version 2) the measured error rates of the verdicts runs report, and (version 3)
+    whether runs re-cut their verdicts or only correct their rates (`applies`)."""
 
     criteria: dict[str, PlattMap]
     judge: str = ""
@@ -140,9 +141,9 @@ class Calibration:
         kept in p_raw. A verdict without a probability, failed, or never asked is
         returned unchanged, and so is every verdict when the calibration applies to the
         rates only."""
-        m = self.criteria.get(v.criterion)
         if self.applies == "rates":
             return v
+        m = self.criteria.get(v.criterion)
         if m is None or v.p_yes is None or v.error is not None or not v.asked:
             return v
         raw = v.p_raw if v.p_raw is not None else v.p_yes
