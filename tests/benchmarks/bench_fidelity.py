@@ -11,7 +11,10 @@ x 3 rerankers). Printed per method and criterion: the judge's yes-rate against t
 labels', Cohen's kappa with its 95% interval, the AUC of the judge's probability, kappa
 after a calibration fitted on 40 random labelled pairs (measured on the other pairs),
 with --exam-calibration the yes-rate and kappa after a calibration fitted on the
-collection's judge exam alone (no labels: what `harness calibrate --exam` does),
+collection's judge exam alone (no labels) that re-cuts the verdicts (`harness calibrate
+--exam --apply verdicts`), and the judged yes-rate as a run's trust line corrects it with
+the exam's error rates of the raw verdicts (what `harness calibrate --exam` writes by
+default),
 Kendall tau between the judge's and the labels' ranking of the 12 configurations by MRR
 (hard, and soft MRR for the judge), the regret of the configuration each puts first (the
 labels' best MRR minus the labels' MRR of the pick; a tie at the top counts its worst),
@@ -54,6 +57,7 @@ from harness.config import parse_experiment
 from harness.judge import open_judge
 from harness.log import RunLog
 from harness.metrics import auc, bootstrap_ci, cohen_kappa, kendall_tau, regret
+from harness.metrics.trust import rogan_gladen
 from harness.pipeline import default_cache_dir, prepare, run_experiment
 from tests.benchmarks.common import ROOT, fresh_cache, print_table, quiet
 
@@ -208,12 +212,13 @@ def exam_calibrated(
     judge: Any,
     shared: Path,
     cache: Path,
-) -> list[Any] | None:
-    """Each pair's verdict under a calibration fitted only on the collection's judge
-    exam (questions the local model generated from its passages, their source passages,
-    unrelated passages and near misses; no labels), as `harness calibrate --exam
-    --apply verdicts` fits it: the verdicts re-cut at its threshold (by default an exam
-    calibration leaves verdicts as judged). None when the method's judge gives no
+) -> tuple[list[Any], dict[str, Any]] | None:
+    """What a calibration fitted only on the collection's judge exam (questions the
+    local model generated from its passages, their source passages, unrelated passages
+    and near misses; no labels) makes of the pairs: each verdict re-cut at its threshold
+    (as `harness calibrate --exam --apply verdicts` fits it), and the exam's error rates
+    of the raw verdicts per criterion (as the default `--apply rates` fits them, for
+    the trust line's corrected rate). None when the method's judge gives no
     probabilities to calibrate."""
     from harness.analysis.exam_calibration import calibrate_from_exam
     from harness.pipeline.prepare import load_inputs
@@ -221,10 +226,11 @@ def exam_calibrated(
     if not any(v.probabilities() is not None for v, _ in pairs):
         return None
     exam = exam_for(collection, shared, cache)
-    cal, _ = calibrate_from_exam(
-        exam, load_inputs(config).chunks, judge, config.judge.criteria, applies="verdicts"
-    )
-    return [cal.apply_verdict(v) for v, _ in pairs]
+    chunks = load_inputs(config).chunks
+    recut, _ = calibrate_from_exam(exam, chunks, judge, config.judge.criteria, applies="verdicts")
+    # the same exam verdicts again (from the cache): the raw verdicts' error rates
+    rates, _ = calibrate_from_exam(exam, chunks, judge, config.judge.criteria, applies="rates")
+    return [recut.apply_verdict(v) for v, _ in pairs], rates.rates
 
 
 def judge_for(judge: Any, config: Any) -> Any:
@@ -306,10 +312,17 @@ def measure(
                 )
                 kc = kappa_after_calibration(pairs, c, cut)
                 if examcal is None:
-                    exam_cols = ["-", "-"]
+                    exam_cols = ["-", "-", "-"]
                 else:
-                    je = [bool(v.relevant.value) if c == 0 else v.grade == 2 for v in examcal]
-                    exam_cols = [f"{sum(je) / len(je):.2f}", f"{cohen_kappa(je, h):.2f}"]
+                    recut, rates = examcal
+                    je = [bool(v.relevant.value) if c == 0 else v.grade == 2 for v in recut]
+                    r = rates.get(name)
+                    corr = None if r is None else rogan_gladen(sum(j) / len(j), r.tpr, r.fpr)
+                    exam_cols = [
+                        f"{sum(je) / len(je):.2f}",
+                        f"{cohen_kappa(je, h):.2f}",
+                        "-" if corr is None else f"{corr:.2f}",
+                    ]
                 rows.append(
                     [
                         collection,
@@ -365,6 +378,7 @@ HEAD = (
     "kappa_cal40",
     "yes_examcal",
     "kappa_examcal",
+    "yes_examcorr",
     "tau_mrr",
     "tau_soft",
     "regret_mrr/soft",
