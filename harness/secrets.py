@@ -30,6 +30,8 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
+from harness.errors import HarnessError
+
 MIN_LENGTH = 8
 """Values shorter than this are never remembered."""
 MASK = "***"
@@ -90,9 +92,16 @@ def remember(value: str | None) -> None:
 
 def read_key(env_name: str) -> str:
     """The API key in the environment variable `env_name` ("" when unset), remembered
-    as a secret. Every key the process sends is read through here."""
+    as a secret. Every key the process sends is read through here. A key holding a line
+    break or NUL (it would end the request's header) raises `HarnessError` naming the
+    variable."""
     value = os.environ.get(env_name, "") if env_name else ""
     remember(value)
+    if any(c in value for c in "\r\n\0"):
+        raise HarnessError(
+            f"the API key in ${env_name} holds a line break or NUL (read from a file with "
+            "its newline?); expected the key alone"
+        )
     return value
 
 

@@ -36,7 +36,6 @@ import random
 import threading
 import time
 import urllib.parse
-import urllib.request
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from typing import Any
 from loguru import logger
 
 from harness.errors import JudgeUnavailable
-from harness.llm import aio
+from harness.llm import aio, http
 from harness.llm.ratelimit import RateLimiter
 from harness.secrets import redact, redact_url, remember, remember_url
 from harness.types import Cost
@@ -152,6 +151,11 @@ class ChatClient:
         `base_url` may be a function giving it, called (off the event loop) by the first
         request: a local server started on demand (`harness.llm.local.OnDemandServer`)."""
         remember(api_key)  # an endpoint may echo it in an error body
+        if any(c in api_key for c in "\r\n\0"):
+            raise JudgeUnavailable(
+                "the API key holds a line break or NUL (read from a file with its newline?); "
+                "set the variable to the key alone"
+            )
         self._start: Callable[[], str] | None = None
         if callable(base_url):
             self._start, base_url = base_url, ON_DEMAND_LABEL
@@ -185,8 +189,8 @@ class ChatClient:
             "Accept": "application/json",
             "Accept-Encoding": ", ".join(_ENCODINGS),
         }
-        self._session: Any = None
-        self._session_pid: int | None = None
+        self._pool: http.Pool | None = None
+        self._pool_pid: int | None = None
 
     def describe(self) -> str:
         """The endpoint and model, for messages (never the key)."""
@@ -298,10 +302,10 @@ class ChatClient:
         cost; a connection that never worked raises `JudgeUnavailable`.
 
         `grammar` (a GBNF grammar) is sent to llama.cpp servers, which constrain the
-        answer to it; other endpoints may reject the unknown field. Requests go over one
-        pooled aiohttp session on the loop of `harness.llm.aio`, without the SDK's
-        per-request work (its request transform and response models cost about 3 ms of
-        CPU a request); errors are the SDK's exception types."""
+        answer to it; other endpoints may reject the unknown field. Requests go over the
+        kept connections of `harness.llm.http` on the loop of `harness.llm.aio`, without
+        the SDK's per-request work (its request transform and response models cost about
+        3 ms of CPU a request); errors are the SDK's exception types."""
         body = self.request_body(
             messages, max_tokens=max_tokens, grammar=grammar, top_logprobs=top_logprobs
         )
@@ -385,26 +389,14 @@ class ChatClient:
         else:
             self.sleep(seconds)  # a test's recorder: instant
 
-    def _open_session(self) -> Any:
-        """This client's aiohttp session on the loop (a forked child makes its own). It
-        inflates nothing itself: `_read_body` does, up to the cap."""
-        import aiohttp
-
-        if self._session is None or self._session_pid != os.getpid():
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
-                timeout=aiohttp.ClientTimeout(
-                    total=None, sock_connect=self.timeout_s, sock_read=self.timeout_s
-                ),
-                auto_decompress=False,
-                # proxies from the environment, as the SDK's client takes them (looked up
-                # on every request, so only when there are some)
-                trust_env=bool(urllib.request.getproxies()),
-                headers=self._headers,  # set once, not merged into every request
-            )
-            self._session_pid = os.getpid()
-            aio.on_exit(self._session.close)
-        return self._session
+    def _open_pool(self) -> http.Pool:
+        """This client's keep-alive connections on the loop (a forked child makes its
+        own), through the environment's proxy if it names one for the URL."""
+        if self._pool is None or self._pool_pid != os.getpid():
+            self._pool = http.Pool(self._url, self._headers, proxy=http.env_proxy(self._url))
+            self._pool_pid = os.getpid()
+            aio.on_exit(self._pool.close)
+        return self._pool
 
     def _started(self) -> None:
         """Start the server of an on-demand `base_url` (once: requests arriving meanwhile
@@ -426,29 +418,24 @@ class ChatClient:
         """One request, over within `timeout_s` (a server dripping bytes included): JSON
         in, JSON out, the SDK's exception types for HTTP errors, dropped connections and
         timeouts; `MalformedReply` for a 200 that is no usable chat completion."""
-        import aiohttp
-
-        session = self._open_session()
+        pool = self._open_pool()
         try:
             async with asyncio.timeout(self.timeout_s):
-                # bytes, not str: aiohttp sends them as they are, with no encoding step
-                async with session.post(self._url, data=json.dumps(body).encode()) as resp:
-                    status = resp.status
-                    raw, cut = await _read_body(resp, self.max_reply_bytes)
-                    headers = list(resp.headers.items()) if status >= 300 else []
+                resp = await pool.post(json.dumps(body).encode(), self.max_reply_bytes)
         except TimeoutError:
             await self._load_sdk()
             raise _sdk_error("APITimeoutError", self._url) from None
-        except aiohttp.ClientError:
+        except http.HttpError:
             await self._load_sdk()
             raise _sdk_error("APIConnectionError", self._url) from None
-        if status >= 300:  # the body, cut or not, is only read for its message
+        raw, cut = _inflate(resp, self.max_reply_bytes)
+        if resp.status >= 300:  # the body, cut or not, is only read for its message
             await self._load_sdk()
             import httpx2
 
-            headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
+            headers = [(k, v) for k, v in resp.headers if k.lower() != "content-encoding"]
             request = httpx2.Request("POST", self._url)
-            response = httpx2.Response(status, headers=headers, content=raw, request=request)
+            response = httpx2.Response(resp.status, headers=headers, content=raw, request=request)
             raise self._sdk._make_status_error_from_response(response)
         if cut:
             raise MalformedReply(
@@ -479,29 +466,23 @@ def _sdk_error(name: str, url: str) -> Exception:
     return getattr(openai, name)(request=httpx2.Request("POST", url))
 
 
-async def _read_body(resp: Any, limit: int) -> tuple[bytes, bool]:
-    """(the body, decoded, of at most `limit` bytes; True when there was more): read and
-    inflated chunk by chunk, so neither a huge body nor a gzip bomb is ever held whole."""
-    encoding = resp.headers.get("Content-Encoding", "").strip().lower()
+def _inflate(resp: http.Response, limit: int) -> tuple[bytes, bool]:
+    """(the body of `resp`, decoded, of at most `limit` bytes; True when there was more):
+    the pool read at most `limit` bytes of it, and they are inflated only up to `limit`,
+    so neither a huge body nor a gzip bomb is ever held whole."""
+    encoding = resp.header("Content-Encoding").strip().lower()
     if encoding in ("", "identity"):
-        inflate = None
-    elif encoding in _ENCODINGS:
-        inflate = zlib.decompressobj(_ENCODINGS[encoding])
-    else:
+        return resp.body, resp.cut
+    if encoding not in _ENCODINGS:
         raise MalformedReply(f"a reply in an encoding not asked for ({encoding[:40]!r})")
-    out = bytearray()
-    read = 0
+    inflate = zlib.decompressobj(_ENCODINGS[encoding])
     try:
-        async for chunk in resp.content.iter_chunked(1 << 16):
-            read += len(chunk)
-            out += inflate.decompress(chunk, limit + 1 - len(out)) if inflate else chunk
-            if len(out) > limit or read > limit:
-                return bytes(out[:limit]), True
-        if inflate is not None:
+        out = inflate.decompress(resp.body, limit + 1)
+        if len(out) <= limit and not resp.cut:
             out += inflate.flush()
     except zlib.error as exc:
         raise MalformedReply(f"a {encoding} reply that does not inflate ({exc})") from None
-    return bytes(out[:limit]), len(out) > limit
+    return out[:limit], resp.cut or len(out) > limit
 
 
 def completions_url(base_url: str) -> str:

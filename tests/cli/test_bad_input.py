@@ -366,6 +366,20 @@ def test_an_endpoint_without_a_model_is_refused_before_loading(exp_dir, tmp_path
     assert run_folders(tmp_path) == []
 
 
+def test_a_key_with_its_newline_is_refused_naming_the_variable(exp_dir, tmp_path):
+    with FakeOpenAI(lambda n, prompt: None) as server:
+        proc = run_cmd(
+            exp_dir,
+            tmp_path,
+            *("--set", f"judge.base_url={server.base_url}", "--set", "judge.model=m"),
+            *("--set", "judge.api_key_env=HARNESS_TEST_NEWLINE_KEY"),
+            env={"HARNESS_TEST_NEWLINE_KEY": "sk-test-0123456789abcdef\n"},
+        )
+        assert server.requests == 0
+    assert_user_error(proc, "$HARNESS_TEST_NEWLINE_KEY", "line break", "the key alone")
+    assert "0123456789abcdef" not in proc.stderr + proc.stdout
+
+
 def test_compare_k_0_is_an_error(old_run, tmp_path):
     other = shutil.copytree(old_run, tmp_path / "other")
     proc = harness("compare", str(old_run), str(other), "--k", "0")
