@@ -224,6 +224,16 @@ def redact_obj(obj: Any) -> Any:
     type with its fields redacted the same way (the report's page records)."""
     if isinstance(obj, str):
         return redact(obj)
+    if obj is None or type(obj) in (int, float, bool):  # nothing to redact: the common case
+        return obj
+    if isinstance(obj, dict):
+        return {
+            (redact(k) if isinstance(k, str) else k): _redact_field(k, v) for k, v in obj.items()
+        }
+    if isinstance(obj, list):
+        return [redact_obj(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(redact_obj(v) for v in obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         changes = {
             f.name: _redact_field(f.name, getattr(obj, f.name))
@@ -231,14 +241,6 @@ def redact_obj(obj: Any) -> Any:
             if f.init
         }
         return dataclasses.replace(obj, **changes)
-    if isinstance(obj, dict):
-        return {
-            (redact(k) if isinstance(k, str) else k): _redact_field(k, v) for k, v in obj.items()
-        }
-    if isinstance(obj, tuple):
-        return tuple(redact_obj(v) for v in obj)
-    if isinstance(obj, list):
-        return [redact_obj(v) for v in obj]
     return obj
 
 

@@ -7,6 +7,7 @@ the CLI, tests and notebooks all read the same typed values back.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,13 +16,28 @@ LOG_VERSION = 1
 
 def plain(value: Any) -> Any:
     """A record (and what it holds) as plain JSON values: dicts, lists, scalars."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if value is None or type(value) in _SCALARS:  # most of a result line: checked first
+        return value
+    names = _record_fields(type(value))
+    if names is not None:
+        return {name: plain(getattr(value, name)) for name in names}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
     return value
+
+
+_SCALARS = frozenset({str, int, float, bool})
+
+
+@functools.cache
+def _record_fields(cls: type) -> tuple[str, ...] | None:
+    """The field names of a dataclass type (None for any other type), looked up once per
+    type: `plain` runs over every value of every result line."""
+    if not dataclasses.is_dataclass(cls):
+        return None
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 @dataclass(frozen=True)
