@@ -30,8 +30,6 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from harness.errors import HarnessError
-
 MIN_LENGTH = 8
 """Values shorter than this are never remembered."""
 MASK = "***"
@@ -92,17 +90,21 @@ def remember(value: str | None) -> None:
 
 def read_key(env_name: str) -> str:
     """The API key in the environment variable `env_name` ("" when unset), remembered
-    as a secret. Every key the process sends is read through here. A key holding a line
-    break or NUL (it would end the request's header) raises `HarnessError` naming the
-    variable."""
+    as a secret. Every key the process sends is read through here (its callers refuse a
+    key with a `key_flaw`)."""
     value = os.environ.get(env_name, "") if env_name else ""
     remember(value)
-    if any(c in value for c in "\r\n\0"):
-        raise HarnessError(
-            f"the API key in ${env_name} holds a line break or NUL (read from a file with "
-            "its newline?); expected the key alone"
-        )
     return value
+
+
+def key_flaw(value: str) -> str | None:
+    """Why `value` cannot go out as an API key, or None: a line break or NUL would end
+    the request's header (a key read from a file often keeps its newline)."""
+    if any(c in value for c in "\r\n\0"):
+        return (
+            "holds a line break or NUL (read from a file with its newline?); expected the key alone"
+        )
+    return None
 
 
 def _remember_pair(name: str, value: str) -> None:

@@ -7,7 +7,6 @@ the CLI, tests and notebooks all read the same typed values back.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,13 +30,16 @@ def plain(value: Any) -> Any:
 _SCALARS = frozenset({str, int, float, bool})
 
 
-@functools.cache
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
 def _record_fields(cls: type) -> tuple[str, ...] | None:
     """The field names of a dataclass type (None for any other type), looked up once per
     type: `plain` runs over every value of every result line."""
-    if not dataclasses.is_dataclass(cls):
-        return None
-    return tuple(f.name for f in dataclasses.fields(cls))
+    if cls not in _FIELDS:
+        is_record = dataclasses.is_dataclass(cls)
+        _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls)) if is_record else None
+    return _FIELDS[cls]
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from loguru import logger
 from harness.errors import JudgeUnavailable
 from harness.llm import aio, http
 from harness.llm.ratelimit import RateLimiter
-from harness.secrets import redact, redact_url, remember, remember_url
+from harness.secrets import key_flaw, redact, redact_url, remember, remember_url
 from harness.types import Cost
 
 TopLogprobs = list[tuple[str, float]]
@@ -151,11 +151,9 @@ class ChatClient:
         `base_url` may be a function giving it, called (off the event loop) by the first
         request: a local server started on demand (`harness.llm.local.OnDemandServer`)."""
         remember(api_key)  # an endpoint may echo it in an error body
-        if any(c in api_key for c in "\r\n\0"):
-            raise JudgeUnavailable(
-                "the API key holds a line break or NUL (read from a file with its newline?); "
-                "set the variable to the key alone"
-            )
+        flaw = key_flaw(api_key)
+        if flaw:
+            raise JudgeUnavailable(f"the API key {flaw}")
         self._start: Callable[[], str] | None = None
         if callable(base_url):
             self._start, base_url = base_url, ON_DEMAND_LABEL

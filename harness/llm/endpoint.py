@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from harness.config import ExperimentConfig, JudgeConfig, RetrievalConfig
 from harness.errors import ConfigError
 from harness.llm.ratelimit import RateLimiter
-from harness.secrets import read_key, redact_url
+from harness.secrets import key_flaw, read_key, redact_url
 
 if TYPE_CHECKING:
     from harness.llm.local import OnDemandServer
@@ -59,8 +59,15 @@ class Endpoint:
         return self.local_model is not None
 
     def api_key(self) -> str:
-        """The key from `api_key_env` ("" for the local model or an unset variable)."""
-        return "" if self.is_local else read_key(self.api_key_env)
+        """The key from `api_key_env` ("" for the local model or an unset variable); one
+        that cannot be sent (`key_flaw`) is a `ConfigError` naming the variable."""
+        if self.is_local:
+            return ""
+        key = read_key(self.api_key_env)
+        flaw = key_flaw(key)
+        if flaw:
+            raise ConfigError("", f"${self.api_key_env}", f"the API key {flaw}")
+        return key
 
     def limiter(self) -> RateLimiter | None:
         """A rate limiter for the configured budget, shared by every request (None: none)."""

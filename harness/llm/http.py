@@ -11,8 +11,8 @@ for about a third of that. What it does:
   ones older than `IDLE_S` are closed, as a server may have dropped them);
 - http and https (the system's trust store, as aiohttp and urllib use it);
 - a proxy from the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`, read as urllib
-  reads them): https through a CONNECT tunnel, http in absolute form, a user:password
-  in the proxy's URL sent as Proxy-Authorization;
+  reads them; never for a loopback host): https through a CONNECT tunnel, http in
+  absolute form, a user:password in the proxy's URL sent as Proxy-Authorization;
 - bodies framed by Content-Length, chunked transfer coding, or the connection's end;
   1xx interim responses skipped;
 - a body read only up to the caller's cap (`Response.cut` says there was more); gzip
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import ipaddress
 import ssl
 import time
 import urllib.parse
@@ -256,20 +257,31 @@ class _Connection(asyncio.Protocol):
 
 
 @dataclass(frozen=True)
-class _Proxy:
+class Proxy:
+    """A forward proxy to send requests through."""
+
     host: str
     port: int
     tls: bool
-    auth: str  # a Proxy-Authorization header line, or ""
+    """True for an https:// proxy (TLS to the proxy itself)."""
+    auth: str
+    """The Proxy-Authorization header line for its URL's user:password, or ""."""
 
 
-def env_proxy(url: str) -> _Proxy | None:
+def env_proxy(url: str) -> Proxy | None:
     """The proxy the environment names for `url` (as urllib reads `HTTPS_PROXY`,
-    `HTTP_PROXY` and `NO_PROXY`), or None."""
+    `HTTP_PROXY` and `NO_PROXY`), or None. A loopback host (the local judge's server) is
+    never sent through a proxy: no proxy can reach this machine's loopback."""
     parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
     proxy = urllib.request.getproxies().get(parts.scheme)
-    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+    if not proxy or _loopback(host) or urllib.request.proxy_bypass(host):
         return None
+    return proxy_at(proxy)
+
+
+def proxy_at(proxy: str) -> Proxy:
+    """The proxy at URL `proxy` ("host:port" means http://host:port)."""
     if "://" not in proxy:
         proxy = "http://" + proxy
     p = urllib.parse.urlsplit(proxy)
@@ -278,7 +290,16 @@ def env_proxy(url: str) -> _Proxy | None:
         user = urllib.parse.unquote(p.username) + ":" + urllib.parse.unquote(p.password or "")
         auth = f"Proxy-Authorization: Basic {base64.b64encode(user.encode()).decode()}\r\n"
     tls = p.scheme == "https"
-    return _Proxy(p.hostname or "", p.port or (443 if tls else 80), tls, auth)
+    return Proxy(p.hostname or "", p.port or (443 if tls else 80), tls, auth)
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class Pool:
@@ -292,7 +313,7 @@ class Pool:
         headers: dict[str, str],
         *,
         ssl_context: ssl.SSLContext | None = None,
-        proxy: _Proxy | None = None,
+        proxy: Proxy | None = None,
     ) -> None:
         """`headers` go with every request (Host, Content-Length and Connection are the
         pool's); `ssl_context` for an https URL (the system's default when None);
@@ -317,7 +338,6 @@ class Pool:
         if proxy is not None and not self.tls:
             head += proxy.auth
         self._head = head.encode("latin-1")
-        self._authority = authority
         self._idle: deque[_Connection] = deque()
 
     async def post(self, body: bytes, limit: int) -> Response:
@@ -375,10 +395,10 @@ class Pool:
         if proxy is None or not self.tls:
             return conn
         try:  # https through the proxy: a tunnel, then TLS inside it
-            connect = (
-                f"CONNECT {self.host}:{self.port} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
-                f"{proxy.auth}\r\n"
+            origin = (
+                f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
             )
+            connect = f"CONNECT {origin} HTTP/1.1\r\nHost: {origin}\r\n{proxy.auth}\r\n"
             answer = await conn.request(connect.encode("latin-1"), 0, no_body=True)
             if answer.status != 200:
                 raise HttpError(f"the proxy refused the tunnel (HTTP {answer.status})")

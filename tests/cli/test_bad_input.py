@@ -366,13 +366,18 @@ def test_an_endpoint_without_a_model_is_refused_before_loading(exp_dir, tmp_path
     assert run_folders(tmp_path) == []
 
 
-def test_a_key_with_its_newline_is_refused_naming_the_variable(exp_dir, tmp_path):
+@pytest.mark.parametrize("uses", ["judge", "embedder"])
+def test_a_key_with_its_newline_is_refused_naming_the_variable(exp_dir, tmp_path, uses):
     with FakeOpenAI(lambda n, prompt: None) as server:
+        key = f"{uses}.api_key_env=HARNESS_TEST_NEWLINE_KEY"
+        if uses == "judge":
+            sets = [f"judge.base_url={server.base_url}", "judge.model=m", key]
+        else:
+            sets = [*fake_embedder(server)[:2], key]
         proc = run_cmd(
             exp_dir,
             tmp_path,
-            *("--set", f"judge.base_url={server.base_url}", "--set", "judge.model=m"),
-            *("--set", "judge.api_key_env=HARNESS_TEST_NEWLINE_KEY"),
+            *(a for kv in sets for a in ("--set", kv)),
             env={"HARNESS_TEST_NEWLINE_KEY": "sk-test-0123456789abcdef\n"},
         )
         assert server.requests == 0

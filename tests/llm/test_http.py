@@ -325,14 +325,13 @@ class Proxy:
         await asyncio.gather(pipe(reader, up_w), pipe(up_r, writer))
 
 
-def test_https_goes_through_a_connect_tunnel_with_proxy_credentials(tls, monkeypatch):
+def test_https_goes_through_a_connect_tunnel_with_proxy_credentials(tls):
     server_ctx, client_ctx = tls
 
     async def go():
         async with Proxy() as proxy, Scripted(lambda r: [_reply()], server_ctx) as server:
-            proxy_env(monkeypatch, https_proxy=f"http://us%40er:p%3Ass@127.0.0.1:{proxy.port}")
-            url = server.url("https")
-            pool = http.Pool(url, {}, ssl_context=client_ctx, proxy=http.env_proxy(url))
+            at = http.proxy_at(f"http://us%40er:p%3Ass@127.0.0.1:{proxy.port}")
+            pool = http.Pool(server.url("https"), {}, ssl_context=client_ctx, proxy=at)
             got = [await pool.post(b"{}", 100) for _ in range(2)]
             return proxy, server, got
 
@@ -346,11 +345,10 @@ def test_https_goes_through_a_connect_tunnel_with_proxy_credentials(tls, monkeyp
     assert b"Proxy-Authorization" not in server.requests[0]  # the origin never sees it
 
 
-def test_plain_http_goes_to_the_proxy_in_absolute_form(monkeypatch):
+def test_plain_http_goes_to_the_proxy_in_absolute_form():
     async def go():
         async with Proxy() as proxy, Scripted(lambda r: [_reply()]) as server:
-            proxy_env(monkeypatch, http_proxy=f"127.0.0.1:{proxy.port}")
-            pool = http.Pool(server.url(), {}, proxy=http.env_proxy(server.url()))
+            pool = http.Pool(server.url(), {}, proxy=http.proxy_at(f"127.0.0.1:{proxy.port}"))
             r = await pool.post(b"{}", 100)
             return proxy, server, r
 
@@ -363,8 +361,11 @@ def test_plain_http_goes_to_the_proxy_in_absolute_form(monkeypatch):
 
 def test_the_environment_names_the_proxy_unless_no_proxy_says_otherwise(monkeypatch):
     proxy_env(monkeypatch, https_proxy="http://proxy.example:3128")
-    p = http.env_proxy("https://api.example/v1")
-    assert p is not None and (p.host, p.port, p.tls, p.auth) == ("proxy.example", 3128, False, "")
+    assert http.env_proxy("https://api.example/v1") == http.Proxy("proxy.example", 3128, False, "")
     assert http.env_proxy("http://api.example/v1") is None  # no HTTP_PROXY
     proxy_env(monkeypatch, https_proxy="http://proxy.example:3128", no_proxy="api.example")
     assert http.env_proxy("https://api.example/v1") is None
+    proxy_env(monkeypatch, http_proxy="http://proxy.example:3128")
+    for local in ("http://127.0.0.1:8080/v1", "http://localhost:8080/v1", "http://[::1]:8/v1"):
+        assert http.env_proxy(local) is None  # the local judge's server: never proxied
+    assert http.env_proxy("http://10.0.0.5:8080/v1") is not None

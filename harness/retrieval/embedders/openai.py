@@ -9,7 +9,7 @@ from langchain_core.embeddings import Embeddings
 from harness.components.contract import EmbedCost, EmbeddingsExport
 from harness.config import EmbedderConfig
 from harness.errors import ConfigError
-from harness.secrets import read_key, remember_url
+from harness.secrets import key_flaw, read_key, remember_url
 from harness.types import ComponentSpec
 
 ENDPOINT = "embedder"
@@ -40,6 +40,9 @@ def make(config: EmbedderConfig) -> Embeddings:
             "embedder.api_key_env",
             f"the OpenAI embedder needs an API key in ${config.api_key_env}, which is empty",
         )
+    flaw = key_flaw(key)
+    if flaw:
+        raise ConfigError("", "embedder.api_key_env", f"${config.api_key_env}: the API key {flaw}")
     kwargs: dict[str, Any] = {"model": config.model or DEFAULT_MODEL, "api_key": key}
     if config.base_url:
         remember_url(config.base_url)  # should an error echo its credentials
