@@ -104,6 +104,8 @@ class _Connection(asyncio.Protocol):
             self._parse()
         except HttpError as exc:
             self._settle(exc)
+        except Exception as exc:  # whatever the bytes were, the caller hears of it now
+            self._settle(HttpError(f"an unreadable answer ({type(exc).__name__}: {exc})"))
 
     def eof_received(self) -> bool:
         """The server is done sending: the end of a body framed by the connection's end,
@@ -185,7 +187,7 @@ class _Connection(asyncio.Protocol):
         elif values.get("transfer-encoding", "").rsplit(",", 1)[-1].strip() == "chunked":
             self._framing, self._in_chunk = "chunked", False
         elif length is not None:
-            if not length.isdigit():
+            if not (length.isascii() and length.isdigit()):
                 raise HttpError(f"a malformed Content-Length ({length[:40]!r})")
             self._framing, self._left = "length", int(length)
         else:
@@ -221,10 +223,9 @@ class _Connection(asyncio.Protocol):
                 del self._buf[:2]
                 continue
             size_text = bytes(self._buf[:line_end]).split(b";", 1)[0].strip()
-            try:
-                size = int(size_text, 16)
-            except ValueError:
-                raise HttpError(f"a malformed chunk size ({size_text[:20]!r})") from None
+            if not size_text or size_text.strip(b"0123456789abcdefABCDEF"):
+                raise HttpError(f"a malformed chunk size ({size_text[:20]!r})")
+            size = int(size_text, 16)
             if size:
                 del self._buf[: line_end + 2]
                 self._in_chunk, self._left = True, size
