@@ -189,12 +189,14 @@ def calibrate(
     relevant_grade: int = 1,
     complete_grade: int = 2,
     source: dict[str, Any] | None = None,
+    applies: str = "verdicts",
 ) -> Calibration:
-    """Fit one Platt map per criterion on the runs' labelled pairs, and measure the
-    calibrated verdicts' error rates on the same pairs (`Calibration.rates`, basis
-    "labels"). Criteria with no probabilities (a judge without logprobs) get no map and
-    are left as judged; their rates are still measured. A degenerate fit raises
-    HarnessError (`check_fit`)."""
+    """Fit one Platt map per criterion on the runs' labelled pairs, and measure the error
+    rates on the same pairs (`Calibration.rates`, basis "labels") of the verdicts runs
+    will report: re-cut by the maps (`applies` "verdicts") or as judged ("rates": runs
+    keep their verdicts and correct only their rates). Criteria with no probabilities (a
+    judge without logprobs) get no map and are left as judged; their rates are still
+    measured. A degenerate fit raises HarnessError (`check_fit`)."""
     pairs = labelled_pairs(
         runs, qrels, relevant_grade=relevant_grade, complete_grade=complete_grade
     )
@@ -213,11 +215,12 @@ def calibrate(
         complete_grade=complete_grade,
         created_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         source=source or {},
+        applies=applies,
     )
     cuts = {"relevant": relevant_grade, "complete": complete_grade}
     rows = []
     for h, g in labelled_hits(runs, qrels):
-        v = cal.apply_verdict(h.verdict)
+        v = cal.apply_verdict(h.verdict)  # as judged when the calibration applies to rates
         for crit, cut in cuts.items():
             yes = judged_yes(v, crit)
             if yes is not None:

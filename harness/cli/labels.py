@@ -86,6 +86,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         relevant_grade=args.relevant_grade or rel_default,
         complete_grade=args.complete_grade or comp_default,
         source={"target": str(args.target), "qrels": str(qrels_path), "runs": len(runs)},
+        applies=args.apply or "verdicts",
     )
     if not cal.criteria and not cal.rates:
         raise HarnessError(
@@ -130,7 +131,7 @@ def _calibrate_exam(args: argparse.Namespace) -> int:
                 concurrency=judge.concurrency,
                 near=args.near,
                 near_weight=args.near_weight,
-                applies=args.apply,
+                applies=args.apply or "rates",
             )
     finally:
         verdicts.close()
@@ -398,10 +399,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p_cal.add_argument(
         "--apply",
         choices=("rates", "verdicts"),
-        default="rates",
-        help="with --exam: what runs change with it: 'rates' keeps their verdicts as judged "
-        "and corrects only their rates and trust statement (default); 'verdicts' re-cuts "
-        "every verdict with the fitted maps",
+        default=None,
+        help="what runs change with it: 'rates' keeps their verdicts as judged and corrects "
+        "only their rates and trust statement (the default with --exam); 'verdicts' re-cuts "
+        "every verdict with the fitted maps (the default with labels)",
     )
     cache_dir_option(p_cal)
     p_cal.add_argument(

@@ -658,10 +658,16 @@ def format_calibration(cal: Any, path: Path) -> str:
     for name, m in cal.criteria.items():
         cut = "never (no ranking signal)" if m.threshold is None else f"{m.threshold:.3f}"
         lines.append(f"{name:<10} {m.n:>6} {m.positives:>5} {m.a:>7.3f} {m.b:>7.3f}  {cut}")
-    lines.append(
-        f'apply it with judge.calibration = "{path}" (no judge call: verdicts are re-cut '
-        "from the cached probabilities)"
-    )
+    for name, r in cal.rates.items():
+        lines.append(
+            f"{name}: TPR {r.tpr:.2f}, FPR {r.fpr:.2f} on {r.positives} answers and "
+            f"{r.negatives} non-answers (of the verdicts runs will report)"
+        )
+    if cal.applies == "rates":
+        how = "verdicts kept as judged; their rates corrected with the error rates above"
+    else:
+        how = "no judge call: verdicts are re-cut from the cached probabilities"
+    lines.append(f'apply it with judge.calibration = "{path}" ({how})')
     return "\n".join(lines)
 
 

@@ -152,3 +152,65 @@ def test_saturation_warning(tmp_path):
     from harness.report.text import format_run_summary
 
     assert "warning: the judge called 100% of" in format_run_summary(run)
+
+
+def test_a_label_calibration_can_apply_to_the_rates_only(tmp_path):
+    """`harness calibrate RUN --qrels Q --apply rates`: runs keep their verdicts, and the
+    file's error rates are those of the raw verdicts (the default re-cuts them)."""
+    from harness.analysis.calibrate import judged_yes, labelled_hits
+    from tests.cli.test_cli import harness
+
+    with FakeOpenAI(_graded) as server:
+        base = [
+            f"judge.base_url={server.base_url}",
+            "judge.model=fake",
+            "judge.mode=graded",
+            "failures.explain=false",
+        ]
+        first = run_experiment(
+            load_experiment(DATA / "experiment.toml", base),
+            results_dir=tmp_path / "r",
+            cache_dir=tmp_path / "c",
+        )
+        qrels_path = tmp_path / "qrels.tsv"
+        qrels_path.write_text(
+            "query_id\tdoc_id\trelevance\n"
+            + "".join(
+                f"{q.question.question_id}\t{h.chunk.chunk_id}\t{_label(h.chunk.text)}\n"
+                for q in first.questions
+                for h in q.hits
+            )
+        )
+        out = tmp_path / "cal.json"
+        proc = harness(
+            "calibrate", str(first.run_dir), "--qrels", str(qrels_path),
+            "--apply", "rates", "--out", str(out),
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert "verdicts kept as judged" in proc.stdout and "FPR" in proc.stdout
+        cal = read_calibration(out)
+        assert cal.applies == "rates"
+        # the raw verdicts' rates: the judge says "complete" of every hive text
+        rows = [
+            (judged_yes(h.verdict, "complete"), g >= 2)
+            for h, g in labelled_hits([first], read_qrels(qrels_path))
+        ]
+        negatives = [yes for yes, truth in rows if not truth and yes is not None]
+        assert cal.rates["complete"].fpr == pytest.approx(sum(negatives) / len(negatives))
+        recut = calibrate([first], read_qrels(qrels_path))
+        assert recut.applies == "verdicts"
+        assert recut.rates["complete"].fpr < cal.rates["complete"].fpr
+        again = run_experiment(
+            load_experiment(DATA / "experiment.toml", [*base, f"judge.calibration={out}"]),
+            results_dir=tmp_path / "r",
+            cache_dir=tmp_path / "c",
+        )
+    assert again.header.metrics == first.header.metrics  # verdicts as judged
+
+    def as_judged(run):
+        return [
+            (v.relevant.value, v.relevant.p_yes, v.complete.value, v.complete.p_yes)
+            for v in (h.verdict for q in run.questions for h in q.hits)
+        ]
+
+    assert as_judged(again) == as_judged(first)  # from the cache, not re-cut
