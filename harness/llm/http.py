@@ -197,23 +197,19 @@ class _Connection(asyncio.Protocol):
     def _read_body(self) -> bool:
         """Move what arrived into the body; True when the response is complete."""
         if self._framing == "length":
-            take = min(self._left, len(self._buf))
-            if not self._keep(take):
+            done = self._keep_left()
+            if done is None:
                 return True
-            self._left -= take
-            if self._left:
-                return False
-            return self._finish(cut=False)
+            return self._finish(cut=False) if done else False
         if self._framing == "close":
             self._keep(len(self._buf))
             return False  # done when the server closes
         while True:  # chunked
             if self._in_chunk:
-                take = min(self._left, len(self._buf))
-                if not self._keep(take):
+                done = self._keep_left()
+                if done is None:
                     return True
-                self._left -= take
-                if self._left:
+                if not done:
                     return False
                 self._in_chunk = False
             line_end = self._buf.find(b"\r\n")
@@ -235,6 +231,16 @@ class _Connection(asyncio.Protocol):
                 return False
             del self._buf[: trailer_end + 4]
             return self._finish(cut=False)
+
+    def _keep_left(self) -> bool | None:
+        """Move up to `_left` bytes (of a Content-Length body or of a chunk) into the
+        body: True once they are all in, False while more must arrive, None when the
+        body passed the limit (the response is settled, cut)."""
+        take = min(self._left, len(self._buf))
+        if not self._keep(take):
+            return None
+        self._left -= take
+        return not self._left
 
     def _keep(self, n: int) -> bool:
         """Move `n` bytes of the buffer into the body; False (and the response settled,

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import math
 import random
+from pathlib import Path
 
 import pytest
 
 from harness.analysis import calibrate, fit_platt, read_qrels, validate_run
 from harness.config import load_experiment
 from harness.judge.calibration import Calibration, PlattMap, read_calibration, write_calibration
-from harness.log import read_run
+from harness.log import RunLog, read_run
 from harness.pipeline import run_experiment
 from harness.stores import VerdictCache
 from harness.testing import Act, FakeOpenAI
@@ -72,27 +73,34 @@ def _label(text: str) -> int:
     return 2 if "every Saturday" in text else 1 if "hive" in text.lower() else 0
 
 
+def _graded_run(server: FakeOpenAI, tmp_path) -> tuple[list[str], RunLog, Path]:
+    """(the settings judging with `_graded` on `server`, a run of the tiny experiment
+    under them, qrels of its judged chunks by `_label`)."""
+    base = [
+        f"judge.base_url={server.base_url}",
+        "judge.model=fake",
+        "judge.mode=graded",
+        # explaining a failure judges a wider pool: a calibration that changes which
+        # questions fail would then pay for new pools; here only the calibration counts
+        "failures.explain=false",
+    ]
+    config = load_experiment(DATA / "experiment.toml", base)
+    first = run_experiment(config, results_dir=tmp_path / "r", cache_dir=tmp_path / "c")
+    qrels_path = tmp_path / "qrels.tsv"
+    lines = ["query_id\tdoc_id\trelevance"] + [
+        f"{q.question.question_id}\t{h.chunk.chunk_id}\t{_label(h.chunk.text)}"
+        for q in first.questions
+        for h in q.hits
+    ]
+    qrels_path.write_text("\n".join(lines) + "\n")
+    return base, first, qrels_path
+
+
 def test_calibrate_then_apply_costs_no_call_and_changes_no_cached_verdict(tmp_path):
     with FakeOpenAI(_graded) as server:
-        base = [
-            f"judge.base_url={server.base_url}",
-            "judge.model=fake",
-            "judge.mode=graded",
-            # explaining a failure judges a wider pool: a calibration that changes which
-            # questions fail would then pay for new pools; here only the calibration counts
-            "failures.explain=false",
-        ]
-        config = load_experiment(DATA / "experiment.toml", base)
-        first = run_experiment(config, results_dir=tmp_path / "r", cache_dir=tmp_path / "c")
+        base, first, qrels_path = _graded_run(server, tmp_path)
         paid = server.requests
         assert paid > 0 and first.header.stats["judge_calls"] == paid
-        qrels_path = tmp_path / "qrels.tsv"
-        lines = ["query_id\tdoc_id\trelevance"] + [
-            f"{q.question.question_id}\t{h.chunk.chunk_id}\t{_label(h.chunk.text)}"
-            for q in first.questions
-            for h in q.hits
-        ]
-        qrels_path.write_text("\n".join(lines) + "\n")
         cal = calibrate([first], read_qrels(qrels_path))
         assert set(cal.criteria) == {"relevant", "complete"}
         cal_path = write_calibration(cal, tmp_path / "judge-calibration.json")
@@ -161,26 +169,7 @@ def test_a_label_calibration_can_apply_to_the_rates_only(tmp_path):
     from tests.cli.test_cli import harness
 
     with FakeOpenAI(_graded) as server:
-        base = [
-            f"judge.base_url={server.base_url}",
-            "judge.model=fake",
-            "judge.mode=graded",
-            "failures.explain=false",
-        ]
-        first = run_experiment(
-            load_experiment(DATA / "experiment.toml", base),
-            results_dir=tmp_path / "r",
-            cache_dir=tmp_path / "c",
-        )
-        qrels_path = tmp_path / "qrels.tsv"
-        qrels_path.write_text(
-            "query_id\tdoc_id\trelevance\n"
-            + "".join(
-                f"{q.question.question_id}\t{h.chunk.chunk_id}\t{_label(h.chunk.text)}\n"
-                for q in first.questions
-                for h in q.hits
-            )
-        )
+        base, first, qrels_path = _graded_run(server, tmp_path)
         out = tmp_path / "cal.json"
         proc = harness(
             "calibrate", str(first.run_dir), "--qrels", str(qrels_path),
