@@ -9,7 +9,8 @@ for about a third of that. What it does:
 
 - keep-alive connections per process, reused while the server keeps them open (idle
   ones older than `IDLE_S` are closed, as a server may have dropped them);
-- http and https (the system's trust store, as aiohttp and urllib use it);
+- http and https (the system's trust store, as aiohttp and urllib use it; `SSL_CERT_FILE`
+  names a private CA);
 - a proxy from the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`, read as urllib
   reads them; never for a loopback host): https through a CONNECT tunnel, http in
   absolute form, a user:password in the proxy's URL sent as Proxy-Authorization;

@@ -276,6 +276,21 @@ def test_https_verifies_the_server_and_keeps_its_connection(tls):
     assert server.connections == 1  # one kept for both posts (the refused one never opened)
 
 
+def test_a_private_ca_named_by_ssl_cert_file_is_trusted(tls, monkeypatch, tmp_path):
+    """The system's trust store, as OpenSSL reads it: SSL_CERT_FILE names a private CA
+    (an endpoint behind a company's own certificate) without any setting of ours."""
+    server_ctx, client_ctx = tls
+    ca = tmp_path / "ca.pem"
+    ca.write_text(ssl.DER_cert_to_PEM_cert(client_ctx.get_ca_certs(binary_form=True)[0]))
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+
+    async def go():
+        async with Scripted(lambda r: [_reply()], server_ctx) as server:
+            return await http.Pool(server.url("https"), {}).post(b"{}", 100)
+
+    assert run(go()).body == b'{"ok": true}'
+
+
 class Proxy:
     """A forward proxy: CONNECT tunnels (answered 200, then bytes relayed both ways)
     and absolute-form requests relayed to their origin; keeps each request head."""
