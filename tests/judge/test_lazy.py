@@ -75,19 +75,26 @@ def _plan(pairs: list[tuple[str, str]], target: str, k: int) -> LazyPlan:
     )
 
 
+def _judge_lazily(
+    pairs: list[tuple[str, str]], judge, target: str, k: int, *, cache=None, on_done=None
+):
+    """`judge_pairs` of `pairs` as lazy chains per question, settled for `target` at `k`."""
+    return judge_pairs(
+        pairs,
+        judge,
+        criteria=CriteriaConfig(),
+        cache=cache,
+        stats=JudgeStats(),
+        on_done=on_done,
+        lazy=_plan(pairs, target, k),
+    )
+
+
 def test_lazy_stops_at_the_settling_rank():
     pairs = [(q, c) for q, chunks in RANKED.items() for c in chunks]
     judge = GradeJudge()
     done: list[int] = []
-    verdicts = judge_pairs(
-        pairs,
-        judge,
-        criteria=CriteriaConfig(),
-        cache=None,
-        stats=JudgeStats(),
-        on_done=lambda i, v: done.append(i),
-        lazy=_plan(pairs, "complete", 4),
-    )
+    verdicts = _judge_lazily(pairs, judge, "complete", 4, on_done=lambda i, v: done.append(i))
     judged = {(q, c) for q, c, _ in judge.calls}
     assert judged == {
         ("q1", "g0 a"), ("q1", "g1 b"), ("q1", "g2 c"),
@@ -103,27 +110,13 @@ def test_lazy_stops_at_the_settling_rank():
     assert len(skipped) == 4 and all(v.error is None and v.grade is None for v in skipped)
     # relevancy_mrr alone stops at the first relevant chunk
     judge = GradeJudge()
-    judge_pairs(
-        pairs,
-        judge,
-        criteria=CriteriaConfig(),
-        cache=None,
-        stats=JudgeStats(),
-        lazy=_plan(pairs, "relevant", 4),
-    )
+    _judge_lazily(pairs, judge, "relevant", 4)
     assert {c for q, c, crit in judge.calls if crit == "relevant"} == {
         "g0 a", "g1 b", "g2 e", "g0 i", "g1 j",
     }  # fmt: skip
     # an objective at k=2 never looks below rank 2
     judge = GradeJudge()
-    judge_pairs(
-        pairs,
-        judge,
-        criteria=CriteriaConfig(),
-        cache=None,
-        stats=JudgeStats(),
-        lazy=_plan(pairs, "complete", 2),
-    )
+    _judge_lazily(pairs, judge, "complete", 2)
     assert {c for q, c, crit in judge.calls if crit == "relevant"} == {
         "g0 a", "g1 b", "g2 e", "g0 i", "g1 j",
     }  # fmt: skip
@@ -139,14 +132,7 @@ def test_lazy_through_the_async_client_against_a_fake_endpoint():
     pairs += [("q2?", f"passage g{g} {i}") for i, g in enumerate((0, 0, 0))]
     with FakeOpenAI(behave) as server:
         judge = ChatJudge(base_url=server.base_url, model="fake", api_key="", concurrency=4)
-        verdicts = judge_pairs(
-            pairs,
-            judge,
-            criteria=CriteriaConfig(),
-            cache=None,
-            stats=JudgeStats(),
-            lazy=_plan(pairs, "complete", 4),
-        )
+        verdicts = _judge_lazily(pairs, judge, "complete", 4)
         # q1: ranks 1 and 2 (relevance twice, completeness once); q2: all three ranks
         assert server.requests == 2 + 1 + 3
     assert [v.grade for v in verdicts] == [0, 2, None, None, 0, 0, 0]
@@ -326,14 +312,7 @@ def test_claims_taken_ahead_for_pairs_never_asked_are_given_up(tmp_path):
     pairs = [(q, c) for q, chunks in RANKED.items() for c in chunks]
     judge = GradeJudge()
     cache = VerdictCache(tmp_path / "v.sqlite")
-    judge_pairs(
-        pairs,
-        judge,
-        criteria=CriteriaConfig(),
-        cache=cache,
-        stats=JudgeStats(),
-        lazy=_plan(pairs, "complete", 4),
-    )
+    _judge_lazily(pairs, judge, "complete", 4, cache=cache)
     criteria = CriteriaConfig()
     texts = {"relevant": criteria.relevant, "complete": criteria.complete}
     paid = {verdict_key(judge.identity(), texts[name], q, c) for q, c, name in judge.calls}
