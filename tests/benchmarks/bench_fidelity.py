@@ -45,6 +45,7 @@ import random
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -227,10 +228,10 @@ def exam_calibrated(
         return None
     exam = exam_for(collection, shared, cache)
     chunks = load_inputs(config).chunks
-    recut, _ = calibrate_from_exam(exam, chunks, judge, config.judge.criteria, applies="verdicts")
-    # the same exam verdicts again (from the cache): the raw verdicts' error rates
-    rates, _ = calibrate_from_exam(exam, chunks, judge, config.judge.criteria, applies="rates")
-    return [recut.apply_verdict(v) for v, _ in pairs], rates.rates
+    cal, _ = calibrate_from_exam(exam, chunks, judge, config.judge.criteria, applies="rates")
+    # the maps do not depend on `applies`: re-cut with the same fit
+    recut = replace(cal, applies="verdicts")
+    return [recut.apply_verdict(v) for v, _ in pairs], cal.rates
 
 
 def judge_for(judge: Any, config: Any) -> Any:
