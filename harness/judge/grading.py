@@ -19,7 +19,7 @@ import threading
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.config import CriteriaConfig
 from harness.judge.protocol import (
@@ -207,9 +207,12 @@ def judge_pairs(
     relevance, then "complete" of relevant chunks; "both", "graded" and "criteria" make
     one call per pair; "listwise" one call per question for its uncached chunks.
 
-    Requests run on one event loop (`harness.llm.aio`): `concurrency` (default: the
-    judge's own) workers each await one call at a time (a judge that only blocks runs
-    on one thread per worker). A verdict that is already being asked for is awaited,
+    Requests run on one event loop (`harness.llm.aio`), at most `concurrency` (default:
+    the judge's own) at a time: as many workers, each awaiting one call (a judge that
+    only blocks runs on one thread per worker), or, where a pair's calls come one after
+    another on a judge without a prompt cache (pointwise modes, lazy chains), twice as
+    many sharing that many call permits, so the last pairs' second calls leave no permit
+    idle. A verdict that is already being asked for is awaited,
     not asked twice. Against a judge with a prompt cache of its own
     (`judge.prompt_cache`, the local llama.cpp server) the pairs that share a chunk are
     judged one after another by one worker, whose requests go to a server slot of its
@@ -240,6 +243,8 @@ def judge_pairs(
     return verdicts
 
 
+_T = TypeVar("_T")
+
 _Done = tuple[int, Verdict | None, BaseException | None]
 """(pair index, its verdict, or the exception that stops the work)."""
 
@@ -262,6 +267,15 @@ def _work_items(
         by = 0 if judge.mode in QUESTION_FIRST_MODES else 1
         return [(ix, False) for ix in _group(pairs, by)]
     return [([i], False) for i in range(len(pairs))]
+
+
+def _shares_permits(judge: Judge, items: Sequence[_Item]) -> bool:
+    """Whether an item may ask calls one after another on a judge without a server
+    prompt cache (whose workers each keep a server slot): a pointwise pair (relevance,
+    then completeness) or a lazy chain."""
+    if judge.prompt_cache or judge.mode == "listwise":
+        return False
+    return judge.mode not in PAIRWISE_MODES or any(chain for _, chain in items)
 
 
 def _group(pairs: Sequence[tuple[str, str]], by: int) -> list[list[int]]:
@@ -315,13 +329,19 @@ class _Run:
         self.grader, self.pairs, self.settled, self.put = grader, pairs, settled, put
 
     async def all(self, items: list[_Item], width: int) -> None:
-        """Judge every item with `width` workers.
+        """Judge every item with `width` calls in flight at most (`judge_pairs`).
 
         Claims are taken ahead: as a worker takes an item, the first pair of the item
         `width` places further is claimed, so a worker seldom waits for a claim's round
         trip (a claim held ahead lasts about one call). What was claimed and never asked
         is given up once the work is over."""
         todo = collections.deque(items)
+        workers = width
+        if width > 1 and _shares_permits(self.grader.judge, items):
+            # an item asks its calls one after another: twice the workers share `width`
+            # call permits, so no worker's second call leaves a permit idle at the end
+            workers = 2 * width
+            self.grader.permits = asyncio.Semaphore(width)
         await asyncio.to_thread(self.grader.prefetch, self.pairs)
         claimed = 0  # items whose first pair is claimed ahead
 
@@ -347,7 +367,7 @@ class _Run:
                         return
 
         try:
-            await asyncio.gather(*(worker(i) for i in range(min(width, len(items)))))
+            await asyncio.gather(*(worker(i) for i in range(min(workers, len(items)))))
         finally:
             self.grader.unclaim_ahead()
 
@@ -396,6 +416,8 @@ class _Grader:
         self._claimer: asyncio.Future[None] | None = None
         self._key_memo: dict[tuple[str, str, str], str] = {}
         self._tasks: set[asyncio.Future[None]] = set()
+        self.permits: asyncio.Semaphore | None = None
+        """Call permits shared by the workers (`_Run.all`), else one call per worker."""
 
     def prefetch(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Read the cached verdicts of both criteria of `pairs` in one query, so judging
@@ -522,7 +544,7 @@ class _Grader:
             if claimed is not None:  # another worker paid for it meanwhile
                 return replace(claimed, cached=True)
         try:
-            verdict = await self.judge.agrade(q, c, name, text)
+            verdict = await self._call(lambda: self.judge.agrade(q, c, name, text))
         except BaseException:
             if cache is not None:
                 cache.release(key)
@@ -532,6 +554,13 @@ class _Grader:
             if not verdict.error:
                 self.known[key] = verdict
         return verdict
+
+    async def _call(self, ask: Callable[[], Awaitable[_T]]) -> _T:
+        """One call to the judge, under a shared call permit when the workers share them."""
+        if self.permits is None:
+            return await ask()
+        async with self.permits:
+            return await ask()
 
     async def pointwise(self, q: str, c: str) -> Verdict:
         """Both criteria one at a time, "complete" only of a relevant chunk."""
@@ -597,7 +626,7 @@ class _Grader:
             return cached
         key = "both\0" + verdict_key(self.identity, self.criteria.relevant, q, c)
         (rel, comp), shared = await self._once(
-            key, lambda: self.judge.agrade_both(q, c, self.criteria)
+            key, lambda: self._call(lambda: self.judge.agrade_both(q, c, self.criteria))
         )
         if not shared:
             return self._store(q, c, (rel, comp))

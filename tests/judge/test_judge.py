@@ -226,3 +226,58 @@ def test_an_exception_in_a_worker_stops_judging(tmp_path):
             stats=JudgeStats(),
             concurrency=3,
         )
+
+
+class Rounds(BaseJudge):
+    """Says yes to every call; a call waits for its round, which ends as soon as `width`
+    calls wait (or, a second after a call came alone, with what waits)."""
+
+    spec = ComponentSpec(name="rounds")
+    prompt_cache = False  # as a hosted endpoint: no chunk groups
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.waiting: list = []
+        self.rounds: list[list[tuple[str, str]]] = []
+
+    def identity(self):
+        return "rounds"
+
+    async def agrade(self, question, chunk_text, criterion, criterion_text):
+        import asyncio
+
+        fut = asyncio.get_running_loop().create_future()
+        self.waiting.append((chunk_text, criterion, fut))
+        if len(self.waiting) == self.width:
+            self._end_round()
+        else:
+            asyncio.get_running_loop().call_later(
+                1.0, lambda: self._end_round() if any(f is fut for *_, f in self.waiting) else None
+            )
+        await fut
+        return CriterionVerdict(criterion=criterion, value=True, calls=1)
+
+    def _end_round(self) -> None:
+        batch, self.waiting = self.waiting, []
+        self.rounds.append([(c, crit) for c, crit, _ in batch])
+        for *_, fut in batch:
+            fut.set_result(None)
+
+
+def test_a_pairs_second_call_leaves_no_call_permit_idle():
+    # three relevant chunks are six calls; two workers asking each chunk's criteria one
+    # after the other would need four rounds of two in flight (the last with one call)
+    judge = Rounds(width=2)
+    pairs = [("q", f"chunk {i}") for i in range(3)]
+    verdicts = judge_pairs(
+        pairs, judge, criteria=CriteriaConfig(), cache=None, stats=JudgeStats(), concurrency=2
+    )
+    assert [v.grade for v in verdicts] == [2, 2, 2]
+    assert [len(r) for r in judge.rounds] == [2, 2, 2]
+    # every chunk's completeness is asked only after its relevance came back
+    asked = [call for r in judge.rounds for call in r]
+    for _, chunk in pairs:
+        assert asked.index((chunk, "relevant")) < asked.index((chunk, "complete"))
+        rel_round = next(i for i, r in enumerate(judge.rounds) if (chunk, "relevant") in r)
+        comp_round = next(i for i, r in enumerate(judge.rounds) if (chunk, "complete") in r)
+        assert rel_round < comp_round
