@@ -8,9 +8,7 @@ bytes and parses only what framing needs (status, headers, Content-Length or chu
 for about a third of that. What it does:
 
 - keep-alive connections per process, reused while the server keeps them open (idle
-  ones older than `IDLE_S` are closed, as a server may have dropped them; a request on
-  a kept connection that the server closes before answering goes once more, at once, on
-  a new connection);
+  ones older than `IDLE_S` are closed, as a server may have dropped them);
 - http and https (the system's trust store, as aiohttp and urllib use it; `SSL_CERT_FILE`
   names a private CA);
 - a proxy from the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`, read as urllib
@@ -79,8 +77,6 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.reusable = False
         self.idle_since = 0.0
-        self.heard = False
-        """Whether any byte of the current request's answer has come."""
         self._buf = bytearray()
         self._waiter: asyncio.Future[Response] | None = None
         self._limit = 0
@@ -104,7 +100,6 @@ class _Connection(asyncio.Protocol):
         if self._waiter is None or self._waiter.done():
             self.close()  # bytes nobody asked for: this connection is out of step
             return
-        self.heard = True
         self._buf += data
         try:
             self._parse()
@@ -134,7 +129,7 @@ class _Connection(asyncio.Protocol):
         body is kept up to `limit` bytes; `no_body` for a CONNECT's answer."""
         assert self.transport is not None and self._waiter is None
         self._waiter = asyncio.get_running_loop().create_future()
-        self._limit, self._no_body, self.reusable, self.heard = limit, no_body, False, False
+        self._limit, self._no_body, self.reusable = limit, no_body, False
         self.transport.write(data)
         return self._waiter
 
@@ -354,22 +349,11 @@ class Pool:
         self._idle: deque[_Connection] = deque()
 
     async def post(self, body: bytes, limit: int) -> Response:
-        """POST `body` to the URL; the response's body is kept up to `limit` bytes.
-
-        A kept connection that the server closes before a byte of the answer comes (it
-        dropped the idle connection as the request went out) is not a failure of the
-        request: it is sent once more, at once, on a new connection."""
-        data = self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+        """POST `body` to the URL; the response's body is kept up to `limit` bytes."""
         conn = self._take()
-        if conn is not None:
-            try:
-                return await self._send(conn, data, limit)
-            except HttpError:
-                if conn.heard:
-                    raise
-        return await self._send(await self._connect(), data, limit)
-
-    async def _send(self, conn: _Connection, data: bytes, limit: int) -> Response:
+        if conn is None:
+            conn = await self._connect()
+        data = self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body
         try:
             response = await conn.request(data, limit)
         except BaseException:

@@ -222,38 +222,6 @@ def test_a_connection_the_server_dropped_while_idle_is_not_reused():
     assert run(go()).connections == 2
 
 
-def test_a_kept_connection_dropped_as_the_request_went_out_is_asked_again_once():
-    answers = iter([[_reply()], [b""], [_reply(b'{"again": 1}')]])
-
-    async def go():
-        async with Scripted(lambda r: next(answers)) as server:
-            pool = http.Pool(server.url(), {})
-            await pool.post(b"{}", 100)
-            second = await pool.post(b'{"n": 2}', 100)  # on the kept connection, dropped
-            return server, second
-
-    server, second = run(go())
-    assert second.body == b'{"again": 1}'
-    assert server.connections == 2
-    assert [r.endswith(b'{"n": 2}') for r in server.requests] == [False, True, True]
-
-
-def test_a_kept_connection_dropped_mid_answer_is_an_error_not_asked_again():
-    partial = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"
-    answers = iter([[_reply()], [partial, b""], [_reply()]])
-
-    async def go():
-        async with Scripted(lambda r: next(answers)) as server:
-            pool = http.Pool(server.url(), {})
-            await pool.post(b"{}", 100)
-            with pytest.raises(http.HttpError, match="closed"):
-                await pool.post(b"{}", 100)
-            return server
-
-    server = run(go())
-    assert server.connections == 1 and len(server.requests) == 2
-
-
 def test_a_call_cancelled_mid_way_closes_its_connection():
     slow = [b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nab"]
 
