@@ -222,6 +222,23 @@ def test_a_connection_the_server_dropped_while_idle_is_not_reused():
     assert run(go()).connections == 2
 
 
+def test_a_kept_connection_dropped_before_its_answer_is_an_error_not_sent_again():
+    # the server may have read (and billed) the request: the caller's retry policy
+    # decides, and counts the attempt
+    answers = iter([[_reply()], [b""], [_reply()]])
+
+    async def go():
+        async with Scripted(lambda r: next(answers)) as server:
+            pool = http.Pool(server.url(), {})
+            await pool.post(b"{}", 100)
+            with pytest.raises(http.HttpError, match="closed"):
+                await pool.post(b"{}", 100)
+            return server
+
+    server = run(go())
+    assert server.connections == 1 and len(server.requests) == 2
+
+
 def test_a_call_cancelled_mid_way_closes_its_connection():
     slow = [b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nab"]
 
