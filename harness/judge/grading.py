@@ -212,14 +212,13 @@ def judge_pairs(
     only blocks runs on one thread per worker), or, where a pair's calls come one after
     another on a judge without a prompt cache (pointwise modes, lazy chains), twice as
     many sharing that many call permits, so the last pairs' second calls leave no permit
-    idle. A verdict that is already being asked for is awaited,
-    not asked twice. Against a judge with a prompt cache of its own
-    (`judge.prompt_cache`, the local llama.cpp server) the pairs that share a chunk are
-    judged one after another by one worker, whose requests go to a server slot of its
-    own, so the slot keeps the task and the passage and computes a passage once for all
-    its questions and both criteria (the pairs that share a question, for a mode that
-    puts the question first); elsewhere every pair is independent, so no chunk group
-    becomes a critical path.
+    idle. A verdict that is already being asked for is awaited, not asked twice.
+    Against a judge with a prompt cache of its own (`judge.prompt_cache`, the local
+    llama.cpp server) the pairs that share a chunk are judged one after another by one
+    worker, whose requests go to a server slot of its own, so the slot keeps the task
+    and the passage and computes a passage once for all its questions and both criteria
+    (the pairs that share a question, for a mode that puts the question first);
+    elsewhere every pair is independent, so no chunk group becomes a critical path.
 
     With `lazy`, each chain is judged in rank order and stops once settled; the pairs it
     skips come back as `not_judged()` (listwise judging asks all of a question's chunks
