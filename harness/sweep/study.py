@@ -365,6 +365,9 @@ def _requeue_unfinished(study: optuna.Study, sweep: _Sweep) -> int:
     for t in study.get_trials(deepcopy=False):
         rec = logged.get(t.number)
         stale = t.state == optuna.trial.TrialState.RUNNING
+        if stale and rec is not None and rec.state in ("complete", "pruned"):
+            _tell_logged(study, rec)  # its line was written, the study's tell was not
+            continue
         if stale:
             shared.fail_trial(study, t.number)
         if (stale and rec is None) or (rec is not None and rec.state == "interrupted"):
@@ -385,6 +388,19 @@ def _requeue_unfinished(study: optuna.Study, sweep: _Sweep) -> int:
     return count
 
 
+def _tell_logged(study: optuna.Study, rec: TrialRecord) -> None:
+    """Tell the study how a trial ended as trials.jsonl logs it (a kill -9 came between
+    the line and the study's own tell); nothing if another worker told it first."""
+    with contextlib.suppress(ValueError, optuna.exceptions.UpdateFinishedTrialError):
+        if rec.state == "complete" and rec.values:
+            values = rec.values[0] if len(rec.values) == 1 else list(rec.values)
+            study.tell(rec.number, values)
+        elif rec.state == "pruned":
+            study.tell(rec.number, state=optuna.trial.TrialState.PRUNED)
+        else:
+            study.tell(rec.number, state=optuna.trial.TrialState.FAIL)
+
+
 def _check_own_study(study: optuna.Study, sweep_dir: Path, storage: str) -> None:
     """Refuse to resume a study that is not the folder's own: every trial trials.jsonl
     logs as finished must be in it, finished, with the same settings; otherwise new
@@ -396,9 +412,10 @@ def _check_own_study(study: optuna.Study, sweep_dir: Path, storage: str) -> None
         t = trials.get(rec.number)
         # The record also holds settings fixed outside the space: compare what Optuna drew.
         drawn = {} if t is None else dict(t.params)
+        # RUNNING: killed between the trial's line and the study's tell (resume tells it)
         if (
             t is None
-            or not t.state.is_finished()
+            or not (t.state.is_finished() or t.state == optuna.trial.TrialState.RUNNING)
             or any(rec.params.get(k) != v for k, v in drawn.items())
         ):
             raise HarnessError(

@@ -458,3 +458,33 @@ def test_a_shared_worker_lets_the_next_sample_only_once_its_trial_has_settings(
     assert all(len(r) == 1 and r[0] for r in running_at_release[:-1])
     finished = [json.dumps(t.params, sort_keys=True) for t in log.trials]
     assert len(finished) == len(set(finished)) == 4
+
+
+def test_resume_after_a_kill_between_a_trials_line_and_the_studys_tell(tmp_path):
+    # kill -9 after trials.jsonl logged trial 1 complete, before Optuna stored its end:
+    # the study still says RUNNING. The folder's line is the truth, and resume tells it.
+    import sqlite3
+
+    config = load_experiment(SWEEP, ["judge.concurrency=1", "sweep.trials=2"])
+    run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
+    (sweep_dir,) = tmp_path.glob("tiny-sweep-sweep-*")
+    logged = {t.number: t for t in read_sweep(sweep_dir).trials}
+    assert logged[1].state == "complete"
+    with sqlite3.connect(sweep_dir / "optuna.db") as db:
+        (trial_id,) = db.execute("SELECT trial_id FROM trials WHERE number = 1").fetchone()
+        db.execute("DELETE FROM trial_values WHERE trial_id = ?", (trial_id,))
+        db.execute(
+            "UPDATE trials SET state = 'RUNNING', datetime_complete = NULL WHERE trial_id = ?",
+            (trial_id,),
+        )
+    more = load_experiment(SWEEP, ["judge.concurrency=1", "sweep.trials=3"])
+    after = run_sweep(more, cache_dir=tmp_path / "c", resume=sweep_dir, judge=ScriptedJudge())
+    assert after.summary.to_dict()["status"] == "done"
+    by_number = {t.number: t for t in after.trials}
+    assert by_number[1] == logged[1]  # kept as logged, not run again
+    study = optuna.load_study(
+        study_name=sweep_dir.name, storage=f"sqlite:///{sweep_dir / 'optuna.db'}"
+    )
+    told = study.trials[1]
+    assert told.state == optuna.trial.TrialState.COMPLETE
+    assert told.values == logged[1].values
