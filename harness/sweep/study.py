@@ -390,15 +390,16 @@ def _requeue_unfinished(study: optuna.Study, sweep: _Sweep) -> int:
 
 def _tell_logged(study: optuna.Study, rec: TrialRecord) -> None:
     """Tell the study how a trial ended as trials.jsonl logs it (a kill -9 came between
-    the line and the study's own tell); nothing if another worker told it first."""
+    the line and the study's own tell), failed if the line holds no outcome; nothing if
+    another worker told it first."""
+    if rec.state != "pruned" and not rec.values:
+        shared.fail_trial(study, rec.number)
+        return
     with contextlib.suppress(ValueError, optuna.exceptions.UpdateFinishedTrialError):
-        if rec.state == "complete" and rec.values:
-            values = rec.values[0] if len(rec.values) == 1 else list(rec.values)
-            study.tell(rec.number, values)
-        elif rec.state == "pruned":
+        if rec.state == "pruned":
             study.tell(rec.number, state=optuna.trial.TrialState.PRUNED)
-        else:
-            study.tell(rec.number, state=optuna.trial.TrialState.FAIL)
+        elif rec.values:
+            study.tell(rec.number, rec.values[0] if len(rec.values) == 1 else list(rec.values))
 
 
 def _check_own_study(study: optuna.Study, sweep_dir: Path, storage: str) -> None:
