@@ -35,6 +35,7 @@ import urllib.parse
 import urllib.request
 from collections import deque
 from dataclasses import dataclass
+from typing import cast
 
 IDLE_S = 15.0
 """An idle kept connection older than this is closed rather than reused: servers drop
@@ -91,9 +92,9 @@ class _Connection(asyncio.Protocol):
     # asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        """Keep the transport to write on."""
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        """Keep the transport to write on (any loop's: uvloop's transports do not
+        subclass asyncio.Transport, so no isinstance check)."""
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         """Parse what came; a response complete (or broken) settles the request."""

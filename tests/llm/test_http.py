@@ -403,3 +403,33 @@ def test_the_environment_names_the_proxy_unless_no_proxy_says_otherwise(monkeypa
     for local in ("http://127.0.0.1:8080/v1", "http://localhost:8080/v1", "http://[::1]:8/v1"):
         assert http.env_proxy(local) is None  # the local judge's server: never proxied
     assert http.env_proxy("http://10.0.0.5:8080/v1") is not None
+
+
+class _PlainTransport:
+    """A transport that is no asyncio.Transport subclass, as uvloop's are not."""
+
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+        self.aborted = False
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def test_a_connection_works_on_a_transport_that_is_no_asyncio_transport_subclass() -> None:
+    # a process that installed uvloop's policy gives the client uvloop's transports
+    async def go() -> http.Response:
+        conn = http._Connection()
+        transport = _PlainTransport()
+        conn.connection_made(transport)  # type: ignore[arg-type]
+        waiter = conn.request(b"POST / HTTP/1.1\r\n\r\n", 1024)
+        conn.data_received(_reply(b'{"ok": 1}')[:20])
+        conn.data_received(_reply(b'{"ok": 1}')[20:])
+        assert transport.written == [b"POST / HTTP/1.1\r\n\r\n"]
+        return await waiter
+
+    response = asyncio.run(go())
+    assert (response.status, response.body) == (200, b'{"ok": 1}')
