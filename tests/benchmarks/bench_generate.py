@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +206,8 @@ class TrecRow:
     best: str
     lex: dict[str, float | None]
     warning: str | None
+    grid: dict[str, list[Any]] = field(default_factory=dict)
+    """`grid_scores`: the configurations' names, source and labels' scores."""
 
 
 def trec_row(
@@ -260,6 +263,7 @@ def trec_row(
         best=names[max(range(len(names)), key=lambda i: lab[i])],
         lex=lexical(data, out),
         warning=winner_warning(src, lab, names, "the labels"),
+        grid=grid,
     )
 
 
@@ -289,6 +293,19 @@ def print_trec(rows: Sequence[TrecRow]) -> None:
         ("seed", "style", *filters),
         [(r.seed, r.style, *(r.drops[x] for x in filters)) for r in rows],
     )
+    graded = [r for r in rows if r.grid]
+    if graded:
+        # where the rankings part: the labels' score of each configuration beside the
+        # generated questions' source_mrr@k of each row
+        names = graded[0].grid["names"]
+        print_table(
+            "per configuration: labels' MRR@k (real queries), source_mrr@k (generated)",
+            ("configuration", "labels", *(f"seed {r.seed} {r.style}" for r in graded)),
+            [
+                (name, f(graded[0].grid["labels"][i]), *(f(r.grid["source"][i]) for r in graded))
+                for i, name in enumerate(names)
+            ],
+        )
     for r in rows:
         if r.warning:
             print(f"seed {r.seed} {r.style}: {r.warning}")
@@ -331,8 +348,10 @@ def run_trec(
     n: int,
     extra: Sequence[str] = (),
     fake: bool = False,
+    keep: Path | None = None,
 ) -> list[TrecRow]:
-    """Every (seed, style) row, in a fresh cache (with --fake: a scripted model)."""
+    """Every (seed, style) row, in a fresh cache (with --fake: a scripted model); with
+    `keep`, each row's generated questions are copied there as STYLE-SEED.jsonl."""
     if not (data / COLLECTION / "corpus.jsonl").is_file():
         raise SystemExit(f"{data / COLLECTION}: not found (pass --data DIR holding {COLLECTION}/)")
     rows = []
@@ -353,6 +372,10 @@ def run_trec(
                         rows.append(trec_row(data, seed, style, n, tmp, cache, [*extra, *endpoint]))
                 else:
                     rows.append(trec_row(data, seed, style, n, tmp, cache, extra))
+                made = tmp / f"{style}-{seed}" / "generated.jsonl"
+                if keep is not None and made.is_file():
+                    keep.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(made, keep / f"{style}-{seed}.jsonl")
     return rows
 
 
@@ -366,6 +389,7 @@ def main() -> int:
     parser.add_argument("--seeds", default="0,1", help="comma-separated generation seeds")
     parser.add_argument("--styles", default="question,query", help="comma-separated styles")
     parser.add_argument("--fake", action="store_true", help="a scripted model (smoke test)")
+    parser.add_argument("--keep", help="copy each row's generated questions to this folder")
     args = parser.parse_args()
     quiet()
     if args.trec:
@@ -374,7 +398,9 @@ def main() -> int:
         if bad:
             raise SystemExit(f"--styles: expected some of {','.join(STYLES)}, got {args.styles!r}")
         seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
-        print_trec(run_trec(Path(args.data), seeds, styles, args.n, args.set, fake=args.fake))
+        keep = Path(args.keep) if args.keep else None
+        rows = run_trec(Path(args.data), seeds, styles, args.n, args.set, args.fake, keep)
+        print_trec(rows)
         return 0
     with tempfile.TemporaryDirectory(prefix="harness-bench-") as tmp:
         cache = fresh_cache(Path(tmp))

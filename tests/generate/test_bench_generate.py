@@ -57,7 +57,8 @@ def test_trec_mode_runs_end_to_end_on_a_fake_endpoint(tmp_path, capsys, monkeypa
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "user-cache"))
     bench = _bench()
     data = write_collection(tmp_path / "data")
-    rows = bench.run_trec(data, [0, 1], ["question", "query"], 4, fake=True)
+    kept = tmp_path / "kept"
+    rows = bench.run_trec(data, [0, 1], ["question", "query"], 4, fake=True, keep=kept)
     assert [(r.seed, r.style) for r in rows] == [
         (0, "question"), (0, "query"), (1, "question"), (1, "query"),
     ]  # fmt: skip
@@ -74,3 +75,21 @@ def test_trec_mode_runs_end_to_end_on_a_fake_endpoint(tmp_path, capsys, monkeypa
     bench.print_trec(rows)
     out = capsys.readouterr().out
     assert "tau" in out and "regret" in out and "gen overlap" in out and "dropped by filter" in out
+    # every configuration's scores, labels beside each row's source_mrr@k
+    assert "per configuration" in out
+    for r in rows:
+        assert len(r.grid["names"]) == len(r.grid["source"]) == len(r.grid["labels"]) == 12
+        assert f"{r.grid['source'][0]:.3f}" in out
+    assert [line.split()[0] for line in _config_lines(out)] == rows[0].grid["names"]
+    # --keep: each row's generated questions, as written
+    assert sorted(p.name for p in kept.iterdir()) == [
+        "query-0.jsonl", "query-1.jsonl", "question-0.jsonl", "question-1.jsonl",
+    ]  # fmt: skip
+    assert all(
+        json.loads(line)["text"] for line in (kept / "query-0.jsonl").read_text().splitlines()
+    )
+
+
+def _config_lines(out: str) -> list[str]:
+    """The rows of the per-configuration table."""
+    return out.split("per configuration", 1)[1].splitlines()[2:14]
