@@ -477,20 +477,24 @@ class SweepSummary:
     complete trials (Optuna's PED-ANOVA), computed when the sweep ends; empty before."""
     importances_note: str | None = None
     """Why `importances` is empty at the end of a sweep (too few trials, one parameter)."""
+    warnings: list[str] = field(default_factory=list)
+    """What a reader of the sweep should know, one line each, written when it ends (e.g.
+    on generated questions: their source labels and the judge pick different winners)."""
     log_version: int = LOG_VERSION
     """The log format sweep.json was written in."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object written to sweep.json (pid, host, recommendation, importances
-        and their note, and the batch stats only where recorded, so an older sweep.json
-        reads back the same)."""
+        and their note, warnings, and the batch stats only where recorded, so an older
+        sweep.json reads back the same)."""
         d = plain(self)
         d["best"] = [b.to_dict() for b in self.best]
         for key in ("pid", "host", "recommendation", "importances_note"):
             if d[key] is None:
                 d.pop(key)
-        if not d["importances"]:
-            d.pop("importances")
+        for key in ("importances", "warnings"):
+            if not d[key]:
+                d.pop(key)
         for key in ("batch_verdicts", "batch_cost_usd"):  # only a batch sweep's
             if not d["stats"][key]:
                 d["stats"].pop(key)

@@ -350,6 +350,7 @@ def format_sweep(
             f"  trust (trial {summary.recommendation.trial}): {trust_statement(dict(trust))}"
         )
     lines += _importance_lines(summary)
+    lines += [f"warning: {w}" for w in summary.warnings]
     c, st = summary.counts, summary.stats
     lines.append(
         f"trials: {c.complete} complete, {c.pruned} pruned, {c.failed} failed; "

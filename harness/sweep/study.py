@@ -206,6 +206,8 @@ class _Sweep:
         self.n_questions = count_questions(config)
         self.importances: dict[str, float] = {}
         self.importances_note: str | None = None
+        self.warnings: list[str] = []
+        """Written with the summary when the sweep ends (`_run_here`)."""
         self.caches = caches
         self.log = log
         self.shared = log.shared
@@ -237,6 +239,7 @@ class _Sweep:
             recommendation=self.book.recommendation(),
             importances=self.importances,
             importances_note=self.importances_note,
+            warnings=list(self.warnings),
             # Who writes it: a reader on this host then sees a sweep killed with -9 as
             # interrupted.
             pid=os.getpid(),
@@ -619,10 +622,11 @@ def _run_here(
         raise
     sweep.importances, note = param_importances(study, sweep.config.sweep.objective[0])
     sweep.importances_note = note or None
-    sweep.write(STATUS_DONE)
     bias = sweep.book.source_judge_warning(sweep.config.retrieval.k)
     if bias:  # a sweep on generated questions: their labels and the judge disagree
         logger.warning("sweep {}: {}", sweep.dir.name, bias)
+        sweep.warnings = [bias]  # in sweep.json, so `show` and the report carry it
+    sweep.write(STATUS_DONE)
 
 
 def _judge_space_in_batches(sweep: _Sweep) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from harness.cli import main
 from harness.config import load_experiment
-from harness.log import read_sweep
+from harness.log import read_run, read_sweep
 from harness.stores import VerdictCache, verdict_key
 from harness.sweep import SearchSpace, run_sweep
 from tests.conftest import DATA, ScriptedJudge
@@ -488,3 +488,29 @@ def test_resume_after_a_kill_between_a_trials_line_and_the_studys_tell(tmp_path)
     told = study.trials[1]
     assert told.state == optuna.trial.TrialState.COMPLETE
     assert told.values == logged[1].values
+
+
+def test_a_sweeps_end_warning_is_in_sweep_json_show_and_the_report(tmp_path, capsys, monkeypatch):
+    # the warning itself (source labels and the judge pick different winners) is tested in
+    # tests/generate; here: once raised, it outlives the log line
+    from harness.report.html import page_figures, render_page, sweep_page
+    from harness.sweep import book
+
+    said = "source metrics pick trial 0 but the judge picks trial 1"
+    monkeypatch.setattr(book, "source_judge_disagreement", lambda trials: said)
+    config = load_experiment(SWEEP, ["sweep.trials=2", "sweep.pruner=none"])
+    log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
+    assert log.summary.warnings == [said]
+    assert json.loads((log.sweep_dir / "sweep.json").read_text())["warnings"] == [said]
+    assert main(["show", str(log.sweep_dir)]) == 0
+    assert f"warning: {said}" in capsys.readouterr().out
+    runs = {t.number: read_run(t.run_dir) for t in log.trials}
+    page = sweep_page(log, runs)
+    assert f"warning: {said}" in render_page(page, page_figures(page), "")
+
+
+def test_a_sweep_without_warnings_writes_none(tmp_path):
+    config = load_experiment(SWEEP, ["sweep.trials=1", "sweep.pruner=none"])
+    log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
+    assert log.summary.warnings == []
+    assert "warnings" not in json.loads((log.sweep_dir / "sweep.json").read_text())

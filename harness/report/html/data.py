@@ -725,6 +725,7 @@ class SweepIdentity:
     counts: TrialCounts
     storage: str | None
     sweep_dir: str
+    warnings: tuple[str, ...] = ()
 
 
 def _sweep_identity(sweep: SweepLog) -> SweepIdentity:
@@ -742,6 +743,7 @@ def _sweep_identity(sweep: SweepLog) -> SweepIdentity:
         counts=TrialCounts(s.counts.complete, s.counts.pruned, s.counts.failed),
         storage=s.storage,
         sweep_dir=str(sweep.sweep_dir),
+        warnings=tuple(s.warnings),
     )
 
 

@@ -370,6 +370,7 @@ def _sweep_summary(page: SweepPage) -> str:
     ]
     if s.error:
         parts.append(f'<p class="warn">error: {esc(s.error)}</p>')
+    parts += [f'<p class="warn">warning: {esc(w)}</p>' for w in s.warnings]
     rec = page.recommendation
     if rec:
         parts.append(
