@@ -187,6 +187,40 @@ def test_sampler_spreads_over_documents_and_positions():
     assert sample_passages(docs, 25, seed=4, passage_chars=200) != passages
 
 
+def _one_line(chars: int, seed: int = 1, period: bool = True) -> str:
+    """A document of `chars` characters without a line break: sentences of 5-15 words
+    (or, without `period`, words only)."""
+    rng = random.Random(seed)
+    sentences: list[str] = []
+    while sum(len(s) + 1 for s in sentences) < chars:
+        words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 15)))
+        sentences.append(words.capitalize() + "." if period else words)
+    return " ".join(sentences)[:chars]
+
+
+def test_a_long_line_is_sampled_over_its_length_from_sentence_starts():
+    """A document without line breaks (or a paragraph on one line) is sampled over its
+    whole length, each passage from a sentence start, not all from the line's start."""
+    text = _one_line(10_000)
+    doc = Document(doc_id="d", text=text, source="d", title="d")
+    passages = sample_passages([doc], 30, seed=0, passage_chars=700)
+    spans = {p.span for p in passages}
+    assert len(spans) >= 25
+    assert max(p.span.start for p in passages) > 8_000
+    for p in passages:
+        assert text[p.span.start : p.span.end] == p.text  # offsets are labels
+        assert p.span.start == 0 or text[p.span.start - 2 : p.span.start] == ". "
+    assert sample_passages([doc], 30, seed=0, passage_chars=700) == passages
+    # no sentence end near the point: a word start, never mid-word
+    words = _one_line(10_000, period=False)
+    wdoc = Document(doc_id="w", text=words, source="w", title="w")
+    wpassages = sample_passages([wdoc], 30, seed=0, passage_chars=700)
+    assert len({p.span for p in wpassages}) >= 25
+    for p in wpassages:
+        assert p.span.start == 0 or words[p.span.start - 1] == " "
+        assert words[p.span.start : p.span.end] == p.text
+
+
 def test_topic_is_title_and_heading():
     docs = _docs({"benefits": 3})
     p = sample_passages(docs, 1, seed=0, passage_chars=150)[0]
