@@ -15,7 +15,7 @@ import pytest
 
 from harness.config import load_experiment
 from harness.errors import HarnessError
-from harness.generate.critique import dangling_reference
+from harness.generate.critique import dangling_reference, mentions_source
 from harness.generate.pipeline import (
     closed_book_match,
     overlap_limit,
@@ -288,6 +288,53 @@ def test_dangling_references_are_found(question):
     ],
 )
 def test_qualified_references_pass(question):
+    assert dangling_reference(question) is None
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        # numbered, counted or ordered passages
+        "According to passage 1, what is the fee?",
+        "In Passage 2, what is the deadline?",
+        "How do the two passages differ on overtime pay?",
+        "What does the second passage add to the first?",
+        "What do the passages say?",
+        # the text the question came from, pointed at or as the subject
+        "Per the text, what is the fee?",
+        "What does the given text say?",
+        "What does the provided document say about fees?",
+        "What is the text about?",
+        "What does the summary say?",
+        "What does the section say about overtime?",
+        # lower case, the verb after an auxiliary: not a name
+        "how much does the product cost in euros",
+        "what does the author say about love",
+        "what is the menu price",
+    ],
+)
+def test_questions_that_lean_on_their_source_are_caught(question):
+    assert mentions_source(question) or dangling_reference(question) is not None
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        # existential "there", the dummy "it" of the weather and of evaluation
+        "How many planets are there?",
+        "Does it rain a lot in Seattle in winter?",
+        "Is it worth buying an electric car?",
+        # names in lower case, as the query style asks
+        "the movie titanic release date",
+        "who wrote the book dune",
+        "cast of the show friends",
+        # a quoted title, and a compound qualified after it
+        "Who is the author of the paper 'Attention Is All You Need'?",
+        "What is the item number on a W-2 form?",
+    ],
+)
+def test_stand_alone_questions_pass_the_rules(question):
+    assert not mentions_source(question)
     assert dangling_reference(question) is None
 
 
