@@ -101,13 +101,21 @@ def winner_warning(
 ) -> str | None:
     """A warning when the source metric and another measure (the judge's metric, or
     labels) pick different settings: each name scored on both sides, higher is better.
-    None when they agree."""
+
+    Each side's winners are the settings tied at its best score; the warning is given
+    only when the two sets share no setting, i.e. every setting one side picks is
+    strictly beaten on the other side's measure. None when they share one (a tie that
+    includes the other's winner is no disagreement), or when the lengths differ or no
+    setting is given."""
     if not names or not (len(source) == len(other) == len(names)):
         return None
-    by_source = names[max(range(len(names)), key=lambda i: source[i])]
-    by_other = names[max(range(len(names)), key=lambda i: other[i])]
-    if by_source == by_other:
+    best_source, best_other = max(source), max(other)
+    wins_source = [i for i, v in enumerate(source) if v == best_source]
+    wins_other = [i for i, v in enumerate(other) if v == best_other]
+    if set(wins_source) & set(wins_other):
         return None
+    by_source = " or ".join(names[i] for i in wins_source)
+    by_other = " or ".join(names[i] for i in wins_other)
     return (
         f"source metrics pick {by_source} but {other_name} picks {by_other}: generated "
         "questions' source labels may favour settings that match their wording; trust "

@@ -381,6 +381,16 @@ def test_bias_warnings():
     assert winner_warning([0.4, 0.2], [0.5, 0.1], ["bm25", "none"]) is None
 
 
+def test_winner_warning_only_when_each_winner_is_strictly_beaten():
+    # the judge rates both equally: its winners include the source metric's
+    assert winner_warning([0.5, 0.6], [0.7, 0.7], ["t0", "t1"]) is None
+    assert winner_warning([0.6, 0.6], [0.7, 0.1], ["t0", "t1"]) is None
+    # ties on both sides that share no setting still disagree, naming every winner
+    w = winner_warning([0.6, 0.6, 0.1, 0.1], [0.1, 0.2, 0.9, 0.9], ["a", "b", "c", "d"])
+    assert w and "source metrics pick a or b but the judge picks c or d" in w
+    assert winner_warning([], [], []) is None
+
+
 def test_every_run_on_copying_generated_questions_warns(tmp_path, cache_dir):
     from harness.pipeline import run_experiment
     from harness.testing import answer_yes
