@@ -9,6 +9,7 @@ settings by generated questions with the ranking by labels on real questions.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -44,12 +45,19 @@ def word_overlap(question: str, passage: str) -> float:
 
 
 def regret(chosen: Sequence[float], truth: Sequence[float]) -> float:
-    """What picking the setting `chosen` ranks first costs on `truth`: the best truth
-    value minus the truth value of chosen's top setting (0 when they agree). Ties on
-    `chosen`'s top are resolved pessimistically (the worst truth among them), since a
-    tuner cannot tell them apart. Raises ValueError on empty or unequal lengths."""
+    """What picking the setting `chosen` ranks first costs on `truth`:
+    max(truth) - min(truth[i] for i with chosen[i] == max(chosen)), 0 when they agree.
+
+    Edge cases: ties on `chosen`'s top are resolved pessimistically (the worst truth
+    among them), since a tuner cannot tell them apart. Raises ValueError on empty or
+    unequal lengths, and on a NaN score on either side: NaN compares false with
+    everything, so max() would silently skip or pick it and the regret would read 0 (a
+    setting without a score has to be left out before ranking, not ranked)."""
     if not chosen or len(chosen) != len(truth):
         raise ValueError("regret needs the same settings scored on both sides")
+    for side, values in (("chosen", chosen), ("truth", truth)):
+        if any(math.isnan(v) for v in values):
+            raise ValueError(f"regret: a NaN score in {side}; leave unscored settings out")
     top = max(chosen)
     picked = min(t for c, t in zip(chosen, truth, strict=True) if c == top)
     return max(truth) - picked

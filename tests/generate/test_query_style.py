@@ -391,6 +391,14 @@ def test_winner_warning_only_when_each_winner_is_strictly_beaten():
     assert winner_warning([], [], []) is None
 
 
+def test_regret_refuses_a_nan_score():
+    nan = float("nan")
+    with pytest.raises(ValueError, match="NaN"):
+        regret([0.5, 0.3], [0.2, nan])  # max(truth) would skip the NaN: regret 0
+    with pytest.raises(ValueError, match="NaN"):
+        regret([nan, 0.3], [0.2, 0.9])
+
+
 def test_every_run_on_copying_generated_questions_warns(tmp_path, cache_dir):
     from harness.pipeline import run_experiment
     from harness.testing import answer_yes
