@@ -226,8 +226,12 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
             if not isinstance(summary, str) or not summary.strip():
                 why = f"summary: {CUT_OFF}" if cut_off(reply) else "no summary in the reply"
                 return replace(c, dropped_by=["malformed"], reason=why)
-            msgs = prompts.query_messages(c.qtype, " ".join(summary.split()), list(ctx.examples))
-            text, draft = _ask_draft(gen, msgs, 1, prompts.QUERY_MAX_TOKENS)
+            msgs = prompts.query_messages(
+                c.qtype, " ".join(summary.split()), list(ctx.examples), settings.phrasings
+            )
+            text, draft = _ask_draft(
+                gen, msgs, settings.phrasings, prompts.query_max_tokens(settings.phrasings)
+            )
         except ChatFailed as exc:
             return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
     else:
@@ -777,7 +781,7 @@ def estimate_generation(
                 p_tok += 3 * prompt_tokens(msgs) + 100 * check
                 c_tok += (
                     prompts.QUERY_SUMMARY_MAX_TOKENS
-                    + prompts.QUERY_MAX_TOKENS
+                    + prompts.query_max_tokens(settings.phrasings)
                     + CRITIQUE_MAX_TOKENS
                     + 40 * check
                 )

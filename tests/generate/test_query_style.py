@@ -140,6 +140,39 @@ def test_kept_questions_stand_alone_and_every_type_is_present(tmp_path):
     assert "'the menu' refers to something" in menus[0]["reason"]
 
 
+class ParaphrasingQueryModel(QueryModel):
+    """QueryModel that also writes a paraphrase when the query prompt asks for one."""
+
+    def __call__(self, n: int, prompt: str) -> Act:
+        act = super().__call__(n, prompt)
+        if "Write the terse search query" in prompt and '"paraphrase"' in prompt:
+            body = json.loads(act.text)
+            body["paraphrase"] = "zzother words for " + body["question"]
+            return Act(text=json.dumps(body))
+        return act
+
+
+def test_the_query_style_writes_paraphrases_when_asked(tmp_path):
+    """generate.phrasings = 2 with the default query style: the query prompt asks for a
+    paraphrase too, and the paraphrase set has one line per kept question."""
+    write_query_corpus(tmp_path, {"plain-a": _doc_text("plain-a", 4)}, "phrasings = 2\n")
+    model = ParaphrasingQueryModel()
+    with FakeOpenAI(model) as fake:
+        report = _generate(tmp_path, fake, 3, types=("simple",))
+    kept = [json.loads(x) for x in (tmp_path / "q" / "generated.jsonl").open(encoding="utf-8")]
+    paras = [
+        json.loads(x)
+        for x in (tmp_path / "q" / "generated.paraphrases.jsonl").open(encoding="utf-8")
+    ]
+    assert report.counts["kept"] == len(kept) == 3
+    assert [p["paraphrase_of"] for p in paras] == [q["id"] for q in kept]
+    assert all(
+        p["text"] == "zzother words for " + q["text"] for p, q in zip(paras, kept, strict=True)
+    )
+    queries = [p for p in model.prompts if "Write the terse search query" in p]
+    assert queries and all('"paraphrase": "..."' in p for p in queries)
+
+
 def test_copying_questions_are_rewritten_once_then_rejected(tmp_path):
     docs = {
         "plain-a": _doc_text("plain-a", 3),
