@@ -388,13 +388,14 @@ def process(
 
 def read_style_examples(path: str | Path, limit: int = 8) -> list[str]:
     """Up to `limit` real questions from `path`: JSONL lines with "text" or "question",
-    or plain text, one a line. Bad input is one HarnessError line."""
+    or plain text, one a line. A byte-order mark (a file saved by some Windows editors)
+    is skipped. Bad input is one HarnessError line."""
     import json
 
     from harness.errors import HarnessError, os_error_message
 
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
     except OSError as exc:
         raise HarnessError(f"generate.style_examples: {os_error_message(exc)}") from None
     except UnicodeDecodeError:

@@ -253,6 +253,15 @@ def test_read_style_examples_text_jsonl_and_bad_input(tmp_path):
         read_style_examples(tmp_path / "missing.txt")
 
 
+def test_a_byte_order_mark_does_not_hide_the_first_example(tmp_path):
+    bom = tmp_path / "real.jsonl"
+    bom.write_text('{"text": "cheap lunch"}\n{"text": "late refund"}\n', encoding="utf-8-sig")
+    assert read_style_examples(bom) == ["cheap lunch", "late refund"]
+    plain = tmp_path / "real.txt"
+    plain.write_text("cheap lunch\n", encoding="utf-8-sig")
+    assert read_style_examples(plain) == ["cheap lunch"]
+
+
 def test_overlap_limit_from_examples():
     passages = ["alpha bravo charlie delta", "echo foxtrot golf hotel"]
     assert overlap_limit([], passages, 0.75) == 0.75
