@@ -17,7 +17,8 @@
    run out; a rerun with the same seed asks the same prompts and reads every answer
    from the cache.
 5. Write the kept questions (`writer`), the report of every dropped one, the judge exam
-   and, with `phrasings = 2`, the paraphrase set.
+   and, with `phrasings = 2`, the paraphrase set. A dead endpoint (calls failing in a
+   row, `llm.MAX_CONSECUTIVE_FAILURES`) stops the run first, writing nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 from loguru import logger
 
 from harness.config import ExperimentConfig, GenerateConfig
+from harness.errors import JudgeUnavailable
 from harness.generate import prompts
 from harness.generate.critique import (
     CUT_OFF,
@@ -553,17 +555,24 @@ def generate_questions(
     embed_fn = embed or _default_embed(config, cache)
     config = replace(config, generate=settings)
     ctx = _context(config, settings, candidates)
-    if generator is not None:
-        done = _rounds(candidates, generator, settings, n_keep, embed_fn, config, ctx)
-        stats = generator.stats
-    else:
-        # the local server's log goes to the cache, not beside the questions (a folder
-        # of inputs a team commits)
-        logs = cache / "logs"
-        logs.mkdir(exist_ok=True)
-        with open_generator(config, cache_dir=cache, log_dir=logs) as gen:
-            done = _rounds(candidates, gen, settings, n_keep, embed_fn, config, ctx)
-            stats = gen.stats
+    try:
+        if generator is not None:
+            done = _rounds(candidates, generator, settings, n_keep, embed_fn, config, ctx)
+            stats = generator.stats
+        else:
+            # the local server's log goes to the cache, not beside the questions (a folder
+            # of inputs a team commits)
+            logs = cache / "logs"
+            logs.mkdir(exist_ok=True)
+            with open_generator(config, cache_dir=cache, log_dir=logs) as gen:
+                done = _rounds(candidates, gen, settings, n_keep, embed_fn, config, ctx)
+                stats = gen.stats
+    except JudgeUnavailable as exc:
+        # a dead endpoint leaves the set as it was: no partial file replaces a full one
+        raise JudgeUnavailable(
+            f"{exc}; nothing written ({paths['questions']} left as it was; a rerun reads "
+            "the answers so far from the cache)"
+        ) from None
     survivors = [c for c in done if c.passed]
     kept, surplus = balance_types(survivors, n_keep)
     dropped = [c for c in done if not c.passed]

@@ -361,6 +361,92 @@ def test_each_filter_drops_what_it_should(tmp_path):
     assert "not a JSON object" in by[("malformed",)]["reason"]
 
 
+def test_a_dead_endpoint_stops_the_run_and_keeps_the_questions_file(tmp_path):
+    """Every call fails: after MAX_CONSECUTIVE_FAILURES in a row the run stops with one
+    line, paying for no more calls, and the questions file of an earlier run stays."""
+    from harness.generate.llm import MAX_CONSECUTIVE_FAILURES
+
+    write_corpus(tmp_path, {k: v for k, v in MARKED.items() if k.startswith("plain")})
+    out = tmp_path / "q" / "generated.jsonl"
+    out.parent.mkdir()
+    out.write_text('{"id": "gen-0001", "text": "an earlier question"}\n', encoding="utf-8")
+    exp = load_experiment(tmp_path / "exp.toml")
+    with FakeOpenAI(lambda n, prompt: Act(kind="500")) as fake:
+        client = ChatClient(
+            base_url=fake.base_url, model="fake", api_key="", logprobs=False, max_retries=0
+        )
+        gen = Generator(client, "fake", None, seed=0, stats=GenStats())
+        with pytest.raises(HarnessError) as err:
+            generate_questions(
+                exp, out=out, n=10, cache_dir=tmp_path / "cache", generator=gen, embed=fake_embed
+            )
+        requests = fake.requests
+    message = str(err.value)
+    assert "\n" not in message and f"failed {MAX_CONSECUTIVE_FAILURES} calls in a row" in message
+    assert "500" in message and "left as it was" in message
+    # 30 candidates planned; the calls in flight when it stopped may finish, no more
+    assert MAX_CONSECUTIVE_FAILURES <= requests < MAX_CONSECUTIVE_FAILURES + 4 + 2
+    assert out.read_text(encoding="utf-8") == '{"id": "gen-0001", "text": "an earlier question"}\n'
+    assert not (tmp_path / "q" / "generated.report.json").exists()
+
+
+def test_cli_on_a_dead_endpoint_exits_non_zero_with_one_line(tmp_path, capsys, monkeypatch):
+    from harness.cli.app import main
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    exp = write_corpus(tmp_path, {k: v for k, v in MARKED.items() if k.startswith("plain")})
+    out = tmp_path / "q" / "generated.jsonl"
+    with FakeOpenAI(lambda n, prompt: Act(kind="500")) as fake:
+        code = main(
+            [
+                "generate",
+                str(exp),
+                "--n",
+                "3",
+                "--out",
+                str(out),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--set",
+                f'generate.base_url="{fake.base_url}"',
+                "--set",
+                'generate.model="fake"',
+                "--set",
+                "judge.max_retries=0",
+            ]
+        )
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("harness: error: generation stopped:") and "in a row" in err[-1]
+    assert not out.exists()
+
+
+def test_a_failure_now_and_then_is_dropped_as_an_error_and_the_run_goes_on(tmp_path):
+    """Failures that do not come MAX_CONSECUTIVE_FAILURES in a row are per-candidate
+    errors, as before: the answered calls between them reset the count."""
+    write_corpus(tmp_path, {k: v for k, v in MARKED.items() if k.startswith("plain")})
+
+    def flaky(n: int, prompt: str) -> Act:
+        return Act(kind="500") if n % 3 == 0 else scripted_model(n, prompt)
+
+    exp = load_experiment(tmp_path / "exp.toml", ["judge.concurrency=1"])
+    with FakeOpenAI(flaky) as fake:
+        client = ChatClient(
+            base_url=fake.base_url, model="fake", api_key="", logprobs=False, max_retries=0
+        )
+        gen = Generator(client, "fake", None, seed=0, stats=GenStats())
+        report = generate_questions(
+            exp,
+            out=tmp_path / "q" / "generated.jsonl",
+            n=4,
+            types=("simple",),
+            cache_dir=tmp_path / "cache",
+            generator=gen,
+            embed=fake_embed,
+        )
+    assert report.counts["errors"] >= 1 and report.counts["kept"] >= 1
+
+
 def test_rerun_with_the_same_seed_pays_nothing(tmp_path):
     write_corpus(tmp_path, MARKED)
     with FakeOpenAI(scripted_model) as fake:
