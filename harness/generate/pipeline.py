@@ -582,6 +582,8 @@ def generate_questions(
     counts["surplus"] = len(surplus)
     exam = _exam(kept, candidates, embed_fn)
     elapsed = time.perf_counter() - t0
+    by_type = kept_by_type(kept, settings.types)
+    missing = missing_types_warning(by_type, n_keep)
     report = GenerationReport(
         counts=counts,
         stats={**stats.to_dict(), "minutes": round(elapsed / 60, 2)},
@@ -601,12 +603,37 @@ def generate_questions(
             "overlap_limit": ctx.max_overlap,
             "style_examples_used": len(ctx.examples),
         },
+        kept_by_type=by_type,
+        warnings=(missing,) if missing else (),
     )
     paraphrases = [_paraphrase_line(c) for c in kept if c.draft is not None and c.draft.paraphrase]
     write_outputs(paths, report, exam, paraphrases if settings.phrasings == 2 else None)
     if not kept:
         logger.warning("no generated question passed the filters; see {}", paths["report"])
+    elif missing:
+        logger.warning(missing)
     return report
+
+
+def kept_by_type(kept: Sequence[Candidate], types: Sequence[str]) -> dict[str, int]:
+    """Kept questions of each requested type, in the order of `types` (0 when none)."""
+    counts = collections.Counter(c.qtype for c in kept)
+    return {t: counts[t] for t in dict.fromkeys(types)}
+
+
+def missing_types_warning(by_type: dict[str, int], n: int) -> str | None:
+    """A warning naming every requested type with no kept question, and the likely
+    reason: fewer questions asked for than types, or the filters dropped them all; None
+    when every type is kept."""
+    missing = [t for t, k in by_type.items() if k == 0]
+    if not missing:
+        return None
+    why = (
+        f"--n {n} is below the {len(by_type)} types asked for; raise it or ask fewer types"
+        if n < len(by_type)
+        else "all their candidates were dropped (see the report's dropped questions)"
+    )
+    return f"no kept question of type {', '.join(missing)}: {why}"
 
 
 def _settings(

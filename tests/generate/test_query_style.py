@@ -173,6 +173,29 @@ def test_the_query_style_writes_paraphrases_when_asked(tmp_path):
     assert queries and all('"paraphrase": "..."' in p for p in queries)
 
 
+def test_the_summary_names_a_requested_type_with_no_kept_question(tmp_path):
+    """--n 5 with the six default types: five questions are kept, no unanswerable one,
+    and the run says so (per-type counts, and a warning naming the type)."""
+    from harness.report.text import format_generation
+
+    docs = {f"plain-{c}": _doc_text(f"plain-{c}", 4) for c in "abcd"}
+    report, kept, _ = _run(tmp_path, docs, 5)
+    assert len(kept) == 5 and "unanswerable" not in {q["type"] for q in kept}
+    assert report.kept_by_type == {t: (0 if t == "unanswerable" else 1) for t in ALL_TYPES}
+    assert len(report.warnings) == 1
+    assert "no kept question of type unanswerable" in report.warnings[0]
+    assert "--n 5 is below the 6 types" in report.warnings[0]
+    summary = format_generation(report)
+    assert "kept by type: simple 1, " in summary and "unanswerable 0" in summary
+    assert "warning: no kept question of type unanswerable" in summary
+    saved = json.loads((tmp_path / "q" / "generated.report.json").read_text(encoding="utf-8"))
+    assert saved["kept_by_type"] == report.kept_by_type
+    assert saved["warnings"] == list(report.warnings)
+    # every type kept: no warning
+    report2, _, _ = _run(tmp_path / "all", docs, 6, types=ALL_TYPES)
+    assert report2.warnings == () and all(report2.kept_by_type.values())
+
+
 def test_copying_questions_are_rewritten_once_then_rejected(tmp_path):
     docs = {
         "plain-a": _doc_text("plain-a", 3),
