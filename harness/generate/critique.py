@@ -28,26 +28,48 @@ from harness.generate.prompts import CRITERIA
 
 MAX_ANSWER_CHARS = 300
 
+_SOURCE_NOUNS = "passage|text|context|document|excerpt|paragraph|snippet|article|section|summary"
+"""What the generator was shown (or, in the query style, wrote): named after a lead-in
+or a word that points at it, the question leans on a text the reader never saw."""
+_POINTING = "given|provided|above|following|attached|preceding|accompanying"
+"""Words that, before one of _SOURCE_NOUNS, point at the text the question came from."""
 _MENTIONS_SOURCE = re.compile(
-    r"\b(according to|in|from|based on|within)\s+(the|this|that|above|given)\s+"
-    r"(passage|text|context|document|excerpt|paragraph|snippet|article|section)s?\b"
-    r"|\b(the|this)\s+(passage|excerpt|snippet|context)\b"
-    r"|\b(the|this)\s+(text|document|article)\s+(says?|states?|mentions?|describes?)\b",
+    # a lead-in: "according to the passage", "per the text", "in the given document"
+    r"\b(?:according to|as per|per|in|from|based on|within)\s+"
+    rf"(?:the|this|that|these|those|{_POINTING})\s+(?:(?:{_POINTING})\s+)?"
+    rf"(?:{_SOURCE_NOUNS})s?\b"
+    # a pointing word: "the given text", "the provided document", "the above section"
+    rf"|\b(?:the|this|that|these|those)\s+(?:{_POINTING})\s+(?:{_SOURCE_NOUNS})s?\b"
+    # the passage(s) themselves, counted or ordered: "the two passages", "the second
+    # passage", "both excerpts", "the context"
+    r"|\b(?:the|this|that|these|those|both)\s+"
+    r"(?:(?:two|three|first|second|third|other|last|previous|next|same)\s+)?"
+    r"(?:passage|excerpt|snippet|context)s?\b"
+    # numbered: "passage 1", "In Passage 2"
+    r"|\b(?:passage|excerpt|snippet)s?\s+(?:\d+|one|two|three)\b"
+    # the text as the subject: "the text says", "the summary say", "what is the text about"
+    rf"|\b(?:the|this|that|these|those)\s+(?:(?:{_POINTING}|two|first|second)\s+)?"
+    r"(?:text|document|article|summary|section|paragraph)s?\s+"
+    r"(?:says?|said|states?|mentions?|describes?|discuss(?:es)?|covers?|"
+    r"about\s*[?.!]*\s*$)",
     re.IGNORECASE,
 )
 
 
 def mentions_source(question: str) -> bool:
     """True when the question refers to the text it was written from ("in the passage",
-    "according to the context", "this excerpt"): it cannot stand alone."""
+    "according to the context", "this excerpt", "per the text", "the given document",
+    "passage 1", "the two passages", "what does the summary say", "what is the text
+    about"): it cannot stand alone."""
     return bool(_MENTIONS_SOURCE.search(question))
 
 
 _DOCUMENT_NOUNS = (
     "menu|author|writer|speaker|narrator|article|book|report|study|paper|survey|recipe|"
-    "story|table|figure|chart|list|item|product|website|page|movie|film|song|show"
+    "story|table|figure|chart|list|item|product|website|page|movie|film|song|show|summary"
 )
 """Nouns that, unqualified after "the", point at a document the reader never saw."""
+_DOCUMENT_NOUN_SET = frozenset(_DOCUMENT_NOUNS.split("|"))
 _PLACE_NOUNS = (
     "company|firm|business|organization|organisation|store|shop|restaurant|hotel|school|"
     "team|manager|manufacturer|policy|plan|program|programme|project|contract|agreement|"
@@ -55,10 +77,17 @@ _PLACE_NOUNS = (
 )
 """Nouns that "the" may name in a corpus about one of them ("leave at the company", in
 a company's handbook), but "this"/"these" never: "When was this company founded?"."""
+_QUALIFIER_TEXT = (
+    "of at for in on from by called named titled that which who whose behind near about "
+    "with between under"
+)
+_QUALIFIERS = frozenset(_QUALIFIER_TEXT.split())
+"""Words that, right after a noun, say which one it is ("the menu at Luigi's")."""
 _NOT_QUALIFIED = (
     r"(?:s|es)?(?:'s)?\b"
-    r"(?!\s+(?:of|at|for|in|on|from|by|called|named|titled|that|which|who|whose|behind|"
-    r"near|about|with|between|under)\b)(?!\s+(?-i:[A-Z0-9\"]))"
+    rf"(?!\s+(?:{_QUALIFIER_TEXT.replace(' ', '|')})\b)"
+    # a name, a number or a quoted title follows: "the book Dune", "the paper 'Attention'"
+    r"(?!\s+(?-i:[A-Z0-9\"'\u201c\u2018]))"
 )
 _DANGLING = re.compile(
     rf"\b(?:the|this|that|these|those)\s+(?:{_DOCUMENT_NOUNS}){_NOT_QUALIFIED}"
@@ -70,16 +99,70 @@ _DANGLING = re.compile(
 )
 
 
+_HEAD_TEXT = (
+    "number numbers name names price prices cost costs date dates time times title titles "
+    "rating ratings review reviews size length page pages version release cast plot year "
+    "code type id link address owner budget score fee fees limit deadline"
+)
+_HEADS = frozenset(_HEAD_TEXT.split())
+"""Nouns that, after one of _DOCUMENT_NOUNS, make a compound with it ("the item number",
+"the menu prices"): the compound is then what a qualifier after it qualifies."""
+_VERB_TEXT = (
+    "say says said mean means think thinks write writes wrote recommend recommends suggest "
+    "suggests offer offers sell sells serve serves include includes cover covers use uses "
+    "need needs require requires describe describes mention mentions explain explains "
+    "show shows claim claims argue argues"
+)
+_VERBS = frozenset(_VERB_TEXT.split())
+"""Verbs a document noun is the subject of ("what the author says"): not a name."""
+_AUXILIARY = re.compile(r"\b(?:do|does|did|can|could|will|would|should|shall|may|might|must)\b")
+"""Before "the <noun>", the word after the noun is the question's verb ("how much does
+the product cost in euros"), neither a compound's head nor a name."""
+
+
+def _qualified_later(question: str, m: re.Match[str]) -> bool:
+    """True when the reference `m` ("the <noun>") is qualified one word on: a compound
+    with a qualifier after it ("the item number on a W-2 form", "the menu prices at
+    Luigi's"), or, in a question typed all in lower case (as the query style asks), a
+    name after it ("who wrote the book dune", "cast of the show friends"). Never after
+    "this"/"these", nor after an auxiliary ("does", "can", ...) before it."""
+    words = m.group(0).lower().split()
+    noun = words[-1].removesuffix("'s")
+    if words[0] != "the" or not {noun, noun[:-1], noun[:-2]} & _DOCUMENT_NOUN_SET:
+        return False  # "the above", "this product": never qualified later
+    if _AUXILIARY.search(question.lower(), 0, m.start()):
+        return False
+    nxt = re.match(r"\s+([\w-]+)(?:\s+([\w-]+))?", question[m.end() :])
+    if nxt is None:
+        return False
+    first, second = nxt.group(1).lower(), (nxt.group(2) or "").lower()
+    if first in _HEADS and second in _QUALIFIERS:
+        return True
+    if any(ch.isupper() for ch in question):
+        return False  # with capitals, a name would have one (the regex checks that)
+    not_names = _FUNCTION_WORDS | _QUALIFIERS | _HEADS | _VERBS | _DOCUMENT_NOUN_SET
+    return first not in not_names
+
+
 _ASKING = "(?:What|Who|Whom|Whose|When|Where|Why|How|Which|Is|Are|Was|Were|Does|Do|Did|Can|The)"
 """Capitalised words that open a question, not a name ("Which menu" qualifies nothing)."""
 
 
 _PRONOUN = re.compile(
-    r"\b(?:it(?!(?:\s+\w+){0,2}\s+(?:to|that)\b)|its|he|him|his|she|her)\b", re.IGNORECASE
+    r"\b(?:it"
+    # the dummy "it" of "is it safe to ...", "it seems that ...", "is it worth buying ..."
+    r"(?!(?:\s+\w+){0,2}\s+(?:to|that|if|whether|worth\s+\w+ing)\b)"
+    # and of the weather: "does it rain", "is it snowing", "does it ever freeze"
+    r"(?!\s+(?:\w+ly\s+|ever\s+|often\s+|still\s+)?"
+    r"(?:rain|snow|hail|sleet|drizzl|pour|storm|freez|thunder)\w*\b)"
+    r"|its|he|him|his|she|her)\b",
+    re.IGNORECASE,
 )
 """Pronouns that need something named before them to point at. Not "they", which users
-use for anyone ("how do they test for diabetes"), nor the "it" of "is it safe to ..."
-and "it seems that ..." (followed by "to" or "that" within three words)."""
+use for anyone ("how do they test for diabetes"), nor the dummy "it" that points at
+nothing: "is it safe to ...", "it seems that ...", "is it worth buying ..." (followed by
+to, that, if, whether or worth ...ing within three words), and the weather's ("does it
+rain in Seattle")."""
 _FUNCTION_WORD_TEXT = (
     "what who whom whose when where why how which is are was were be been do does did "
     "can could should would will shall may might must has have had get gets got i you we "
@@ -88,14 +171,15 @@ _FUNCTION_WORD_TEXT = (
 _FUNCTION_WORDS = frozenset(_FUNCTION_WORD_TEXT.split())
 """Words that name nothing: a pronoun after only these has no antecedent."""
 _UNSEEN_TEXT = re.compile(
-    r"\b(?:this|that|these|those|there)"
+    # not the existential "there" of "how many planets are there?"
+    r"\b(?:this|that|these|those|(?<!\bis\s)(?<!\bare\s)(?<!\bwas\s)(?<!\bwere\s)there)"
     r"(?:\s+(?:about|for|from|of|mean|means|say|says|cover|covers|do|does))?\s*[?.!]*\s*$"
     r"|\b(?:mentioned|described|listed|shown|discussed|given|above|below)\s*[?.!]*\s*$"
     r"|\b(?:the|this)\s+search\s+(?:engine|system|tool)\b(?!\s+(?-i:[A-Z0-9\"]))",
     re.IGNORECASE,
 )
 """A demonstrative or "there" that ends the question ("Who wrote this?", "How many
-people work there?", "what is this about?"), a word that ends it pointing at a text
+people work there?", "what is this about?"; not "how many are there?"), a word that ends it pointing at a text
 ("the deadline mentioned?", "the section above"), and "the search engine" the generator
 was told it writes for."""
 
@@ -117,8 +201,9 @@ def dangling_reference(question: str) -> str | None:
     """The reference without an antecedent in `question` ("the menu", "this company",
     "the author", "the above", "What does it cost?", "Who wrote this?", "the deadline
     mentioned?"), or None. A reference qualified right after it ("the menu at Luigi's",
-    "the author of Dune", "the company Acme") or a name the question gives is not
-    dangling. Conservative: only nouns that, unqualified, point at a document the reader
+    "the author of Dune", "the company Acme", "the paper 'Attention Is All You Need'"),
+    one word on (`_qualified_later`: "the item number on a W-2 form", "who wrote the
+    book dune" in a lower-case query) or a name the question gives is not dangling. Conservative: only nouns that, unqualified, point at a document the reader
     never saw (_DOCUMENT_NOUNS; _PLACE_NOUNS after "this" only), so "the capital of
     France", "the heart" and "leave at the company" pass; a pronoun only when nothing
     but function words comes before it.
@@ -133,16 +218,17 @@ def dangling_reference(question: str) -> str | None:
     pronoun = _unnamed_pronoun(question)
     if pronoun is not None:
         return pronoun
-    m = _DANGLING.search(question)
-    if m is None:
-        return None
-    noun = m.group(0).split()[-1].lower().removesuffix("'s")
-    stem = noun.rstrip("s")
-    # the noun named with a qualifier elsewhere ("Acme's menu ... the menu") is resolved
-    rest = question[: m.start()] + question[m.end() :]
-    if re.search(rf"\b(?!{_ASKING}\b)[A-Z][\w&.-]*(?:'s)?\s+{stem}", rest):
-        return None
-    return m.group(0)
+    for m in _DANGLING.finditer(question):
+        noun = m.group(0).split()[-1].lower().removesuffix("'s")
+        stem = noun.rstrip("s")
+        # the noun named with a qualifier elsewhere ("Acme's menu ... the menu") is resolved
+        rest = question[: m.start()] + question[m.end() :]
+        if re.search(rf"\b(?!{_ASKING}\b)[A-Z][\w&.-]*(?:'s)?\s+{stem}", rest):
+            continue
+        if _qualified_later(question, m):
+            continue
+        return m.group(0)
+    return None
 
 
 MAX_QUESTION_CHARS = 1000

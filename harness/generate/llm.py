@@ -6,6 +6,9 @@ backoff, rate limits, token accounting: the judge's policy) and a cache keyed by
 same seed pays nothing. By default the model is the judge's: its endpoint, or the packaged
 local model on a llama.cpp server on 127.0.0.1 (offline); `generate.base_url` and
 `generate.model` choose another endpoint (`harness.llm.endpoint.generate_endpoint`).
+MAX_CONSECUTIVE_FAILURES calls failing in a row (after the client's retries) declare the
+endpoint down, as the judge does: the run stops instead of dropping every remaining
+candidate as an error.
 """
 
 from __future__ import annotations
@@ -21,12 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import ExperimentConfig
+from harness.errors import JudgeUnavailable
 from harness.generate.prompts import PROMPT_VERSION
 from harness.llm.client import ChatClient, ChatFailed, estimate_tokens
 from harness.llm.endpoint import generate_endpoint
 from harness.stores.base import KeyValueStore, SignedStore, SQLiteStore
 
 FILE = "generations.sqlite"
+
+MAX_CONSECUTIVE_FAILURES = 8
+"""Calls failing in a row that declare the generation endpoint down (the judge's
+default `max_consecutive_failures`): one answered call resets the count."""
 
 
 @dataclass
@@ -89,7 +97,9 @@ class ReplyCache:
 
 class Generator:
     """Asks the model, cache first. `identity` names the model and endpoint kind (never
-    the key); `grammar` is True for llama.cpp servers, which take GBNF grammars."""
+    the key); `grammar` is True for llama.cpp servers, which take GBNF grammars.
+    `max_consecutive_failures` calls failing in a row raise `JudgeUnavailable`, and so
+    does every paid call after that (cached answers are still read)."""
 
     def __init__(
         self,
@@ -101,6 +111,7 @@ class Generator:
         temperature: float = 0.0,
         grammar: bool = False,
         stats: GenStats | None = None,
+        max_consecutive_failures: int = MAX_CONSECUTIVE_FAILURES,
     ) -> None:
         self.client = client
         self.temperature = temperature
@@ -109,6 +120,10 @@ class Generator:
         self.seed = seed
         self.grammar = grammar
         self.stats = stats or GenStats()
+        self.max_failures = max_consecutive_failures
+        self._failures = 0
+        self._down: str | None = None
+        self._fail_lock = threading.Lock()
 
     @property
     def local(self) -> bool:
@@ -134,13 +149,16 @@ class Generator:
         self, messages: list[dict[str, str]], *, max_tokens: int, grammar: str | None = None
     ) -> str:
         """The reply text, from the cache or one paid call (kept in the cache). Raises
-        ChatFailed when the call still fails after the client's retries."""
+        ChatFailed when the call still fails after the client's retries, and
+        JudgeUnavailable once calls have failed `max_failures` times in a row."""
         hit = self.cached(messages, max_tokens)
         if hit is not None:
             self.stats.hit()
             return hit
         if self.client is None:
             raise ChatFailed("no model to ask (dry run)", cost=_no_cost())
+        if self._down is not None:
+            raise JudgeUnavailable(self._down)
         try:
             reply = self.client.chat(
                 messages, max_tokens=max_tokens, grammar=grammar if self.grammar else None
@@ -148,11 +166,28 @@ class Generator:
         except ChatFailed as exc:
             c = exc.cost
             self.stats.book(c.calls, c.prompt_tokens, c.completion_tokens, error=True)
+            self._count_failure(exc.error)
             raise
+        with self._fail_lock:
+            self._failures = 0
         self.stats.book(reply.cost.calls, reply.cost.prompt_tokens, reply.cost.completion_tokens)
         if self.cache is not None:
             self.cache.put(self.key(messages, max_tokens), reply.text)
         return reply.text
+
+    def _count_failure(self, error: str) -> None:
+        """One more call failed in a row; at `max_failures` the endpoint is declared down."""
+        with self._fail_lock:
+            self._failures += 1
+            if self._failures >= self.max_failures and self._down is None:
+                where = self.client.describe() if self.client is not None else self.identity
+                self._down = (
+                    f"generation stopped: {where} failed {self._failures} calls in a row; "
+                    f"last error: {error}"
+                )
+            down = self._down
+        if down is not None:
+            raise JudgeUnavailable(down) from None
 
 
 def _no_cost() -> Any:

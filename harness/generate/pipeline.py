@@ -17,7 +17,8 @@
    run out; a rerun with the same seed asks the same prompts and reads every answer
    from the cache.
 5. Write the kept questions (`writer`), the report of every dropped one, the judge exam
-   and, with `phrasings = 2`, the paraphrase set.
+   and, with `phrasings = 2`, the paraphrase set. A dead endpoint (calls failing in a
+   row, `llm.MAX_CONSECUTIVE_FAILURES`) stops the run first, writing nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 from loguru import logger
 
 from harness.config import ExperimentConfig, GenerateConfig
+from harness.errors import JudgeUnavailable
 from harness.generate import prompts
 from harness.generate.critique import (
     CUT_OFF,
@@ -226,8 +228,12 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
             if not isinstance(summary, str) or not summary.strip():
                 why = f"summary: {CUT_OFF}" if cut_off(reply) else "no summary in the reply"
                 return replace(c, dropped_by=["malformed"], reason=why)
-            msgs = prompts.query_messages(c.qtype, " ".join(summary.split()), list(ctx.examples))
-            text, draft = _ask_draft(gen, msgs, 1, prompts.QUERY_MAX_TOKENS)
+            msgs = prompts.query_messages(
+                c.qtype, " ".join(summary.split()), list(ctx.examples), settings.phrasings
+            )
+            text, draft = _ask_draft(
+                gen, msgs, settings.phrasings, prompts.query_max_tokens(settings.phrasings)
+            )
         except ChatFailed as exc:
             return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
     else:
@@ -384,13 +390,14 @@ def process(
 
 def read_style_examples(path: str | Path, limit: int = 8) -> list[str]:
     """Up to `limit` real questions from `path`: JSONL lines with "text" or "question",
-    or plain text, one a line. Bad input is one HarnessError line."""
+    or plain text, one a line. A byte-order mark (a file saved by some Windows editors)
+    is skipped. Bad input is one HarnessError line."""
     import json
 
     from harness.errors import HarnessError, os_error_message
 
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
     except OSError as exc:
         raise HarnessError(f"generate.style_examples: {os_error_message(exc)}") from None
     except UnicodeDecodeError:
@@ -548,17 +555,24 @@ def generate_questions(
     embed_fn = embed or _default_embed(config, cache)
     config = replace(config, generate=settings)
     ctx = _context(config, settings, candidates)
-    if generator is not None:
-        done = _rounds(candidates, generator, settings, n_keep, embed_fn, config, ctx)
-        stats = generator.stats
-    else:
-        # the local server's log goes to the cache, not beside the questions (a folder
-        # of inputs a team commits)
-        logs = cache / "logs"
-        logs.mkdir(exist_ok=True)
-        with open_generator(config, cache_dir=cache, log_dir=logs) as gen:
-            done = _rounds(candidates, gen, settings, n_keep, embed_fn, config, ctx)
-            stats = gen.stats
+    try:
+        if generator is not None:
+            done = _rounds(candidates, generator, settings, n_keep, embed_fn, config, ctx)
+            stats = generator.stats
+        else:
+            # the local server's log goes to the cache, not beside the questions (a folder
+            # of inputs a team commits)
+            logs = cache / "logs"
+            logs.mkdir(exist_ok=True)
+            with open_generator(config, cache_dir=cache, log_dir=logs) as gen:
+                done = _rounds(candidates, gen, settings, n_keep, embed_fn, config, ctx)
+                stats = gen.stats
+    except JudgeUnavailable as exc:
+        # a dead endpoint leaves the set as it was: no partial file replaces a full one
+        raise JudgeUnavailable(
+            f"{exc}; nothing written ({paths['questions']} left as it was; a rerun reads "
+            "the answers so far from the cache)"
+        ) from None
     survivors = [c for c in done if c.passed]
     kept, surplus = balance_types(survivors, n_keep)
     dropped = [c for c in done if not c.passed]
@@ -568,6 +582,8 @@ def generate_questions(
     counts["surplus"] = len(surplus)
     exam = _exam(kept, candidates, embed_fn)
     elapsed = time.perf_counter() - t0
+    by_type = kept_by_type(kept, settings.types)
+    missing = missing_types_warning(by_type, n_keep)
     report = GenerationReport(
         counts=counts,
         stats={**stats.to_dict(), "minutes": round(elapsed / 60, 2)},
@@ -587,12 +603,37 @@ def generate_questions(
             "overlap_limit": ctx.max_overlap,
             "style_examples_used": len(ctx.examples),
         },
+        kept_by_type=by_type,
+        warnings=(missing,) if missing else (),
     )
     paraphrases = [_paraphrase_line(c) for c in kept if c.draft is not None and c.draft.paraphrase]
     write_outputs(paths, report, exam, paraphrases if settings.phrasings == 2 else None)
     if not kept:
         logger.warning("no generated question passed the filters; see {}", paths["report"])
+    elif missing:
+        logger.warning(missing)
     return report
+
+
+def kept_by_type(kept: Sequence[Candidate], types: Sequence[str]) -> dict[str, int]:
+    """Kept questions of each requested type, in the order of `types` (0 when none)."""
+    counts = collections.Counter(c.qtype for c in kept)
+    return {t: counts[t] for t in dict.fromkeys(types)}
+
+
+def missing_types_warning(by_type: dict[str, int], n: int) -> str | None:
+    """A warning naming every requested type with no kept question, and the likely
+    reason: fewer questions asked for than types, or the filters dropped them all; None
+    when every type is kept."""
+    missing = [t for t, k in by_type.items() if k == 0]
+    if not missing:
+        return None
+    why = (
+        f"--n {n} is below the {len(by_type)} types asked for; raise it or ask fewer types"
+        if n < len(by_type)
+        else "all their candidates were dropped (see the report's dropped questions)"
+    )
+    return f"no kept question of type {', '.join(missing)}: {why}"
 
 
 def _settings(
@@ -777,7 +818,7 @@ def estimate_generation(
                 p_tok += 3 * prompt_tokens(msgs) + 100 * check
                 c_tok += (
                     prompts.QUERY_SUMMARY_MAX_TOKENS
-                    + prompts.QUERY_MAX_TOKENS
+                    + prompts.query_max_tokens(settings.phrasings)
                     + CRITIQUE_MAX_TOKENS
                     + 40 * check
                 )

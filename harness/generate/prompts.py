@@ -165,7 +165,15 @@ QUERY_SUMMARY_MAX_TOKENS = 72
 QUERY_MAX_TOKENS = 96
 """A terse query and its short answer, up to 100 characters each (field_chars); a
 query that fills the bound was cut by the grammar and is dropped as malformed."""
+
 CLOSED_BOOK_MAX_TOKENS = 40
+
+
+def query_max_tokens(phrasings: int) -> int:
+    """The query call's budget: QUERY_MAX_TOKENS for a query and its answer, half as much
+    again with a paraphrase (`phrasings` 2), so each field keeps its 100 characters."""
+    return QUERY_MAX_TOKENS * (phrasings + 1) // 2
+
 
 QUERY_TYPE_HINTS = {
     "simple": "It looks for one fact.",
@@ -191,9 +199,17 @@ def summary_messages(passages: list[str]) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
-def query_messages(qtype: str, summary: str, examples: list[str]) -> list[dict[str, str]]:
+def query_messages(
+    qtype: str, summary: str, examples: list[str], phrasings: int = 1
+) -> list[dict[str, str]]:
     """Step two: the terse query a user would type to find what `summary` describes,
-    in the style of `examples` (real users' questions) when there are some."""
+    in the style of `examples` (real users' questions) when there are some, with a
+    second query for the same need in other words when `phrasings` is 2."""
+    fields = '{"question": "...", "answer": "..."}'
+    extra = ""
+    if phrasings == 2:
+        fields = '{"question": "...", "paraphrase": "...", "answer": "..."}'
+        extra = ' "paraphrase" is another query for the same need, in other words.'
     shots = ""
     if examples:
         listed = "\n".join(f"- {e}" for e in examples)
@@ -203,7 +219,7 @@ def query_messages(qtype: str, summary: str, examples: list[str]) -> list[dict[s
         "words, lower case, no full sentence needed) a user would type to find it. "
         f"{QUERY_TYPE_HINTS[qtype]} It must make sense on its own, naming what it is "
         'about (never "the document", "the company", "the menu"). Also give the short '
-        'answer.\nJSON: {"question": "...", "answer": "..."}'
+        f"answer.{extra}\nJSON: {fields}"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 

@@ -4,9 +4,12 @@ Every document gets a passage first; the rest go in proportion to the square roo
 the documents' lengths (long documents get more, short ones are not starved), handed out
 one at a time to the document whose share is furthest behind. Within a
 document, its passages are stratified over its length (the j-th of c passages starts in
-the j-th c-th of the text, at a seeded random point), then snapped to the start of a
-line and cut at a line or sentence end near `passage_chars`. The same corpus, count and
-seed give the same passages.
+the j-th c-th of the text, at a seeded random point), then snapped to the start of its
+line when that is near (less than half a passage back), else to the sentence start
+nearest the point (a word start when the line has no sentence end there), so a long
+line, or a document without line breaks, is sampled over its whole length; the passage
+is cut at a line or sentence end near `passage_chars`. The same corpus, count and seed
+give the same passages.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ from harness.types import Document, SourceSpan
 
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
+_SENTENCE_START = re.compile(r"[.!?]\s+(?=\S)")
+"""Its match's end is where a sentence starts (after ". ", "! ", "? ")."""
+_WORD_START = re.compile(r"\s+(?=\S)")
+"""Its match's end is where a word starts."""
 
 
 @dataclass(frozen=True)
@@ -44,13 +51,33 @@ def topic_label(doc: Document, start: int) -> str:
     return f"{title} / {heading}" if heading and heading != title else title
 
 
+def snap_start(text: str, point: int, length: int) -> int:
+    """Where a passage of about `length` characters chosen at `point` starts: the start of
+    `point`'s line when it is less than length // 2 back, else the sentence start nearest
+    `point` within `length` of it on the same line (the line's start counts as one), else
+    the nearest word start there, else the line's start. Never mid-word."""
+    line = text.rfind("\n", 0, point) + 1
+    if point - line <= length // 2:
+        return line
+    eol = text.find("\n", point)
+    eol = len(text) if eol < 0 else eol
+    lo, hi = max(line, point - length), min(eol, point + length)
+    for pattern in (_SENTENCE_START, _WORD_START):
+        starts = [m.end() for m in pattern.finditer(text, lo, hi)]
+        if pattern is _SENTENCE_START and line >= lo:
+            starts.append(line)
+        if starts:
+            return min(starts, key=lambda s: (abs(s - point), s))
+    return line
+
+
 def passage_at(doc: Document, start: int, length: int) -> Passage:
-    """The passage of about `length` characters from the line start at or before
-    `start`, ending at the last line or sentence end before start + length (or at the
-    hard cut when the text has none there). Leading blank space is skipped."""
+    """The passage of about `length` characters from `snap_start(start)`, ending at the
+    last line or sentence end before start + length (or at the hard cut when the text
+    has none there). Leading blank space is skipped."""
     text = doc.text
     start = max(0, min(start, len(text) - 1))
-    start = text.rfind("\n", 0, start) + 1
+    start = snap_start(text, start, length)
     while start < len(text) and text[start].isspace():
         start += 1
     if start >= len(text):  # only blank space after `start`: take the document's tail

@@ -17,7 +17,7 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +38,18 @@ class GenerationReport:
     dropped: tuple[dict[str, Any], ...]
     exam: dict[str, int]
     settings: dict[str, Any]
+    kept_by_type: dict[str, int] = field(default_factory=dict)
+    """Kept questions of each requested type, in the order asked (0 for a type missing)."""
+    warnings: tuple[str, ...] = ()
+    """What the user should know about the set (a requested type with no kept question)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The report as plain JSON values (the report file holds this)."""
         return {
             "settings": self.settings,
             "counts": self.counts,
+            "kept_by_type": self.kept_by_type,
+            "warnings": list(self.warnings),
             "stats": self.stats,
             "files": self.paths,
             "exam": self.exam,

@@ -9,6 +9,7 @@ settings by generated questions with the ranking by labels on real questions.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -44,12 +45,19 @@ def word_overlap(question: str, passage: str) -> float:
 
 
 def regret(chosen: Sequence[float], truth: Sequence[float]) -> float:
-    """What picking the setting `chosen` ranks first costs on `truth`: the best truth
-    value minus the truth value of chosen's top setting (0 when they agree). Ties on
-    `chosen`'s top are resolved pessimistically (the worst truth among them), since a
-    tuner cannot tell them apart. Raises ValueError on empty or unequal lengths."""
+    """What picking the setting `chosen` ranks first costs on `truth`:
+    max(truth) - min(truth[i] for i with chosen[i] == max(chosen)), 0 when they agree.
+
+    Edge cases: ties on `chosen`'s top are resolved pessimistically (the worst truth
+    among them), since a tuner cannot tell them apart. Raises ValueError on empty or
+    unequal lengths, and on a NaN score on either side: NaN compares false with
+    everything, so max() would silently skip or pick it and the regret would read 0 (a
+    setting without a score has to be left out before ranking, not ranked)."""
     if not chosen or len(chosen) != len(truth):
         raise ValueError("regret needs the same settings scored on both sides")
+    for side, values in (("chosen", chosen), ("truth", truth)):
+        if any(math.isnan(v) for v in values):
+            raise ValueError(f"regret: a NaN score in {side}; leave unscored settings out")
     top = max(chosen)
     picked = min(t for c, t in zip(chosen, truth, strict=True) if c == top)
     return max(truth) - picked
@@ -101,13 +109,21 @@ def winner_warning(
 ) -> str | None:
     """A warning when the source metric and another measure (the judge's metric, or
     labels) pick different settings: each name scored on both sides, higher is better.
-    None when they agree."""
+
+    Each side's winners are the settings tied at its best score; the warning is given
+    only when the two sets share no setting, i.e. every setting one side picks is
+    strictly beaten on the other side's measure. None when they share one (a tie that
+    includes the other's winner is no disagreement), or when the lengths differ or no
+    setting is given."""
     if not names or not (len(source) == len(other) == len(names)):
         return None
-    by_source = names[max(range(len(names)), key=lambda i: source[i])]
-    by_other = names[max(range(len(names)), key=lambda i: other[i])]
-    if by_source == by_other:
+    best_source, best_other = max(source), max(other)
+    wins_source = [i for i, v in enumerate(source) if v == best_source]
+    wins_other = [i for i, v in enumerate(other) if v == best_other]
+    if set(wins_source) & set(wins_other):
         return None
+    by_source = " or ".join(names[i] for i in wins_source)
+    by_other = " or ".join(names[i] for i in wins_other)
     return (
         f"source metrics pick {by_source} but {other_name} picks {by_other}: generated "
         "questions' source labels may favour settings that match their wording; trust "

@@ -762,6 +762,11 @@ def format_generation(report: Any) -> str:
         f"judge exam: {report.exam['source']} source and {report.exam['unrelated']} unrelated "
         "passages (harness judge-check RUN --exam)",
     ]
+    if report.kept_by_type:
+        lines.append(
+            "kept by type: " + ", ".join(f"{t} {k}" for t, k in report.kept_by_type.items())
+        )
+    lines += [f"warning: {w}" for w in report.warnings]
     lines += [f"{k:>12}: {v}" for k, v in report.paths.items()]
     return "\n".join(lines)
 

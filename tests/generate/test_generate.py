@@ -187,6 +187,40 @@ def test_sampler_spreads_over_documents_and_positions():
     assert sample_passages(docs, 25, seed=4, passage_chars=200) != passages
 
 
+def _one_line(chars: int, seed: int = 1, period: bool = True) -> str:
+    """A document of `chars` characters without a line break: sentences of 5-15 words
+    (or, without `period`, words only)."""
+    rng = random.Random(seed)
+    sentences: list[str] = []
+    while sum(len(s) + 1 for s in sentences) < chars:
+        words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 15)))
+        sentences.append(words.capitalize() + "." if period else words)
+    return " ".join(sentences)[:chars]
+
+
+def test_a_long_line_is_sampled_over_its_length_from_sentence_starts():
+    """A document without line breaks (or a paragraph on one line) is sampled over its
+    whole length, each passage from a sentence start, not all from the line's start."""
+    text = _one_line(10_000)
+    doc = Document(doc_id="d", text=text, source="d", title="d")
+    passages = sample_passages([doc], 30, seed=0, passage_chars=700)
+    spans = {p.span for p in passages}
+    assert len(spans) >= 25
+    assert max(p.span.start for p in passages) > 8_000
+    for p in passages:
+        assert text[p.span.start : p.span.end] == p.text  # offsets are labels
+        assert p.span.start == 0 or text[p.span.start - 2 : p.span.start] == ". "
+    assert sample_passages([doc], 30, seed=0, passage_chars=700) == passages
+    # no sentence end near the point: a word start, never mid-word
+    words = _one_line(10_000, period=False)
+    wdoc = Document(doc_id="w", text=words, source="w", title="w")
+    wpassages = sample_passages([wdoc], 30, seed=0, passage_chars=700)
+    assert len({p.span for p in wpassages}) >= 25
+    for p in wpassages:
+        assert p.span.start == 0 or words[p.span.start - 1] == " "
+        assert words[p.span.start : p.span.end] == p.text
+
+
 def test_topic_is_title_and_heading():
     docs = _docs({"benefits": 3})
     p = sample_passages(docs, 1, seed=0, passage_chars=150)[0]
@@ -325,6 +359,92 @@ def test_each_filter_drops_what_it_should(tmp_path):
     assert "passage" in by[("standalone",)]["reason"]
     assert by[("duplicates",)]["duplicate_of"].startswith("gen-")
     assert "not a JSON object" in by[("malformed",)]["reason"]
+
+
+def test_a_dead_endpoint_stops_the_run_and_keeps_the_questions_file(tmp_path):
+    """Every call fails: after MAX_CONSECUTIVE_FAILURES in a row the run stops with one
+    line, paying for no more calls, and the questions file of an earlier run stays."""
+    from harness.generate.llm import MAX_CONSECUTIVE_FAILURES
+
+    write_corpus(tmp_path, {k: v for k, v in MARKED.items() if k.startswith("plain")})
+    out = tmp_path / "q" / "generated.jsonl"
+    out.parent.mkdir()
+    out.write_text('{"id": "gen-0001", "text": "an earlier question"}\n', encoding="utf-8")
+    exp = load_experiment(tmp_path / "exp.toml")
+    with FakeOpenAI(lambda n, prompt: Act(kind="500")) as fake:
+        client = ChatClient(
+            base_url=fake.base_url, model="fake", api_key="", logprobs=False, max_retries=0
+        )
+        gen = Generator(client, "fake", None, seed=0, stats=GenStats())
+        with pytest.raises(HarnessError) as err:
+            generate_questions(
+                exp, out=out, n=10, cache_dir=tmp_path / "cache", generator=gen, embed=fake_embed
+            )
+        requests = fake.requests
+    message = str(err.value)
+    assert "\n" not in message and f"failed {MAX_CONSECUTIVE_FAILURES} calls in a row" in message
+    assert "500" in message and "left as it was" in message
+    # 30 candidates planned; the calls in flight when it stopped may finish, no more
+    assert MAX_CONSECUTIVE_FAILURES <= requests < MAX_CONSECUTIVE_FAILURES + 4 + 2
+    assert out.read_text(encoding="utf-8") == '{"id": "gen-0001", "text": "an earlier question"}\n'
+    assert not (tmp_path / "q" / "generated.report.json").exists()
+
+
+def test_cli_on_a_dead_endpoint_exits_non_zero_with_one_line(tmp_path, capsys, monkeypatch):
+    from harness.cli.app import main
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    exp = write_corpus(tmp_path, {k: v for k, v in MARKED.items() if k.startswith("plain")})
+    out = tmp_path / "q" / "generated.jsonl"
+    with FakeOpenAI(lambda n, prompt: Act(kind="500")) as fake:
+        code = main(
+            [
+                "generate",
+                str(exp),
+                "--n",
+                "3",
+                "--out",
+                str(out),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--set",
+                f'generate.base_url="{fake.base_url}"',
+                "--set",
+                'generate.model="fake"',
+                "--set",
+                "judge.max_retries=0",
+            ]
+        )
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("harness: error: generation stopped:") and "in a row" in err[-1]
+    assert not out.exists()
+
+
+def test_a_failure_now_and_then_is_dropped_as_an_error_and_the_run_goes_on(tmp_path):
+    """Failures that do not come MAX_CONSECUTIVE_FAILURES in a row are per-candidate
+    errors, as before: the answered calls between them reset the count."""
+    write_corpus(tmp_path, {k: v for k, v in MARKED.items() if k.startswith("plain")})
+
+    def flaky(n: int, prompt: str) -> Act:
+        return Act(kind="500") if n % 3 == 0 else scripted_model(n, prompt)
+
+    exp = load_experiment(tmp_path / "exp.toml", ["judge.concurrency=1"])
+    with FakeOpenAI(flaky) as fake:
+        client = ChatClient(
+            base_url=fake.base_url, model="fake", api_key="", logprobs=False, max_retries=0
+        )
+        gen = Generator(client, "fake", None, seed=0, stats=GenStats())
+        report = generate_questions(
+            exp,
+            out=tmp_path / "q" / "generated.jsonl",
+            n=4,
+            types=("simple",),
+            cache_dir=tmp_path / "cache",
+            generator=gen,
+            embed=fake_embed,
+        )
+    assert report.counts["errors"] >= 1 and report.counts["kept"] >= 1
 
 
 def test_rerun_with_the_same_seed_pays_nothing(tmp_path):

@@ -15,7 +15,7 @@ import pytest
 
 from harness.config import load_experiment
 from harness.errors import HarnessError
-from harness.generate.critique import dangling_reference
+from harness.generate.critique import dangling_reference, mentions_source
 from harness.generate.pipeline import (
     closed_book_match,
     overlap_limit,
@@ -140,6 +140,62 @@ def test_kept_questions_stand_alone_and_every_type_is_present(tmp_path):
     assert "'the menu' refers to something" in menus[0]["reason"]
 
 
+class ParaphrasingQueryModel(QueryModel):
+    """QueryModel that also writes a paraphrase when the query prompt asks for one."""
+
+    def __call__(self, n: int, prompt: str) -> Act:
+        act = super().__call__(n, prompt)
+        if "Write the terse search query" in prompt and '"paraphrase"' in prompt:
+            body = json.loads(act.text)
+            body["paraphrase"] = "zzother words for " + body["question"]
+            return Act(text=json.dumps(body))
+        return act
+
+
+def test_the_query_style_writes_paraphrases_when_asked(tmp_path):
+    """generate.phrasings = 2 with the default query style: the query prompt asks for a
+    paraphrase too, and the paraphrase set has one line per kept question."""
+    write_query_corpus(tmp_path, {"plain-a": _doc_text("plain-a", 4)}, "phrasings = 2\n")
+    model = ParaphrasingQueryModel()
+    with FakeOpenAI(model) as fake:
+        report = _generate(tmp_path, fake, 3, types=("simple",))
+    kept = [json.loads(x) for x in (tmp_path / "q" / "generated.jsonl").open(encoding="utf-8")]
+    paras = [
+        json.loads(x)
+        for x in (tmp_path / "q" / "generated.paraphrases.jsonl").open(encoding="utf-8")
+    ]
+    assert report.counts["kept"] == len(kept) == 3
+    assert [p["paraphrase_of"] for p in paras] == [q["id"] for q in kept]
+    assert all(
+        p["text"] == "zzother words for " + q["text"] for p, q in zip(paras, kept, strict=True)
+    )
+    queries = [p for p in model.prompts if "Write the terse search query" in p]
+    assert queries and all('"paraphrase": "..."' in p for p in queries)
+
+
+def test_the_summary_names_a_requested_type_with_no_kept_question(tmp_path):
+    """--n 5 with the six default types: five questions are kept, no unanswerable one,
+    and the run says so (per-type counts, and a warning naming the type)."""
+    from harness.report.text import format_generation
+
+    docs = {f"plain-{c}": _doc_text(f"plain-{c}", 4) for c in "abcd"}
+    report, kept, _ = _run(tmp_path, docs, 5)
+    assert len(kept) == 5 and "unanswerable" not in {q["type"] for q in kept}
+    assert report.kept_by_type == {t: (0 if t == "unanswerable" else 1) for t in ALL_TYPES}
+    assert len(report.warnings) == 1
+    assert "no kept question of type unanswerable" in report.warnings[0]
+    assert "--n 5 is below the 6 types" in report.warnings[0]
+    summary = format_generation(report)
+    assert "kept by type: simple 1, " in summary and "unanswerable 0" in summary
+    assert "warning: no kept question of type unanswerable" in summary
+    saved = json.loads((tmp_path / "q" / "generated.report.json").read_text(encoding="utf-8"))
+    assert saved["kept_by_type"] == report.kept_by_type
+    assert saved["warnings"] == list(report.warnings)
+    # every type kept: no warning
+    report2, _, _ = _run(tmp_path / "all", docs, 6, types=ALL_TYPES)
+    assert report2.warnings == () and all(report2.kept_by_type.values())
+
+
 def test_copying_questions_are_rewritten_once_then_rejected(tmp_path):
     docs = {
         "plain-a": _doc_text("plain-a", 3),
@@ -220,6 +276,15 @@ def test_read_style_examples_text_jsonl_and_bad_input(tmp_path):
         read_style_examples(tmp_path / "missing.txt")
 
 
+def test_a_byte_order_mark_does_not_hide_the_first_example(tmp_path):
+    bom = tmp_path / "real.jsonl"
+    bom.write_text('{"text": "cheap lunch"}\n{"text": "late refund"}\n', encoding="utf-8-sig")
+    assert read_style_examples(bom) == ["cheap lunch", "late refund"]
+    plain = tmp_path / "real.txt"
+    plain.write_text("cheap lunch\n", encoding="utf-8-sig")
+    assert read_style_examples(plain) == ["cheap lunch"]
+
+
 def test_overlap_limit_from_examples():
     passages = ["alpha bravo charlie delta", "echo foxtrot golf hotel"]
     assert overlap_limit([], passages, 0.75) == 0.75
@@ -291,6 +356,53 @@ def test_qualified_references_pass(question):
     assert dangling_reference(question) is None
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        # numbered, counted or ordered passages
+        "According to passage 1, what is the fee?",
+        "In Passage 2, what is the deadline?",
+        "How do the two passages differ on overtime pay?",
+        "What does the second passage add to the first?",
+        "What do the passages say?",
+        # the text the question came from, pointed at or as the subject
+        "Per the text, what is the fee?",
+        "What does the given text say?",
+        "What does the provided document say about fees?",
+        "What is the text about?",
+        "What does the summary say?",
+        "What does the section say about overtime?",
+        # lower case, the verb after an auxiliary: not a name
+        "how much does the product cost in euros",
+        "what does the author say about love",
+        "what is the menu price",
+    ],
+)
+def test_questions_that_lean_on_their_source_are_caught(question):
+    assert mentions_source(question) or dangling_reference(question) is not None
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        # existential "there", the dummy "it" of the weather and of evaluation
+        "How many planets are there?",
+        "Does it rain a lot in Seattle in winter?",
+        "Is it worth buying an electric car?",
+        # names in lower case, as the query style asks
+        "the movie titanic release date",
+        "who wrote the book dune",
+        "cast of the show friends",
+        # a quoted title, and a compound qualified after it
+        "Who is the author of the paper 'Attention Is All You Need'?",
+        "What is the item number on a W-2 form?",
+    ],
+)
+def test_stand_alone_questions_pass_the_rules(question):
+    assert not mentions_source(question)
+    assert dangling_reference(question) is None
+
+
 def test_closed_book_match():
     assert closed_book_match("Paris", "It is Paris.")
     assert not closed_book_match("Paris", "unknown")
@@ -332,6 +444,24 @@ def test_bias_warnings():
     w = winner_warning([0.4, 0.2], [0.5, 0.7], ["bm25", "none"])
     assert w and "source metrics pick bm25 but the judge picks none" in w
     assert winner_warning([0.4, 0.2], [0.5, 0.1], ["bm25", "none"]) is None
+
+
+def test_winner_warning_only_when_each_winner_is_strictly_beaten():
+    # the judge rates both equally: its winners include the source metric's
+    assert winner_warning([0.5, 0.6], [0.7, 0.7], ["t0", "t1"]) is None
+    assert winner_warning([0.6, 0.6], [0.7, 0.1], ["t0", "t1"]) is None
+    # ties on both sides that share no setting still disagree, naming every winner
+    w = winner_warning([0.6, 0.6, 0.1, 0.1], [0.1, 0.2, 0.9, 0.9], ["a", "b", "c", "d"])
+    assert w and "source metrics pick a or b but the judge picks c or d" in w
+    assert winner_warning([], [], []) is None
+
+
+def test_regret_refuses_a_nan_score():
+    nan = float("nan")
+    with pytest.raises(ValueError, match="NaN"):
+        regret([0.5, 0.3], [0.2, nan])  # max(truth) would skip the NaN: regret 0
+    with pytest.raises(ValueError, match="NaN"):
+        regret([nan, 0.3], [0.2, 0.9])
 
 
 def test_every_run_on_copying_generated_questions_warns(tmp_path, cache_dir):
