@@ -166,7 +166,9 @@ rain in Seattle")."""
 _FUNCTION_WORD_TEXT = (
     "what who whom whose when where why how which is are was were be been do does did "
     "can could should would will shall may might must has have had get gets got i you we "
-    "me my your our us a an the and or but if of to in on at for by with from as so"
+    "me my your our us a an the and or but if of to in on at for by with from as so "
+    # a question's measure words name nothing either: "How much does it cost?"
+    "much many long big old far often tall large high year"
 )
 _FUNCTION_WORDS = frozenset(_FUNCTION_WORD_TEXT.split())
 """Words that name nothing: a pronoun after only these has no antecedent."""

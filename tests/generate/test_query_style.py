@@ -376,6 +376,11 @@ def test_qualified_references_pass(question):
         "how much does the product cost in euros",
         "what does the author say about love",
         "what is the menu price",
+        # a pronoun after only a question's measure words
+        "How much does it cost?",
+        "How big is it?",
+        "What year was it built?",
+        "How old is he?",
     ],
 )
 def test_questions_that_lean_on_their_source_are_caught(question):
@@ -396,6 +401,10 @@ def test_questions_that_lean_on_their_source_are_caught(question):
         # a quoted title, and a compound qualified after it
         "Who is the author of the paper 'Attention Is All You Need'?",
         "What is the item number on a W-2 form?",
+        # the dummy "it" after measure words
+        "How long does it take to boil an egg?",
+        "How far is it from Paris to London?",
+        "What does it cost to renew a US passport?",
     ],
 )
 def test_stand_alone_questions_pass_the_rules(question):
