@@ -563,7 +563,9 @@ class _BatchRun:
         """(answers by custom_id, the custom_ids settled, unreadable lines, tokens billed)
         of a finished batch. Settled: answered, failed in the error file, or anything of
         a completed batch (a request of it without a readable line is asked online); an
-        expired or cancelled batch's unanswered requests are not settled."""
+        expired or cancelled batch's unanswered requests are not settled, whether its
+        error file lists them (OpenAI writes each with `"response": null` and the code
+        batch_expired or batch_cancelled) or not."""
         answers: dict[str, Reply] = {}
         failed: set[str] = set()
         bad = 0
@@ -582,10 +584,11 @@ class _BatchRun:
                     continue
                 cid, reply, cost = got
                 billed += cost
-                if reply is None:
-                    failed.add(cid)
-                else:
+                if isinstance(reply, Reply):
                     answers[cid] = reply
+                elif reply is FAILED:
+                    failed.add(cid)
+                # NEVER_RAN: the batch ended before it; submitted again, not asked online
         settled = mine if status == "completed" else set(answers) | failed
         self._answers[entry["id"]] = (answers, settled)
         return answers, settled, bad, billed
@@ -647,9 +650,18 @@ class _BatchRun:
             logger.info("batch: {} requests asked online (no usable batch answer)", online.calls)
 
 
-def _result_line(line: bytes) -> tuple[str, Reply | None, Cost] | None:
-    """(custom_id, the answer or None for a failed request, tokens billed) of one line of
-    a result or error file; None for a line that cannot be read."""
+FAILED = "failed"
+"""`_result_line`: the provider ran the request and it failed (asked online)."""
+NEVER_RAN = "never ran"
+"""`_result_line`: the batch expired or was cancelled before it ran the request
+(submitted again)."""
+UNRUN_CODES = ("batch_expired", "batch_cancelled")
+"""The error codes of a request its batch ended without running."""
+
+
+def _result_line(line: bytes) -> tuple[str, Reply | str, Cost] | None:
+    """(custom_id, the answer, or FAILED or NEVER_RAN, tokens billed) of one line of a
+    result or error file; None for a line that cannot be read."""
     try:
         row = json.loads(line)
         cid = row["custom_id"]
@@ -657,12 +669,15 @@ def _result_line(line: bytes) -> tuple[str, Reply | None, Cost] | None:
         return None
     if not isinstance(cid, str):
         return None
-    response = row.get("response") if isinstance(row, dict) else None
+    error = row.get("error")
+    if isinstance(error, dict) and error.get("code") in UNRUN_CODES:
+        return cid, NEVER_RAN, Cost()
+    response = row.get("response")
     if not isinstance(response, dict) or response.get("status_code") != 200:
-        return cid, None, Cost()
+        return cid, FAILED, Cost()
     try:
         text, tokens, prompt, completion = read_completion(response.get("body"))
     except MalformedReply:
-        return cid, None, Cost()
+        return cid, FAILED, Cost()
     cost = Cost(calls=1, prompt_tokens=prompt, completion_tokens=completion)
     return cid, Reply(text=text, tokens=tokens, cost=cost), cost

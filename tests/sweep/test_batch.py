@@ -145,13 +145,16 @@ def test_partial_failures_are_asked_online_once(tmp_path):
     assert set(server.online.values()) == {1} and set(server.batch_requests.values()) == {1}
 
 
-def test_expired_batch_resubmits_only_what_it_never_answered(tmp_path):
-    with FakeBatchAPI(expire=1) as server:
+@pytest.mark.parametrize("ending", ["expired", "cancelled"])
+def test_expired_batch_resubmits_only_what_it_never_answered(tmp_path, ending):
+    # the fake lists what the batch never ran in its error file, as OpenAI does
+    with FakeBatchAPI(expire=1, expire_as=ending) as server:
         stats, missing = _run(server, tmp_path)
     assert missing == []
     state = BatchState.load(state_path(tmp_path))
     first = state.batches[0]
-    assert first["status"] == "expired" and first["round"] == 1
+    assert first["status"] == ending and first["round"] == 1
+    assert first["failed_requests"] == 0 and first["error_file_id"]
     unanswered = first["custom_ids"][len(first["custom_ids"]) // 2 :]
     again = [b for b in state.batches[1:] if b["round"] == 1]
     assert len(again) == 1 and again[0]["custom_ids"] == unanswered
