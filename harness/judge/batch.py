@@ -23,7 +23,9 @@ the space retrieves, and:
    and would wait another window. The requests an expired (or cancelled) batch never
    answered are submitted again in a new batch, and only those, up to
    `MAX_SUBMISSIONS` times each; then the trials ask them online. A batch whose input
-   the provider rejected (status failed) stops the sweep with its errors.
+   the provider rejected (status failed) stops the sweep with its errors, recorded
+   first as done (with its status and errors): resuming the sweep submits its requests
+   again in a new batch, within the same `MAX_SUBMISSIONS`.
 
 Pointwise judging asks "complete" only of relevant chunks, so the batch goes in two
 rounds: relevance first, then "complete" for the chunks the first round judged relevant.
@@ -287,7 +289,8 @@ class BatchState:
     path: Path
     batches: list[dict[str, Any]] = field(default_factory=list)
     """{input_file_id, id (None until created), round, custom_ids, status, done,
-    answered, prompt_tokens, completion_tokens, malformed_lines, failed_requests}."""
+    answered, prompt_tokens, completion_tokens, malformed_lines, failed_requests, and
+    errors when the provider reported some}."""
     batch_verdicts: list[str] = field(default_factory=list)
     """Verdict keys kept in the cache from a batch's answer."""
     online: dict[str, int] = field(default_factory=dict)
@@ -530,9 +533,15 @@ class _BatchRun:
                     info.failed,
                 )
                 if info.status == "failed":
+                    # kept as done first: a resume submits its requests in a new batch
+                    # instead of polling this one again and stopping again
+                    self._keep(entry, info)
                     raise HarnessError(
                         f"batch {info.id}: the provider rejected it"
-                        + (f": {info.errors}" if info.errors else "")
+                        + (f" ({info.errors})" if info.errors else "")
+                        + f"; {len(entry['custom_ids'])} requests are recorded in "
+                        f"{self.state.path}: resuming the sweep submits them again in a "
+                        "new batch"
                     )
                 if info.status in TERMINAL:
                     self._keep(entry, info)
@@ -553,6 +562,8 @@ class _BatchRun:
             prompt_tokens=billed.prompt_tokens,
             completion_tokens=billed.completion_tokens,
         )
+        if info.errors:
+            entry["errors"] = info.errors
         self.state.save()
         if bad:
             logger.warning("batch {}: {} result lines unreadable; asked online", info.id, bad)

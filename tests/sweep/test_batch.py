@@ -15,7 +15,14 @@ import pytest
 
 from harness.cli import main
 from harness.config import JudgeConfig, load_experiment
-from harness.judge.batch import BatchAPI, BatchState, judge_in_batches, state_path
+from harness.errors import HarnessError
+from harness.judge.batch import (
+    MAX_SUBMISSIONS,
+    BatchAPI,
+    BatchState,
+    judge_in_batches,
+    state_path,
+)
 from harness.judge.chat import ChatJudge
 from harness.judge.prompts import STRICT_REMINDER
 from harness.log import read_run
@@ -162,6 +169,36 @@ def test_expired_batch_resubmits_only_what_it_never_answered(tmp_path, ending):
     assert stats["batches"] == len(state.batches) and stats["batch_online_calls"] == 0
     assert set(server.batch_requests.values()) == {1}
     assert sum(server.online.values()) == 0
+
+
+def test_a_rejected_batch_stops_once_and_a_resume_submits_its_requests_again(tmp_path):
+    with FakeBatchAPI(reject=1) as server:
+        with pytest.raises(HarnessError, match="rejected it .*line 1: bad body.*again") as err:
+            _run(server, tmp_path)
+        assert "\n" not in str(err.value)
+        first = BatchState.load(state_path(tmp_path)).batches[0]
+        assert first["done"] and first["status"] == "failed"
+        assert "bad body" in first["errors"]
+        stats, missing = _run(server, tmp_path)  # the resume: no error again
+    assert missing == []
+    state = BatchState.load(state_path(tmp_path))
+    assert [b["status"] for b in state.batches] == ["failed", "completed", "completed"]
+    assert state.batches[1]["custom_ids"] == first["custom_ids"]
+    assert {server.submitted[c] for c in first["custom_ids"]} == {2}
+    assert sum(server.online.values()) == 0 == stats["batch_online_calls"]
+    assert set(server.batch_requests.values()) == {1}
+
+
+def test_requests_rejected_max_submissions_times_are_left_to_the_trials(tmp_path):
+    with FakeBatchAPI(reject=99) as server:
+        for _ in range(MAX_SUBMISSIONS):
+            with pytest.raises(HarnessError, match="rejected"):
+                _run(server, tmp_path)
+        stats, missing = _run(server, tmp_path)
+        assert len(server.batches) == MAX_SUBMISSIONS
+    assert len(missing) == len(PAIRS)  # judged online by the trials
+    assert set(server.submitted.values()) == {MAX_SUBMISSIONS}
+    assert sum(server.online.values()) == 0 and stats["batches"] == MAX_SUBMISSIONS
 
 
 def test_malformed_result_lines_and_answers_are_asked_online(tmp_path):
