@@ -94,6 +94,33 @@ def test_batch_sweep_pays_each_verdict_once_at_half_the_online_price(tmp_path, c
     assert stats.prompt_tokens == paid.summary.stats.prompt_tokens
 
 
+def test_a_batch_sweep_resumed_without_batch_stays_a_batch_sweep(tmp_path, monkeypatch, capsys):
+    def interrupted(self, batch_id):
+        raise KeyboardInterrupt  # Ctrl-C while the provider works
+
+    with FakeBatchAPI() as server:
+        config = load_experiment(SWEEP, sets(server))
+        results, cache = tmp_path / "r", tmp_path / "c"
+        with monkeypatch.context() as m:
+            m.setattr(BatchAPI, "get", interrupted)
+            with pytest.raises(KeyboardInterrupt):
+                run_sweep(config, results_dir=results, cache_dir=cache, trials=3, name="s")
+        assert len(server.batches) == 1 and server.polls == 0
+        # resumed with the experiment file and without --batch (judge.batch = false)
+        args = ["sweep", str(SWEEP), "--resume", str(results / "s"), "--trials", "3"]
+        args += ["--cache-dir", str(cache)]
+        for item in sets(server, batch=False):
+            args += ["--set", item]
+        assert main(args) == 0
+    assert "resumed in batch mode" in capsys.readouterr().err
+    state = BatchState.load(state_path(results / "s"))
+    assert [b["round"] for b in state.batches] == [1, 2]
+    assert state.batches[0]["id"] == "batch_1"
+    assert set(server.submitted.values()) == {1}
+    assert sum(server.online.values()) == 0  # nothing paid online, trials included
+    assert set(server.batch_requests.values()) == {1}
+
+
 # ---------------------------------------------------------------- the batch client
 
 
