@@ -39,6 +39,7 @@ batched.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import hashlib
 import json
@@ -56,7 +57,14 @@ from harness.errors import ConfigError, HarnessError
 from harness.judge.chat import ChatJudge
 from harness.judge.protocol import PAIRWISE_MODES, Judge
 from harness.llm import aio
-from harness.llm.client import ChatClient, ChatFailed, MalformedReply, Reply, read_completion
+from harness.llm.client import (
+    ChatClient,
+    ChatFailed,
+    MalformedReply,
+    Reply,
+    read_completion,
+    safe_error,
+)
 from harness.stores import VerdictCache, verdict_key
 from harness.types import Cost, CriterionVerdict
 
@@ -228,37 +236,66 @@ class BatchInfo:
 
 class BatchAPI:
     """The Files and Batches endpoints of an OpenAI-compatible base URL (the OpenAI SDK,
-    with its retries of 429s, 5xx and dropped connections)."""
+    with its retries of 429s, 5xx and dropped connections). What the provider or the
+    network does wrong is a `HarnessError` of one line without the key."""
 
     def __init__(self, client: ChatClient, max_retries: int = 5) -> None:
         """The endpoint and key of the judge's `client` (the key stays inside the SDK)."""
         self.sdk = client.sdk(max_retries)
+        self.where = client.describe()
+
+    @contextlib.contextmanager
+    def _errors(self, doing: str) -> Iterator[None]:
+        """The SDK's errors (and its ValueError for a bad id) as one HarnessError line."""
+        import openai
+
+        try:
+            yield
+        except openai.APIStatusError as exc:
+            body = exc.body.get("message") if isinstance(exc.body, dict) else None
+            said = safe_error(str(body or exc.message))
+            raise HarnessError(
+                f"batch API: {doing}: {self.where} answered {exc.status_code}: {said}"
+            ) from None
+        except openai.APIConnectionError as exc:  # timeouts included
+            raise HarnessError(
+                f"batch API: {doing}: {self.where} did not answer ({type(exc).__name__})"
+            ) from None
+        except (openai.OpenAIError, ValueError) as exc:
+            raise HarnessError(
+                f"batch API: {doing}: {type(exc).__name__}: {safe_error(str(exc))}"
+            ) from None
 
     def upload(self, jsonl: bytes) -> str:
         """POST /files with purpose "batch": the file's id."""
-        return str(self.sdk.files.create(file=("batch.jsonl", jsonl), purpose="batch").id)
+        with self._errors(f"uploading a batch file ({len(jsonl)} bytes)"):
+            return str(self.sdk.files.create(file=("batch.jsonl", jsonl), purpose="batch").id)
 
     def create(self, input_file_id: str) -> str:
         """POST /batches over an uploaded file: the batch's id."""
-        b = self.sdk.batches.create(
-            input_file_id=input_file_id, endpoint=ENDPOINT, completion_window="24h"
-        )
-        return str(b.id)
+        with self._errors(f"creating a batch over {input_file_id}"):
+            b = self.sdk.batches.create(
+                input_file_id=input_file_id, endpoint=ENDPOINT, completion_window="24h"
+            )
+            return str(b.id)
 
     def get(self, batch_id: str) -> BatchInfo:
         """GET /batches/{id}."""
-        return _info(self.sdk.batches.retrieve(batch_id))
+        with self._errors(f"looking at batch {batch_id}"):
+            return _info(self.sdk.batches.retrieve(batch_id))
 
     def find(self, input_file_id: str) -> str | None:
         """The id of a batch already created over `input_file_id` (GET /batches), if any."""
-        for b in self.sdk.batches.list(limit=100):
-            if b.input_file_id == input_file_id:
-                return str(b.id)
+        with self._errors(f"looking for a batch over {input_file_id}"):
+            for b in self.sdk.batches.list(limit=100):
+                if b.input_file_id == input_file_id:
+                    return str(b.id)
         return None
 
     def content(self, file_id: str) -> bytes:
         """GET /files/{id}/content."""
-        return bytes(self.sdk.files.content(file_id).content)
+        with self._errors(f"downloading {file_id}"):
+            return bytes(self.sdk.files.content(file_id).content)
 
 
 def _info(b: Any) -> BatchInfo:

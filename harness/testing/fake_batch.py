@@ -121,7 +121,9 @@ class FakeBatchAPI(LoopbackServer):
                 if code is None:
                     return False
                 fake.refused[endpoint] += 1
-                error = {"message": f"refused ({endpoint})", "type": "fake", "code": str(code)}
+                # echoing the caller's key, as a careless gateway might
+                said = f"refused ({endpoint}) for {self.headers.get('Authorization')}"
+                error = {"message": said, "type": "fake", "code": str(code)}
                 body = json.dumps({"error": error}).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")

@@ -303,3 +303,56 @@ def test_kill_9_while_the_provider_works_resumes_without_resubmitting(tmp_path):
     assert set(server.batch_requests.values()) == {1}
     assert sum(server.online.values()) == 0
     assert log.summary.stats.batch_verdicts == len(server.batch_requests)
+
+
+# ---------------------------------------------------------------- provider errors
+
+KEY = "sk-test-" + "k" * 40
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "code", "call"),
+    [
+        ("upload", 401, lambda api: api.upload(b"{}\n")),
+        ("create", 500, lambda api: api.create("file-1")),
+        ("get", 404, lambda api: api.get("batch_9")),
+        ("get", 500, lambda api: api.get("batch_9")),  # after the SDK's retries
+        ("list", 500, lambda api: api.find("file-1")),
+        ("content", 404, lambda api: api.content("file-1")),
+    ],
+)
+def test_provider_errors_are_one_line_without_the_key(endpoint, code, call):
+    with FakeBatchAPI(refuse={endpoint: code}) as server:
+        client = ChatJudge(base_url=server.base_url, model="fake", api_key=KEY).client
+        with pytest.raises(HarnessError) as err:
+            call(BatchAPI(client))
+        assert server.refused[endpoint] >= 1
+    msg = str(err.value)
+    assert msg.startswith("batch API: ") and "\n" not in msg
+    assert f"answered {code}: refused ({endpoint})" in msg
+    assert KEY not in msg and "Bearer ***" in msg  # the fake echoes the key it was sent
+
+
+def test_a_bad_id_or_no_endpoint_is_one_line(tmp_path):
+    with FakeBatchAPI() as server:
+        client = ChatJudge(base_url=server.base_url, model="fake", api_key=KEY).client
+        with pytest.raises(HarnessError, match="^batch API: looking at batch : ValueError"):
+            BatchAPI(client).get("")
+    # the server is gone: nothing listens on its port any more
+    with pytest.raises(HarnessError, match="^batch API: uploading .* did not answer"):
+        BatchAPI(client, max_retries=0).upload(b"{}\n")
+
+
+def test_a_refused_upload_stops_the_sweep_with_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FakeBatchAPI(refuse={"upload": 401}) as server:
+        args = ["sweep", str(SWEEP), "--results-dir", str(tmp_path / "r"), "--trials", "2"]
+        args += ["--cache-dir", str(tmp_path / "c"), "--batch"]
+        for item in sets(server):
+            args += ["--set", item]
+        assert main(args) == 2
+        assert server.refused["upload"] == 1 and not server.batches
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("harness: error:")]
+    assert len(errors) == 1 and "Traceback" not in err and KEY not in err
+    assert "batch API: uploading a batch file" in errors[0] and "answered 401" in errors[0]
