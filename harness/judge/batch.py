@@ -242,6 +242,10 @@ class BatchAPI:
     def __init__(self, client: ChatClient, max_retries: int = 5) -> None:
         """The endpoint and key of the judge's `client` (the key stays inside the SDK)."""
         self.sdk = client.sdk(max_retries)
+        # POST /batches carries no idempotency key: the SDK retrying one whose answer
+        # was lost (a timeout, a dropped connection, a 5xx after the work) would create
+        # and bill a second batch over the same file, so it is asked once
+        self.sdk_once = client.sdk(0)
         self.where = client.describe()
 
     @contextlib.contextmanager
@@ -272,12 +276,25 @@ class BatchAPI:
             return str(self.sdk.files.create(file=("batch.jsonl", jsonl), purpose="batch").id)
 
     def create(self, input_file_id: str) -> str:
-        """POST /batches over an uploaded file: the batch's id."""
-        with self._errors(f"creating a batch over {input_file_id}"):
-            b = self.sdk.batches.create(
-                input_file_id=input_file_id, endpoint=ENDPOINT, completion_window="24h"
-            )
-            return str(b.id)
+        """POST /batches over an uploaded file, asked once: the batch's id. When it
+        fails, the batch may still have been created (its answer lost), so the
+        provider's batches are searched for one over the file before the error stands
+        (a resume then creates it: `_BatchRun.wait`)."""
+        try:
+            with self._errors(f"creating a batch over {input_file_id}"):
+                b = self.sdk_once.batches.create(
+                    input_file_id=input_file_id, endpoint=ENDPOINT, completion_window="24h"
+                )
+                return str(b.id)
+        except HarnessError as exc:
+            try:
+                found = self.find(input_file_id)
+            except HarnessError:
+                raise exc from None
+            if found is None:
+                raise
+            logger.info("batch {}: created over {} though its answer was lost", found, input_file_id)
+            return found
 
     def get(self, batch_id: str) -> BatchInfo:
         """GET /batches/{id}."""

@@ -259,6 +259,19 @@ def test_a_batch_created_but_not_recorded_is_found_not_created_again(tmp_path):
     assert stats["batch_verdicts"] == len(server.batch_requests)
 
 
+def test_a_batch_whose_creation_answer_is_lost_is_found_not_created_twice(tmp_path):
+    with FakeBatchAPI(lose_create=1) as server:  # made, then answered 500
+        stats, missing = _run(server, tmp_path)
+    assert missing == []
+    state = BatchState.load(state_path(tmp_path))
+    first = state.batches[0]
+    over_first = [b for b in server.batches.values() if b["input_file_id"] == first["input_file_id"]]
+    assert len(over_first) == 1 and first["id"] == over_first[0]["id"] == "batch_1"
+    assert len(server.batches) == len(state.batches) == 2
+    assert set(server.submitted.values()) == {1}
+    assert sum(server.online.values()) == 0 == stats["batch_online_calls"]
+
+
 def test_kill_9_while_the_provider_works_resumes_without_resubmitting(tmp_path):
     hold = threading.Event()
     with FakeBatchAPI(hold=hold) as server:
@@ -326,7 +339,7 @@ def test_provider_errors_are_one_line_without_the_key(endpoint, code, call):
         client = ChatJudge(base_url=server.base_url, model="fake", api_key=KEY).client
         with pytest.raises(HarnessError) as err:
             call(BatchAPI(client))
-        assert server.refused[endpoint] >= 1
+        assert server.refused[endpoint] == (6 if code == 500 and endpoint != "create" else 1)
     msg = str(err.value)
     assert msg.startswith("batch API: ") and "\n" not in msg
     assert f"answered {code}: refused ({endpoint})" in msg
