@@ -462,11 +462,11 @@ class _BatchRun:
             asks, bodies = plan_asks(
                 self.pairs, self.judge, self.config.criteria, self.cache, round_
             )
-            settled, answers = self.results()
             # an ask replayed once and still failing (online too) is left to the trials
             asks = [a for a in asks if (a.question, a.chunk, a.criterion) not in self._tried]
             if not asks:
                 return
+            settled, answers = self.results()  # downloaded only when something is left
             ready = [a for a in asks if all(c in settled for c in a.custom_ids)]
             self._tried.update((a.question, a.chunk, a.criterion) for a in ready)
             self.replay(ready, answers)

@@ -93,6 +93,8 @@ class FakeBatchAPI(LoopbackServer):
         self.online: collections.Counter[str] = collections.Counter()
         """Prompt -> online chat completions answered."""
         self.polls = 0
+        self.downloads: collections.Counter[str] = collections.Counter()
+        """File id -> times its content was downloaded."""
         self._lock = threading.Lock()
         self._results_made = 0
         fake = self
@@ -186,6 +188,7 @@ class FakeBatchAPI(LoopbackServer):
                         else:
                             self._send(200, fake._poll(batch))
                     elif path.endswith("/content") and parts[-2] in fake.files:
+                        fake.downloads[parts[-2]] += 1
                         self._send(200, None, fake.files[parts[-2]])
                     else:
                         self._send(404, {"error": {"message": f"no {path}"}})

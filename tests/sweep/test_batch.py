@@ -259,6 +259,16 @@ def test_a_batch_created_but_not_recorded_is_found_not_created_again(tmp_path):
     assert stats["batch_verdicts"] == len(server.batch_requests)
 
 
+def test_a_rerun_with_every_verdict_kept_downloads_nothing(tmp_path):
+    with FakeBatchAPI() as server:
+        _run(server, tmp_path)
+        assert server.downloads and set(server.downloads.values()) == {1}
+        before = (server.downloads.copy(), server.polls)
+        stats, missing = _run(server, tmp_path)
+        assert (server.downloads, server.polls) == before
+    assert missing == [] and stats["batches"] == 2
+
+
 def test_a_batch_whose_creation_answer_is_lost_is_found_not_created_twice(tmp_path):
     with FakeBatchAPI(lose_create=1) as server:  # made, then answered 500
         stats, missing = _run(server, tmp_path)
