@@ -471,10 +471,11 @@ class _BatchRun:
             self._tried.update((a.question, a.chunk, a.criterion) for a in ready)
             self.replay(ready, answers)
             tries = self.submissions()
+            done = set(ready)  # a list's `in` compares dataclasses one by one: quadratic
             todo = [
                 a
                 for a in asks
-                if a not in ready and all(tries.get(c, 0) < MAX_SUBMISSIONS for c in a.custom_ids)
+                if a not in done and all(tries.get(c, 0) < MAX_SUBMISSIONS for c in a.custom_ids)
             ]
             if not todo:
                 if len(ready) < len(asks):
