@@ -138,6 +138,12 @@ class _Replay:
             with self.lock:
                 self.online += exc.cost
             raise
+        except asyncio.CancelledError:
+            # stopped in flight (another ask hit JudgeUnavailable): it was asked, and
+            # may be billed, though its tokens are never known
+            with self.lock:
+                self.online += Cost(calls=1)
+            raise
         with self.lock:
             self.online += reply.cost
         return reply
@@ -698,7 +704,16 @@ class _BatchRun:
                 async with sem:
                     await one(ask)
 
-            await asyncio.gather(*(bounded(a) for a in asks))
+            tasks = [asyncio.ensure_future(bounded(a)) for a in asks]
+            try:
+                await asyncio.gather(*tasks)
+            finally:
+                # gather leaves the others running after the first error (the endpoint
+                # unavailable): they would go on asking, and paying, after the record is
+                # saved; cancelled, and waited for, so what they paid is booked first
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
 
         try:
             aio.run(every())

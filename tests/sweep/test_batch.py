@@ -15,7 +15,7 @@ import pytest
 
 from harness.cli import main
 from harness.config import JudgeConfig, load_experiment
-from harness.errors import HarnessError
+from harness.errors import HarnessError, JudgeUnavailable
 from harness.judge.batch import (
     MAX_SUBMISSIONS,
     BatchAPI,
@@ -226,6 +226,19 @@ def test_requests_rejected_max_submissions_times_are_left_to_the_trials(tmp_path
     assert len(missing) == len(PAIRS)  # judged online by the trials
     assert set(server.submitted.values()) == {MAX_SUBMISSIONS}
     assert sum(server.online.values()) == 0 and stats["batches"] == MAX_SUBMISSIONS
+
+
+def test_an_unavailable_judge_stops_the_online_asks_at_once(tmp_path):
+    # every request fails in the batch, and the endpoint refuses the key online
+    with FakeBatchAPI(fail=lambda cid: True, refuse={"chat": 401}) as server:
+        with pytest.raises(JudgeUnavailable, match="refused the API key"):
+            _run(server, tmp_path)
+        time.sleep(0.5)  # an ask still running would be refused meanwhile
+        asked = server.refused["chat"]
+    assert 1 <= asked <= 4  # only those in flight (concurrency 4) when the first failed
+    state = BatchState.load(state_path(tmp_path))
+    assert state.batches[0]["failed_requests"] == len(PAIRS)
+    assert state.online.get("calls", 0) <= asked
 
 
 def test_malformed_result_lines_and_answers_are_asked_online(tmp_path):
