@@ -352,7 +352,8 @@ class BatchState:
     answered, prompt_tokens, completion_tokens, malformed_lines, failed_requests, and
     errors when the provider reported some}."""
     batch_verdicts: list[str] = field(default_factory=list)
-    """Verdict keys kept in the cache from a batch's answer."""
+    """Verdict keys kept in the cache from a batch's answer, each once (a rerun keeps
+    again what a kill -9 lost from the cache before its flush)."""
     online: dict[str, int] = field(default_factory=dict)
     """Requests asked online because the batch did not answer them usably: calls, tokens."""
 
@@ -363,7 +364,9 @@ class BatchState:
             return cls(path)
         try:
             data = json.loads(path.read_text())
-            return cls(path, list(data["batches"]), list(data["batch_verdicts"]), data["online"])
+            # a record written before verdicts were kept duplicate-free may repeat some
+            verdicts = list(dict.fromkeys(data["batch_verdicts"]))
+            return cls(path, list(data["batches"]), verdicts, data["online"])
         except (ValueError, KeyError, TypeError) as exc:
             raise HarnessError(f"{path}: not a batch record ({exc})") from None
 
@@ -718,15 +721,19 @@ class _BatchRun:
         try:
             aio.run(every())
         finally:
-            online = replay.online
-            for name, value in (
-                ("calls", online.calls),
-                ("prompt_tokens", online.prompt_tokens),
-                ("completion_tokens", online.completion_tokens),
-            ):
-                self.state.online[name] = self.state.online.get(name, 0) + value
-            self.state.batch_verdicts += kept
-            self.state.save()
+            try:
+                self.cache.flush()  # the verdicts on disk before the record says so
+            finally:
+                online = replay.online
+                for name, value in (
+                    ("calls", online.calls),
+                    ("prompt_tokens", online.prompt_tokens),
+                    ("completion_tokens", online.completion_tokens),
+                ):
+                    self.state.online[name] = self.state.online.get(name, 0) + value
+                have = set(self.state.batch_verdicts)
+                self.state.batch_verdicts += [k for k in dict.fromkeys(kept) if k not in have]
+                self.state.save()
         if online.calls:
             logger.info("batch: {} requests asked online (no usable batch answer)", online.calls)
 

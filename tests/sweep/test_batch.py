@@ -282,6 +282,26 @@ def test_a_rerun_with_every_verdict_kept_downloads_nothing(tmp_path):
     assert missing == [] and stats["batches"] == 2
 
 
+def test_verdicts_kept_again_after_a_lost_cache_are_counted_once(tmp_path):
+    with FakeBatchAPI() as server:
+        first, _ = _run(server, tmp_path)
+        # a kill -9 after batches.json was saved and before the cache's flush
+        for path in tmp_path.glob("verdicts.sqlite*"):
+            path.unlink()
+        stats, missing = _run(server, tmp_path)  # kept again from the result files
+    assert missing == []
+    verdicts = BatchState.load(state_path(tmp_path)).batch_verdicts
+    assert len(verdicts) == len(set(verdicts)) == len(server.batch_requests)
+    assert stats["batch_verdicts"] == first["batch_verdicts"] == len(server.batch_requests)
+    assert sum(server.online.values()) == 0 and set(server.submitted.values()) == {1}
+
+
+def test_a_record_with_repeated_verdicts_loads_them_once(tmp_path):
+    record = {"batches": [], "batch_verdicts": ["a", "b", "a", "c", "b"], "online": {}}
+    state_path(tmp_path).write_text(json.dumps(record))
+    assert BatchState.load(state_path(tmp_path)).batch_verdicts == ["a", "b", "c"]
+
+
 def test_a_batch_whose_creation_answer_is_lost_is_found_not_created_twice(tmp_path):
     with FakeBatchAPI(lose_create=1) as server:  # made, then answered 500
         stats, missing = _run(server, tmp_path)
