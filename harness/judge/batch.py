@@ -765,7 +765,7 @@ def _result_line(line: bytes) -> tuple[str, Reply | str, Cost] | None:
         return cid, FAILED, Cost()
     try:
         text, tokens, prompt, completion = read_completion(response.get("body"))
-    except MalformedReply:
-        return cid, FAILED, Cost()
+    except MalformedReply as exc:  # billed all the same: its tokens are booked
+        return cid, FAILED, Cost(prompt_tokens=exc.prompt_tokens, completion_tokens=exc.completion_tokens)
     cost = Cost(calls=1, prompt_tokens=prompt, completion_tokens=completion)
     return cid, Reply(text=text, tokens=tokens, cost=cost), cost

@@ -302,6 +302,18 @@ def test_a_record_with_repeated_verdicts_loads_them_once(tmp_path):
     assert BatchState.load(state_path(tmp_path)).batch_verdicts == ["a", "b", "c"]
 
 
+def test_the_tokens_of_answers_without_choices_are_booked(tmp_path):
+    with FakeBatchAPI(no_choices=3) as server:
+        stats, missing = _run(server, tmp_path)
+    assert missing == []
+    state = BatchState.load(state_path(tmp_path))
+    assert state.batches[0]["failed_requests"] == 3  # asked online
+    assert sum(server.online.values()) == 3 == stats["batch_online_calls"]
+    billed = sum(b["prompt_tokens"] for b in state.batches)
+    assert billed == server.billed_prompt_tokens > 0
+    assert stats["batch_prompt_tokens"] == billed + state.online["prompt_tokens"]
+
+
 def test_a_batch_whose_creation_answer_is_lost_is_found_not_created_twice(tmp_path):
     with FakeBatchAPI(lose_create=1) as server:  # made, then answered 500
         stats, missing = _run(server, tmp_path)
