@@ -31,7 +31,6 @@ from typing import Any
 
 from harness.testing.fake_openai import LoopbackServer, chat_completion
 
-
 ENDPOINTS = ("upload", "create", "list", "get", "content", "chat")
 """The endpoints `refuse` names: POST /files, POST /batches, GET /batches, GET
 /batches/{id}, GET /files/{id}/content, POST /chat/completions."""
@@ -106,11 +105,15 @@ class FakeBatchAPI(LoopbackServer):
             def log_message(self, *args: object) -> None:
                 pass
 
-            def _send(self, code: int, obj: Any, raw: bytes | None = None) -> None:
+            def _send(
+                self, code: int, obj: Any, raw: bytes | None = None, retry_ms: int | None = None
+            ) -> None:
                 body = raw if raw is not None else json.dumps(obj).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
+                if retry_ms is not None:  # the wait the SDK's retries keep to
+                    self.send_header("retry-after-ms", str(retry_ms))
                 self.end_headers()
                 self.wfile.write(body)
 
@@ -126,13 +129,7 @@ class FakeBatchAPI(LoopbackServer):
                 # echoing the caller's key, as a careless gateway might
                 said = f"refused ({endpoint}) for {self.headers.get('Authorization')}"
                 error = {"message": said, "type": "fake", "code": str(code)}
-                body = json.dumps({"error": error}).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.send_header("retry-after-ms", "1")  # the SDK's retries, at once
-                self.end_headers()
-                self.wfile.write(body)
+                self._send(code, {"error": error}, retry_ms=1)
                 return True
 
             def do_POST(self) -> None:
@@ -154,7 +151,8 @@ class FakeBatchAPI(LoopbackServer):
                         made = fake._create(json.loads(data))
                         if fake.lose_create > 0:
                             fake.lose_create -= 1
-                            self._send(500, {"error": {"message": "lost", "type": "fake"}})
+                            lost = {"error": {"message": "lost", "type": "fake"}}
+                            self._send(500, lost, retry_ms=1)
                         else:
                             self._send(200, made)
                     elif path.endswith("/chat/completions"):
