@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import copy
 import hashlib
 import json
@@ -116,6 +117,13 @@ class _Recorder:
         raise ChatFailed("recorded for a batch", Cost())
 
 
+_ASKED_ONLINE: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "batch_asked_online", default=None
+)
+"""The custom_ids one replayed ask (its task) asked online: its verdict is then not a
+batch's (`BatchState.batch_verdicts`)."""
+
+
 class _Replay:
     """A stand-in for the judge's client that answers from batch results, and asks the
     endpoint online for a request the batch did not answer."""
@@ -132,6 +140,9 @@ class _Replay:
         cid = custom_id(self.client.request_body(messages, **kwargs))
         if cid in self.answers:
             return self.answers[cid]
+        asked = _ASKED_ONLINE.get()
+        if asked is not None:
+            asked.append(cid)
         try:
             reply = await self.client.achat(messages, **kwargs)
         except ChatFailed as exc:
@@ -299,7 +310,9 @@ class BatchAPI:
                 raise exc from None
             if found is None:
                 raise
-            logger.info("batch {}: created over {} though its answer was lost", found, input_file_id)
+            logger.info(
+                "batch {}: created over {} though its answer was lost", found, input_file_id
+            )
             return found
 
     def get(self, batch_id: str) -> BatchInfo:
@@ -352,8 +365,9 @@ class BatchState:
     answered, prompt_tokens, completion_tokens, malformed_lines, failed_requests, and
     errors when the provider reported some}."""
     batch_verdicts: list[str] = field(default_factory=list)
-    """Verdict keys kept in the cache from a batch's answer, each once (a rerun keeps
-    again what a kill -9 lost from the cache before its flush)."""
+    """Verdict keys kept in the cache from a batch's answer (not those asked online when
+    the batch's was unusable), each once (a rerun keeps again what a kill -9 lost from
+    the cache before its flush)."""
     online: dict[str, int] = field(default_factory=dict)
     """Requests asked online because the batch did not answer them usably: calls, tokens."""
 
@@ -661,7 +675,7 @@ class _BatchRun:
                 billed += cost
                 if isinstance(reply, Reply):
                     answers[cid] = reply
-                elif reply is FAILED:
+                elif reply == FAILED:
                     failed.add(cid)
                 # NEVER_RAN: the batch ended before it; submitted again, not asked online
         settled = mine if status == "completed" else set(answers) | failed
@@ -693,11 +707,13 @@ class _BatchRun:
         kept: list[str] = []
 
         async def one(ask: Ask) -> None:
+            asked: list[str] = []
+            _ASKED_ONLINE.set(asked)  # this task's own: tasks copy the context
             got = await _ask_of(judge, ask.question, ask.chunk, ask.criterion, self.config.criteria)
             verdicts: Sequence[CriterionVerdict] = got if ask.criterion == "both" else (got,)
             for key, verdict in zip(ask.keys, verdicts, strict=True):
                 self.cache.put(key, verdict)
-                if verdict.error is None:
+                if verdict.error is None and not asked:  # a verdict the batch answered
                     kept.append(key)
 
         async def every() -> None:
@@ -766,6 +782,10 @@ def _result_line(line: bytes) -> tuple[str, Reply | str, Cost] | None:
     try:
         text, tokens, prompt, completion = read_completion(response.get("body"))
     except MalformedReply as exc:  # billed all the same: its tokens are booked
-        return cid, FAILED, Cost(prompt_tokens=exc.prompt_tokens, completion_tokens=exc.completion_tokens)
+        return (
+            cid,
+            FAILED,
+            Cost(prompt_tokens=exc.prompt_tokens, completion_tokens=exc.completion_tokens),
+        )
     cost = Cost(calls=1, prompt_tokens=prompt, completion_tokens=completion)
     return cid, Reply(text=text, tokens=tokens, cost=cost), cost

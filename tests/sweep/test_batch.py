@@ -175,6 +175,7 @@ def test_partial_failures_are_asked_online_once(tmp_path):
     assert failed > 0
     # each request of the error file asked online once; nothing billed twice
     assert sum(server.online.values()) == failed == stats["batch_online_calls"]
+    assert stats["batch_verdicts"] == len(server.batch_requests)  # not those asked online
     assert not set(server.online) & set(server.batch_requests)
     assert set(server.online.values()) == {1} and set(server.batch_requests.values()) == {1}
 
@@ -200,7 +201,7 @@ def test_expired_batch_resubmits_only_what_it_never_answered(tmp_path, ending):
 
 def test_a_rejected_batch_stops_once_and_a_resume_submits_its_requests_again(tmp_path):
     with FakeBatchAPI(reject=1) as server:
-        with pytest.raises(HarnessError, match="rejected it .*line 1: bad body.*again") as err:
+        with pytest.raises(HarnessError, match=r"rejected it .*line 1: bad body.*again") as err:
             _run(server, tmp_path)
         assert "\n" not in str(err.value)
         first = BatchState.load(state_path(tmp_path)).batches[0]
@@ -252,6 +253,8 @@ def test_malformed_result_lines_and_answers_are_asked_online(tmp_path):
     reminders = [p for p in server.online if p.endswith(STRICT_REMINDER)]
     assert len(reminders) == 2
     assert sum(server.online.values()) == 5 == stats["batch_online_calls"]
+    # the 2 unparseable answers were billed in the batch, and their verdicts came online
+    assert stats["batch_verdicts"] == len(server.batch_requests) - 2
 
 
 def test_a_batch_created_but_not_recorded_is_found_not_created_again(tmp_path):
@@ -320,7 +323,9 @@ def test_a_batch_whose_creation_answer_is_lost_is_found_not_created_twice(tmp_pa
     assert missing == []
     state = BatchState.load(state_path(tmp_path))
     first = state.batches[0]
-    over_first = [b for b in server.batches.values() if b["input_file_id"] == first["input_file_id"]]
+    over_first = [
+        b for b in server.batches.values() if b["input_file_id"] == first["input_file_id"]
+    ]
     assert len(over_first) == 1 and first["id"] == over_first[0]["id"] == "batch_1"
     assert len(server.batches) == len(state.batches) == 2
     assert set(server.submitted.values()) == {1}
@@ -404,10 +409,10 @@ def test_provider_errors_are_one_line_without_the_key(endpoint, code, call):
 def test_a_bad_id_or_no_endpoint_is_one_line(tmp_path):
     with FakeBatchAPI() as server:
         client = ChatJudge(base_url=server.base_url, model="fake", api_key=KEY).client
-        with pytest.raises(HarnessError, match="^batch API: looking at batch : ValueError"):
+        with pytest.raises(HarnessError, match=r"^batch API: looking at batch : ValueError"):
             BatchAPI(client).get("")
     # the server is gone: nothing listens on its port any more
-    with pytest.raises(HarnessError, match="^batch API: uploading .* did not answer"):
+    with pytest.raises(HarnessError, match=r"^batch API: uploading .* did not answer"):
         BatchAPI(client, max_retries=0).upload(b"{}\n")
 
 
