@@ -719,9 +719,18 @@ class _BatchRun:
         async def every() -> None:
             sem = asyncio.Semaphore(max(1, self.judge.concurrency))
 
+            failed = False
+
             async def bounded(ask: Ask) -> None:
+                nonlocal failed
                 async with sem:
-                    await one(ask)
+                    if failed:  # woken by the failed ask's permit before it is cancelled
+                        return
+                    try:
+                        await one(ask)
+                    except Exception:
+                        failed = True
+                        raise
 
             tasks = [asyncio.ensure_future(bounded(a)) for a in asks]
             try:
