@@ -23,7 +23,9 @@ the space retrieves, and:
    and would wait another window. The requests an expired (or cancelled) batch never
    answered are submitted again in a new batch, and only those, up to
    `MAX_SUBMISSIONS` times each; then the trials ask them online. A batch whose input
-   the provider rejected (status failed) stops the sweep with its errors.
+   the provider rejected (status failed) stops the sweep with its errors, recorded
+   first as done (with its status and errors): resuming the sweep submits its requests
+   again in a new batch, within the same `MAX_SUBMISSIONS`.
 
 Pointwise judging asks "complete" only of relevant chunks, so the batch goes in two
 rounds: relevance first, then "complete" for the chunks the first round judged relevant.
@@ -37,6 +39,8 @@ batched.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import copy
 import hashlib
 import json
@@ -54,7 +58,14 @@ from harness.errors import ConfigError, HarnessError
 from harness.judge.chat import ChatJudge
 from harness.judge.protocol import PAIRWISE_MODES, Judge
 from harness.llm import aio
-from harness.llm.client import ChatClient, ChatFailed, MalformedReply, Reply, read_completion
+from harness.llm.client import (
+    ChatClient,
+    ChatFailed,
+    MalformedReply,
+    Reply,
+    read_completion,
+    safe_error,
+)
 from harness.stores import VerdictCache, verdict_key
 from harness.types import Cost, CriterionVerdict
 
@@ -106,6 +117,13 @@ class _Recorder:
         raise ChatFailed("recorded for a batch", Cost())
 
 
+_ASKED_ONLINE: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "batch_asked_online", default=None
+)
+"""The custom_ids one replayed ask (its task) asked online: its verdict is then not a
+batch's (`BatchState.batch_verdicts`)."""
+
+
 class _Replay:
     """A stand-in for the judge's client that answers from batch results, and asks the
     endpoint online for a request the batch did not answer."""
@@ -122,11 +140,20 @@ class _Replay:
         cid = custom_id(self.client.request_body(messages, **kwargs))
         if cid in self.answers:
             return self.answers[cid]
+        asked = _ASKED_ONLINE.get()
+        if asked is not None:
+            asked.append(cid)
         try:
             reply = await self.client.achat(messages, **kwargs)
         except ChatFailed as exc:
             with self.lock:
                 self.online += exc.cost
+            raise
+        except asyncio.CancelledError:
+            # stopped in flight (another ask hit JudgeUnavailable): it was asked, and
+            # may be billed, though its tokens are never known
+            with self.lock:
+                self.online += Cost(calls=1)
             raise
         with self.lock:
             self.online += reply.cost
@@ -226,37 +253,85 @@ class BatchInfo:
 
 class BatchAPI:
     """The Files and Batches endpoints of an OpenAI-compatible base URL (the OpenAI SDK,
-    with its retries of 429s, 5xx and dropped connections)."""
+    with its retries of 429s, 5xx and dropped connections). What the provider or the
+    network does wrong is a `HarnessError` of one line without the key."""
 
     def __init__(self, client: ChatClient, max_retries: int = 5) -> None:
         """The endpoint and key of the judge's `client` (the key stays inside the SDK)."""
         self.sdk = client.sdk(max_retries)
+        # POST /batches carries no idempotency key: the SDK retrying one whose answer
+        # was lost (a timeout, a dropped connection, a 5xx after the work) would create
+        # and bill a second batch over the same file, so it is asked once
+        self.sdk_once = client.sdk(0)
+        self.where = client.describe()
+
+    @contextlib.contextmanager
+    def _errors(self, doing: str) -> Iterator[None]:
+        """The SDK's errors (and its ValueError for a bad id) as one HarnessError line."""
+        import openai
+
+        try:
+            yield
+        except openai.APIStatusError as exc:
+            body = exc.body.get("message") if isinstance(exc.body, dict) else None
+            said = safe_error(str(body or exc.message))
+            raise HarnessError(
+                f"batch API: {doing}: {self.where} answered {exc.status_code}: {said}"
+            ) from None
+        except openai.APIConnectionError as exc:  # timeouts included
+            raise HarnessError(
+                f"batch API: {doing}: {self.where} did not answer ({type(exc).__name__})"
+            ) from None
+        except (openai.OpenAIError, ValueError) as exc:
+            raise HarnessError(
+                f"batch API: {doing}: {type(exc).__name__}: {safe_error(str(exc))}"
+            ) from None
 
     def upload(self, jsonl: bytes) -> str:
         """POST /files with purpose "batch": the file's id."""
-        return str(self.sdk.files.create(file=("batch.jsonl", jsonl), purpose="batch").id)
+        with self._errors(f"uploading a batch file ({len(jsonl)} bytes)"):
+            return str(self.sdk.files.create(file=("batch.jsonl", jsonl), purpose="batch").id)
 
     def create(self, input_file_id: str) -> str:
-        """POST /batches over an uploaded file: the batch's id."""
-        b = self.sdk.batches.create(
-            input_file_id=input_file_id, endpoint=ENDPOINT, completion_window="24h"
-        )
-        return str(b.id)
+        """POST /batches over an uploaded file, asked once: the batch's id. When it
+        fails, the batch may still have been created (its answer lost), so the
+        provider's batches are searched for one over the file before the error stands
+        (a resume then creates it: `_BatchRun.wait`)."""
+        try:
+            with self._errors(f"creating a batch over {input_file_id}"):
+                b = self.sdk_once.batches.create(
+                    input_file_id=input_file_id, endpoint=ENDPOINT, completion_window="24h"
+                )
+                return str(b.id)
+        except HarnessError as exc:
+            try:
+                found = self.find(input_file_id)
+            except HarnessError:
+                raise exc from None
+            if found is None:
+                raise
+            logger.info(
+                "batch {}: created over {} though its answer was lost", found, input_file_id
+            )
+            return found
 
     def get(self, batch_id: str) -> BatchInfo:
         """GET /batches/{id}."""
-        return _info(self.sdk.batches.retrieve(batch_id))
+        with self._errors(f"looking at batch {batch_id}"):
+            return _info(self.sdk.batches.retrieve(batch_id))
 
     def find(self, input_file_id: str) -> str | None:
         """The id of a batch already created over `input_file_id` (GET /batches), if any."""
-        for b in self.sdk.batches.list(limit=100):
-            if b.input_file_id == input_file_id:
-                return str(b.id)
+        with self._errors(f"looking for a batch over {input_file_id}"):
+            for b in self.sdk.batches.list(limit=100):
+                if b.input_file_id == input_file_id:
+                    return str(b.id)
         return None
 
     def content(self, file_id: str) -> bytes:
         """GET /files/{id}/content."""
-        return bytes(self.sdk.files.content(file_id).content)
+        with self._errors(f"downloading {file_id}"):
+            return bytes(self.sdk.files.content(file_id).content)
 
 
 def _info(b: Any) -> BatchInfo:
@@ -287,9 +362,12 @@ class BatchState:
     path: Path
     batches: list[dict[str, Any]] = field(default_factory=list)
     """{input_file_id, id (None until created), round, custom_ids, status, done,
-    answered, prompt_tokens, completion_tokens, malformed_lines, failed_requests}."""
+    answered, prompt_tokens, completion_tokens, malformed_lines, failed_requests, and
+    errors when the provider reported some}."""
     batch_verdicts: list[str] = field(default_factory=list)
-    """Verdict keys kept in the cache from a batch's answer."""
+    """Verdict keys kept in the cache from a batch's answer (not those asked online when
+    the batch's was unusable), each once (a rerun keeps again what a kill -9 lost from
+    the cache before its flush)."""
     online: dict[str, int] = field(default_factory=dict)
     """Requests asked online because the batch did not answer them usably: calls, tokens."""
 
@@ -300,7 +378,9 @@ class BatchState:
             return cls(path)
         try:
             data = json.loads(path.read_text())
-            return cls(path, list(data["batches"]), list(data["batch_verdicts"]), data["online"])
+            # a record written before verdicts were kept duplicate-free may repeat some
+            verdicts = list(dict.fromkeys(data["batch_verdicts"]))
+            return cls(path, list(data["batches"]), verdicts, data["online"])
         except (ValueError, KeyError, TypeError) as exc:
             raise HarnessError(f"{path}: not a batch record ({exc})") from None
 
@@ -405,19 +485,20 @@ class _BatchRun:
             asks, bodies = plan_asks(
                 self.pairs, self.judge, self.config.criteria, self.cache, round_
             )
-            settled, answers = self.results()
             # an ask replayed once and still failing (online too) is left to the trials
             asks = [a for a in asks if (a.question, a.chunk, a.criterion) not in self._tried]
             if not asks:
                 return
+            settled, answers = self.results()  # downloaded only when something is left
             ready = [a for a in asks if all(c in settled for c in a.custom_ids)]
             self._tried.update((a.question, a.chunk, a.criterion) for a in ready)
             self.replay(ready, answers)
             tries = self.submissions()
+            done = set(ready)  # a list's `in` compares dataclasses one by one: quadratic
             todo = [
                 a
                 for a in asks
-                if a not in ready and all(tries.get(c, 0) < MAX_SUBMISSIONS for c in a.custom_ids)
+                if a not in done and all(tries.get(c, 0) < MAX_SUBMISSIONS for c in a.custom_ids)
             ]
             if not todo:
                 if len(ready) < len(asks):
@@ -530,9 +611,15 @@ class _BatchRun:
                     info.failed,
                 )
                 if info.status == "failed":
+                    # kept as done first: a resume submits its requests in a new batch
+                    # instead of polling this one again and stopping again
+                    self._keep(entry, info)
                     raise HarnessError(
                         f"batch {info.id}: the provider rejected it"
-                        + (f": {info.errors}" if info.errors else "")
+                        + (f" ({info.errors})" if info.errors else "")
+                        + f"; {len(entry['custom_ids'])} requests are recorded in "
+                        f"{self.state.path}: resuming the sweep submits them again in a "
+                        "new batch"
                     )
                 if info.status in TERMINAL:
                     self._keep(entry, info)
@@ -553,6 +640,8 @@ class _BatchRun:
             prompt_tokens=billed.prompt_tokens,
             completion_tokens=billed.completion_tokens,
         )
+        if info.errors:
+            entry["errors"] = info.errors
         self.state.save()
         if bad:
             logger.warning("batch {}: {} result lines unreadable; asked online", info.id, bad)
@@ -563,7 +652,9 @@ class _BatchRun:
         """(answers by custom_id, the custom_ids settled, unreadable lines, tokens billed)
         of a finished batch. Settled: answered, failed in the error file, or anything of
         a completed batch (a request of it without a readable line is asked online); an
-        expired or cancelled batch's unanswered requests are not settled."""
+        expired or cancelled batch's unanswered requests are not settled, whether its
+        error file lists them (OpenAI writes each with `"response": null` and the code
+        batch_expired or batch_cancelled) or not."""
         answers: dict[str, Reply] = {}
         failed: set[str] = set()
         bad = 0
@@ -582,10 +673,11 @@ class _BatchRun:
                     continue
                 cid, reply, cost = got
                 billed += cost
-                if reply is None:
-                    failed.add(cid)
-                else:
+                if isinstance(reply, Reply):
                     answers[cid] = reply
+                elif reply == FAILED:
+                    failed.add(cid)
+                # NEVER_RAN: the batch ended before it; submitted again, not asked online
         settled = mine if status == "completed" else set(answers) | failed
         self._answers[entry["id"]] = (answers, settled)
         return answers, settled, bad, billed
@@ -615,41 +707,74 @@ class _BatchRun:
         kept: list[str] = []
 
         async def one(ask: Ask) -> None:
+            asked: list[str] = []
+            _ASKED_ONLINE.set(asked)  # this task's own: tasks copy the context
             got = await _ask_of(judge, ask.question, ask.chunk, ask.criterion, self.config.criteria)
             verdicts: Sequence[CriterionVerdict] = got if ask.criterion == "both" else (got,)
             for key, verdict in zip(ask.keys, verdicts, strict=True):
                 self.cache.put(key, verdict)
-                if verdict.error is None:
+                if verdict.error is None and not asked:  # a verdict the batch answered
                     kept.append(key)
 
         async def every() -> None:
             sem = asyncio.Semaphore(max(1, self.judge.concurrency))
 
-            async def bounded(ask: Ask) -> None:
-                async with sem:
-                    await one(ask)
+            failed = False
 
-            await asyncio.gather(*(bounded(a) for a in asks))
+            async def bounded(ask: Ask) -> None:
+                nonlocal failed
+                async with sem:
+                    if failed:  # woken by the failed ask's permit before it is cancelled
+                        return
+                    try:
+                        await one(ask)
+                    except Exception:
+                        failed = True
+                        raise
+
+            tasks = [asyncio.ensure_future(bounded(a)) for a in asks]
+            try:
+                await asyncio.gather(*tasks)
+            finally:
+                # gather leaves the others running after the first error (the endpoint
+                # unavailable): they would go on asking, and paying, after the record is
+                # saved; cancelled, and waited for, so what they paid is booked first
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
 
         try:
             aio.run(every())
         finally:
-            online = replay.online
-            for name, value in (
-                ("calls", online.calls),
-                ("prompt_tokens", online.prompt_tokens),
-                ("completion_tokens", online.completion_tokens),
-            ):
-                self.state.online[name] = self.state.online.get(name, 0) + value
-            self.state.batch_verdicts += kept
-            self.state.save()
+            try:
+                self.cache.flush()  # the verdicts on disk before the record says so
+            finally:
+                online = replay.online
+                for name, value in (
+                    ("calls", online.calls),
+                    ("prompt_tokens", online.prompt_tokens),
+                    ("completion_tokens", online.completion_tokens),
+                ):
+                    self.state.online[name] = self.state.online.get(name, 0) + value
+                have = set(self.state.batch_verdicts)
+                self.state.batch_verdicts += [k for k in dict.fromkeys(kept) if k not in have]
+                self.state.save()
         if online.calls:
             logger.info("batch: {} requests asked online (no usable batch answer)", online.calls)
 
 
-def _result_line(line: bytes) -> tuple[str, Reply | None, Cost] | None:
-    """(custom_id, the answer or None for a failed request, tokens billed) of one line of
-    a result or error file; None for a line that cannot be read."""
+FAILED = "failed"
+"""`_result_line`: the provider ran the request and it failed (asked online)."""
+NEVER_RAN = "never ran"
+"""`_result_line`: the batch expired or was cancelled before it ran the request
+(submitted again)."""
+UNRUN_CODES = ("batch_expired", "batch_cancelled")
+"""The error codes of a request its batch ended without running."""
+
+
+def _result_line(line: bytes) -> tuple[str, Reply | str, Cost] | None:
+    """(custom_id, the answer, or FAILED or NEVER_RAN, tokens billed) of one line of a
+    result or error file; None for a line that cannot be read."""
     try:
         row = json.loads(line)
         cid = row["custom_id"]
@@ -657,12 +782,19 @@ def _result_line(line: bytes) -> tuple[str, Reply | None, Cost] | None:
         return None
     if not isinstance(cid, str):
         return None
-    response = row.get("response") if isinstance(row, dict) else None
+    error = row.get("error")
+    if isinstance(error, dict) and error.get("code") in UNRUN_CODES:
+        return cid, NEVER_RAN, Cost()
+    response = row.get("response")
     if not isinstance(response, dict) or response.get("status_code") != 200:
-        return cid, None, Cost()
+        return cid, FAILED, Cost()
     try:
         text, tokens, prompt, completion = read_completion(response.get("body"))
-    except MalformedReply:
-        return cid, None, Cost()
+    except MalformedReply as exc:  # billed all the same: its tokens are booked
+        return (
+            cid,
+            FAILED,
+            Cost(prompt_tokens=exc.prompt_tokens, completion_tokens=exc.completion_tokens),
+        )
     cost = Cost(calls=1, prompt_tokens=prompt, completion_tokens=completion)
     return cid, Reply(text=text, tokens=tokens, cost=cost), cost

@@ -8,6 +8,7 @@ reads its verdicts from the cache.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from loguru import logger
 from harness.config import ExperimentConfig
 from harness.errors import HarnessError
 from harness.judge import Judge
-from harness.judge.batch import check_batchable, judge_in_batches
+from harness.judge.batch import BatchState, check_batchable, judge_in_batches, state_path
 from harness.pipeline import judged_pairs
 from harness.stores import VerdictCache
 from harness.stores.verdicts import FILE as VERDICTS_FILE
@@ -63,3 +64,29 @@ def batch_sweep(
         return judge_in_batches(pairs, chat, config.judge, cache, sweep_dir)
     finally:
         cache.close()
+
+
+def resume_config(config: ExperimentConfig, sweep_dir: Path) -> ExperimentConfig:
+    """The config a resume of `sweep_dir` runs with: judge.batch on, even without
+    `--batch`, when the folder records batches. The provider bills the batches it was
+    given whatever this process does, and a finished batch's answers may not all be in
+    the verdict cache yet (a kill between the two), so judging their verdicts online
+    would pay them twice; a resume continues the sweep as it started (as one without
+    the experiment file does, from the recorded config)."""
+    path = state_path(sweep_dir)
+    if config.judge.batch or not path.is_file():
+        return config
+    batches = BatchState.load(path).batches
+    if not batches:
+        return config
+    running = sum(1 for b in batches if not b.get("done"))
+    logger.warning(
+        "sweep {}: resumed in batch mode (judge.batch) though not asked to: its {} records "
+        "{} batches ({} still with the provider), whose verdicts would otherwise be paid "
+        "again online",
+        sweep_dir.name,
+        path.name,
+        len(batches),
+        running,
+    )
+    return dataclasses.replace(config, judge=dataclasses.replace(config.judge, batch=True))

@@ -716,6 +716,10 @@ def run_sweep(
         join=join,
         workers=workers,
     )
+    if place.resumed:  # a batch sweep resumed without --batch stays one
+        from harness.sweep.batch import resume_config
+
+        config = resume_config(config, place.sweep_dir)
     log = open_sweep_log(place.storage, place.sweep_dir, db)
     sweep = _Sweep(config, place, cache, log, progress, _caches(place, db, cache, heartbeat_s))
     if db is not None and place.created and not db.create(sweep.summary(STATUS_RUNNING)):
