@@ -136,13 +136,7 @@ class FakeBatchAPI(LoopbackServer):
                 path = self.path.split("?")[0].rstrip("/")
                 data = self._body()
                 with fake._lock:
-                    endpoint = (
-                        "upload"
-                        if path.endswith("/files")
-                        else "create"
-                        if path.endswith("/batches")
-                        else "chat"
-                    )
+                    endpoint = _endpoint(path, {"/files": "upload", "/batches": "create"}, "chat")
                     if self._refused(endpoint):
                         return
                     if path.endswith("/files"):
@@ -167,13 +161,7 @@ class FakeBatchAPI(LoopbackServer):
                 path = self.path.split("?")[0].rstrip("/")
                 parts = path.split("/")
                 with fake._lock:
-                    endpoint = (
-                        "list"
-                        if path.endswith("/batches")
-                        else "content"
-                        if path.endswith("/content")
-                        else "get"
-                    )
+                    endpoint = _endpoint(path, {"/batches": "list", "/content": "content"}, "get")
                     if self._refused(endpoint):
                         return
                     if path.endswith("/batches"):
@@ -329,3 +317,8 @@ class FakeBatchAPI(LoopbackServer):
                 batch[kind] = file_id
 
     # ------------------------------------------------------------ serving
+
+
+def _endpoint(path: str, by_suffix: dict[str, str], other: str) -> str:
+    """The name `refuse` knows a request's endpoint by: the first suffix `path` ends with."""
+    return next((name for end, name in by_suffix.items() if path.endswith(end)), other)
