@@ -181,9 +181,9 @@ _UNSEEN_TEXT = re.compile(
     re.IGNORECASE,
 )
 """A demonstrative or "there" that ends the question ("Who wrote this?", "How many
-people work there?", "what is this about?"; not "how many are there?"), a word that ends it pointing at a text
-("the deadline mentioned?", "the section above"), and "the search engine" the generator
-was told it writes for."""
+people work there?", "what is this about?"; not "how many are there?"), a word that ends
+it pointing at a text ("the deadline mentioned?", "the section above"), and "the search
+engine" the generator was told it writes for."""
 
 
 def _unnamed_pronoun(question: str) -> str | None:
@@ -205,10 +205,11 @@ def dangling_reference(question: str) -> str | None:
     mentioned?"), or None. A reference qualified right after it ("the menu at Luigi's",
     "the author of Dune", "the company Acme", "the paper 'Attention Is All You Need'"),
     one word on (`_qualified_later`: "the item number on a W-2 form", "who wrote the
-    book dune" in a lower-case query) or a name the question gives is not dangling. Conservative: only nouns that, unqualified, point at a document the reader
-    never saw (_DOCUMENT_NOUNS; _PLACE_NOUNS after "this" only), so "the capital of
-    France", "the heart" and "leave at the company" pass; a pronoun only when nothing
-    but function words comes before it.
+    book dune" in a lower-case query) or a name the question gives is not dangling.
+    Conservative: only nouns that, unqualified, point at a document the reader never
+    saw (_DOCUMENT_NOUNS; _PLACE_NOUNS after "this" only), so "the capital of France",
+    "the heart" and "leave at the company" pass; a pronoun only when nothing but
+    function words (and a question's measure words) come before it.
 
     The small local model cannot judge this itself: asked "does this query make sense
     on its own?", it answered yes to all of ten questions such as "What does it cost?"
