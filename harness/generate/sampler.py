@@ -2,14 +2,20 @@
 
 Every document gets a passage first; the rest go in proportion to the square root of
 the documents' lengths (long documents get more, short ones are not starved), handed out
-one at a time to the document whose share is furthest behind. Within a
-document, its passages are stratified over its length (the j-th of c passages starts in
-the j-th c-th of the text, at a seeded random point), then snapped to the start of its
-line when that is near (less than half a passage back), else to the sentence start
-nearest the point (a word start when the line has no sentence end there), so a long
-line, or a document without line breaks, is sampled over its whole length; the passage
-is cut at a line or sentence end near `passage_chars`. The same corpus, count and seed
-give the same passages.
+one at a time to the document whose share is furthest behind. Within a document, the
+j-th passage starts at the j-th point of a van der Corput sequence over its length (0,
+1/2, 1/4, 3/4, ...: each point halves the widest gap the earlier ones left), jittered
+within that gap and turned by a seeded offset per document, so any first c passages of
+a document spread over it. The start is then snapped to the start of its line when that
+is near (less than half a passage back), else to the sentence start nearest the point (a
+word start when the line has no sentence end there), so a long line, or a document
+without line breaks, is sampled over its whole length; the passage is cut at a line or
+sentence end near `passage_chars`.
+
+The same corpus and seed give the same passages, and asking for more passages adds to
+the end of the list without moving any earlier one: the i-th passage depends on the seed
+and i, never on the count, so a rerun with a larger `--n` asks the questions it asked
+before again (read from the cache) and pays only for the new ones.
 """
 
 from __future__ import annotations
@@ -123,24 +129,32 @@ def sample_passages(
 ) -> list[Passage]:
     """`count` passages spread over the documents and over positions within each (see
     the module's docstring); deterministic for a seed."""
-    rng = random.Random(seed)
-    order = allocate(docs, count, rng)
-    per_doc: dict[int, int] = {}
-    for d in order:
-        per_doc[d] = per_doc.get(d, 0) + 1
-    starts: dict[int, list[int]] = {}
-    for d, c in per_doc.items():
-        room = max(1, len(docs[d].text) - passage_chars)
-        strata = [int((j + rng.random()) / c * room) for j in range(c)]
-        rng.shuffle(strata)  # visit strata in a random order, so a short run still spreads
-        starts[d] = strata
+    order = allocate(docs, count, random.Random(seed))
     seen: dict[int, int] = {}
     out = []
     for d in order:
         j = seen.get(d, 0)
         seen[d] = j + 1
-        out.append(passage_at(docs[d], starts[d][j], passage_chars))
+        room = max(1, len(docs[d].text) - passage_chars)
+        out.append(passage_at(docs[d], int(spread_point(seed, d, j) * room), passage_chars))
     return out
+
+
+def spread_point(seed: int, doc: int, j: int) -> float:
+    """Where (0 <= x < 1) the j-th passage of document number `doc` starts: the j-th
+    point of the base-2 van der Corput sequence (0, 1/2, 1/4, 3/4, 1/8, ...), moved by up
+    to half the gap it halves (a seeded jitter), and turned by a seeded offset of the
+    document, modulo 1. Depends only on (seed, doc, j), so asking for more passages never
+    moves the earlier ones."""
+    point, weight, rest = 0.0, 0.5, j
+    while rest:
+        point += weight * (rest & 1)
+        rest >>= 1
+        weight /= 2
+    gap = 1.0 / (1 << j.bit_length())  # the gap the j-th point halves (the whole for j=0)
+    jitter = (random.Random(f"{seed}:{doc}:{j}").random() - 0.5) * gap
+    offset = random.Random(f"{seed}:{doc}").random()
+    return (point + jitter + offset) % 1.0
 
 
 def second_passage(

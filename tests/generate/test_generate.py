@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.analysis.sources import breakdown, source_qrels
-from harness.config import load_experiment
+from harness.config import GenerateConfig, load_experiment
 from harness.corpus import chunk_documents, load_questions
 from harness.errors import ConfigError, HarnessError
 from harness.generate import (
@@ -27,6 +27,7 @@ from harness.generate import (
 )
 from harness.generate.critique import Critique, failed_filters, mentions_source, parse_draft
 from harness.generate.dedup import near_duplicates
+from harness.generate.pipeline import plan
 from harness.llm.client import ChatClient
 from harness.metrics.source import source_hit, source_metrics, source_mrr
 from harness.testing import Act, FakeOpenAI
@@ -464,6 +465,33 @@ def test_rerun_with_the_same_seed_pays_nothing(tmp_path):
     assert second.kept == first.kept and second.stats["calls"] == 0
     assert second.stats["cache_hits"] > 0
     assert est["least"]["calls"] == 0
+
+
+def test_asking_for_more_questions_pays_only_for_the_new_candidates(tmp_path):
+    """The i-th candidate depends on the seed and i, not on --n: a rerun with a larger n
+    asks the earlier candidates' prompts again, read from the cache."""
+    write_corpus(tmp_path, MARKED)
+    with FakeOpenAI(scripted_model) as fake:
+        first = _generate(tmp_path, fake, 4, seed=5)
+        paid = fake.requests
+        more = _generate(tmp_path, fake, 8, seed=5)
+        assert more.stats["calls"] == fake.requests - paid
+    assert first.stats["calls"] == paid > 0
+    assert more.stats["cache_hits"] >= paid  # every earlier call asked again, from the cache
+
+
+def test_sampled_passages_and_candidates_do_not_move_when_more_are_asked():
+    docs = _docs({"a": 30, "b": 10, "c": 3})
+    few = sample_passages(docs, 7, seed=2, passage_chars=200)
+    assert sample_passages(docs, 20, seed=2, passage_chars=200)[:7] == few
+    settings = GenerateConfig(seed=2, passage_chars=200)
+    five = plan(docs, settings, 5)
+    assert plan(docs, settings, 12)[: len(five)] == five
+    # a document's first c passages spread over it, whatever the count
+    n = len(docs[0].text)
+    for c in (2, 4, 8):
+        starts = sorted(p.span.start for p in sample_passages(docs[:1], c, seed=2))
+        assert starts[-1] - starts[0] > n // 4, (c, starts)
 
 
 def test_dry_run_estimates_calls_and_tokens(tmp_path):
