@@ -66,6 +66,7 @@ from harness.llm.client import (
     read_completion,
     safe_error,
 )
+from harness.llm.endpoint import has_judge_endpoint
 from harness.stores import VerdictCache, verdict_key
 from harness.types import Cost, CriterionVerdict
 
@@ -429,14 +430,26 @@ def state_path(sweep_dir: Path) -> Path:
 # ------------------------------------------------------------------ the work
 
 
+_NO_ENDPOINT = "expected an OpenAI-compatible endpoint (judge.base_url)"
+_LISTWISE = "listwise judging is not batched"
+
+
+def check_batch_config(config: JudgeConfig, where: str) -> None:
+    """What the config alone shows a batch sweep cannot use, as a ConfigError: the
+    local judge (no endpoint) or listwise judging. Checked before a sweep's folder is
+    made; `check_batchable` checks the opened judge."""
+    if not has_judge_endpoint(config):
+        raise ConfigError(where, "judge.batch", _NO_ENDPOINT)
+    if config.mode == "listwise":
+        raise ConfigError(where, "judge.batch", _LISTWISE)
+
+
 def check_batchable(judge: Judge, where: str) -> ChatJudge:
     """The judge as a ChatJudge that can go through a batch API, else a ConfigError."""
     if not isinstance(judge, ChatJudge) or judge.prompt_cache:
-        raise ConfigError(
-            where, "judge.batch", "expected an OpenAI-compatible endpoint (judge.base_url)"
-        )
+        raise ConfigError(where, "judge.batch", _NO_ENDPOINT)
     if judge.mode == "listwise":
-        raise ConfigError(where, "judge.batch", "listwise judging is not batched")
+        raise ConfigError(where, "judge.batch", _LISTWISE)
     return judge
 
 

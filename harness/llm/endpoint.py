@@ -120,6 +120,13 @@ def _judge_url_and_model(config: JudgeConfig) -> tuple[str, str]:
     )
 
 
+def has_judge_endpoint(config: JudgeConfig) -> bool:
+    """Whether the judge is an endpoint (`judge.base_url`/`model` or their environment
+    variables) rather than the packaged local model."""
+    base_url, model = _judge_url_and_model(config)
+    return bool(base_url or model)
+
+
 def check_judge_endpoint(config: JudgeConfig, where: str) -> None:
     """Refuse a judge endpoint without a model before anything is loaded, indexed or
     paid; the error names `where` (the experiment file) and `judge.model`."""

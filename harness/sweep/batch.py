@@ -17,7 +17,13 @@ from loguru import logger
 from harness.config import ExperimentConfig
 from harness.errors import HarnessError
 from harness.judge import Judge
-from harness.judge.batch import BatchState, check_batchable, judge_in_batches, state_path
+from harness.judge.batch import (
+    BatchState,
+    check_batch_config,
+    check_batchable,
+    judge_in_batches,
+    state_path,
+)
 from harness.pipeline import judged_pairs
 from harness.stores import VerdictCache
 from harness.stores.verdicts import FILE as VERDICTS_FILE
@@ -45,6 +51,26 @@ def space_pairs(config: ExperimentConfig, cache_dir: Path) -> list[tuple[str, st
     return list(pairs)
 
 
+def _one_process(where: str) -> HarnessError:
+    return HarnessError(
+        f"{where}: judge.batch: a batch sweep runs in one process (no --workers, no "
+        "database storage)"
+    )
+
+
+def check_batch_sweep(
+    config: ExperimentConfig, *, storage: str | None, workers: int, join: str | None
+) -> None:
+    """Refuse, before the sweep's folder or study is made, a batch sweep that cannot
+    run: more than one process (workers, a database, a joining worker), a listwise
+    judge, or the local judge (no OpenAI-compatible endpoint). `batch_sweep` checks the
+    judge itself again (a resume turns batch mode on after the folder is found)."""
+    where = config.path or "<experiment>"
+    if workers > 1 or storage is not None or join is not None:
+        raise _one_process(where)
+    check_batch_config(config.judge, where)
+
+
 def batch_sweep(
     config: ExperimentConfig, judge: Judge, sweep_dir: Path, cache_dir: Path, *, shared: bool
 ) -> dict[str, Any]:
@@ -52,10 +78,7 @@ def batch_sweep(
     batches `sweep_dir` records); the batch stats for the sweep's summary."""
     where = config.path or "<experiment>"
     if shared:
-        raise HarnessError(
-            f"{where}: judge.batch: a batch sweep runs in one process (no --workers, no "
-            "database storage)"
-        )
+        raise _one_process(where)
     chat = check_batchable(judge, where)
     pairs = space_pairs(config, cache_dir)
     logger.info("batch: {} distinct (question, chunk) pairs over the space", len(pairs))

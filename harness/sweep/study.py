@@ -698,6 +698,10 @@ def run_sweep(
         check_endpoint(config.judge, config.path or "<experiment>")
     shared.check_shareable(storage, workers)
     check_storage(storage)  # before anything is made
+    if config.judge.batch:  # a batch sweep that cannot run leaves no folder behind
+        from harness.sweep.batch import check_batch_sweep
+
+        check_batch_sweep(config, storage=storage, workers=workers, join=join)
     if config.judge.calibration:  # a bad calibration file stops the sweep before its folder
         read_calibration(config.resolve_path(config.judge.calibration))
     shared.watch_parent()  # a local worker ends with the sweep that started it

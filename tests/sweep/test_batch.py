@@ -429,3 +429,24 @@ def test_a_refused_upload_stops_the_sweep_with_one_line(tmp_path, capsys, monkey
     errors = [line for line in err.splitlines() if line.startswith("harness: error:")]
     assert len(errors) == 1 and "Traceback" not in err and KEY not in err
     assert "batch API: uploading a batch file" in errors[0] and "answered 401" in errors[0]
+
+
+@pytest.mark.parametrize(
+    "extra,kwargs,says",
+    [
+        (["judge.base_url=", "judge.model="], {}, "OpenAI-compatible endpoint"),  # local judge
+        (["judge.mode=listwise"], {}, "listwise judging is not batched"),
+        ([], {"workers": 2}, "runs in one process"),
+        ([], {"storage": "postgresql://u@127.0.0.1:1/db"}, "runs in one process"),
+    ],
+)
+def test_a_batch_sweep_that_cannot_run_is_refused_before_its_folder(
+    tmp_path, monkeypatch, extra, kwargs, says
+):
+    monkeypatch.delenv("HARNESS_JUDGE_BASE_URL", raising=False)
+    monkeypatch.delenv("HARNESS_JUDGE_MODEL", raising=False)
+    with FakeBatchAPI() as server:
+        config = load_experiment(SWEEP, [*sets(server), *extra])
+        with pytest.raises(HarnessError, match=says):
+            run_sweep(config, results_dir=tmp_path / "r", cache_dir=tmp_path / "c", **kwargs)
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
