@@ -24,6 +24,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.pipeline import estimate_run, run_experiment
 
     config = load_experiment(args.experiment, overrides=args.set or [])
+    if config.judge.batch:  # a run's verdicts cannot wait for a batch window
+        from loguru import logger
+
+        logger.warning(
+            "judge.batch applies to sweeps (harness sweep); this run judges online, at "
+            "the online price"
+        )
     if args.dry_run:
         est = estimate_run(config, cache_dir=args.cache_dir)
         return emit(args, est, text.format_run_estimate(est))

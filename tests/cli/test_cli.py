@@ -319,3 +319,12 @@ def test_real_llm_reranker_is_flagged_as_the_judges_own_model(tmp_path):
     assert out["stats"]["judge_cache_hits"] > 0
     show = harness("show", out["run_dir"])
     assert "warning: the llm reranker used the judge's own model" in show.stdout
+
+
+def test_judge_batch_on_a_run_says_it_judges_online(tmp_path):
+    proc = harness(
+        "run", str(DATA / "experiment.toml"), "--dry-run", "--set", "judge.batch=true",
+        "--cache-dir", str(tmp_path / "cache"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "judge.batch applies to sweeps (harness sweep); this run judges online" in proc.stderr
