@@ -26,15 +26,17 @@ from typing import Any
 from harness.config import ExperimentConfig
 from harness.errors import JudgeUnavailable
 from harness.generate.prompts import PROMPT_VERSION
-from harness.llm.client import ChatClient, ChatFailed, estimate_tokens
+from harness.llm.client import (
+    MAX_CONSECUTIVE_FAILURES,
+    ChatClient,
+    ChatFailed,
+    FailureStreak,
+    estimate_tokens,
+)
 from harness.llm.endpoint import generate_endpoint
 from harness.stores.base import KeyValueStore, SignedStore, SQLiteStore
 
 FILE = "generations.sqlite"
-
-MAX_CONSECUTIVE_FAILURES = 8
-"""Calls failing in a row that declare the generation endpoint down (the judge's
-default `max_consecutive_failures`): one answered call resets the count."""
 
 
 @dataclass
@@ -120,10 +122,8 @@ class Generator:
         self.seed = seed
         self.grammar = grammar
         self.stats = stats or GenStats()
-        self.max_failures = max_consecutive_failures
-        self._failures = 0
+        self._streak = FailureStreak(max_consecutive_failures)
         self._down: str | None = None
-        self._fail_lock = threading.Lock()
 
     @property
     def local(self) -> bool:
@@ -150,7 +150,7 @@ class Generator:
     ) -> str:
         """The reply text, from the cache or one paid call (kept in the cache). Raises
         ChatFailed when the call still fails after the client's retries, and
-        JudgeUnavailable once calls have failed `max_failures` times in a row."""
+        JudgeUnavailable once calls have failed `max_consecutive_failures` times in a row."""
         hit = self.cached(messages, max_tokens)
         if hit is not None:
             self.stats.hit()
@@ -168,24 +168,22 @@ class Generator:
             self.stats.book(c.calls, c.prompt_tokens, c.completion_tokens, error=True)
             self._count_failure(exc.error)
             raise
-        with self._fail_lock:
-            self._failures = 0
+        self._streak.answered()
         self.stats.book(reply.cost.calls, reply.cost.prompt_tokens, reply.cost.completion_tokens)
         if self.cache is not None:
             self.cache.put(self.key(messages, max_tokens), reply.text)
         return reply.text
 
     def _count_failure(self, error: str) -> None:
-        """One more call failed in a row; at `max_failures` the endpoint is declared down."""
-        with self._fail_lock:
-            self._failures += 1
-            if self._failures >= self.max_failures and self._down is None:
-                where = self.client.describe() if self.client is not None else self.identity
-                self._down = (
-                    f"generation stopped: {where} failed {self._failures} calls in a row; "
-                    f"last error: {error}"
-                )
-            down = self._down
+        """One more call failed in a row; at the streak's limit the endpoint is declared
+        down, and stays so for every later paid call."""
+        failures = self._streak.failed()
+        if failures >= self._streak.limit and self._down is None:
+            where = self.client.describe() if self.client is not None else self.identity
+            self._down = (
+                f"generation stopped: {where} failed {failures} calls in a row; last error: {error}"
+            )
+        down = self._down
         if down is not None:
             raise JudgeUnavailable(down) from None
 

@@ -165,9 +165,8 @@ def _stand_in(judge: ChatJudge, client: Any) -> ChatJudge:
     """The judge (same identity, prompts and parsing) with another client."""
     other = copy.copy(judge)
     other.client = client
-    other._fail_lock = threading.Lock()
-    if isinstance(client, _Recorder):
-        other._max_failures = 1 << 62  # every recorded request "fails"
+    # every recorded request "fails": the recorder's copy never declares the endpoint down
+    other._streak = judge._streak.fork(1 << 62 if isinstance(client, _Recorder) else None)
     return other
 
 

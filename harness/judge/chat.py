@@ -12,7 +12,6 @@ methods.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +51,13 @@ from harness.judge.prompts import (
     prompt_version,
 )
 from harness.judge.protocol import BaseJudge, Pair
-from harness.llm.client import MAX_REPLY_BYTES, ChatClient, ChatFailed
+from harness.llm.client import (
+    MAX_CONSECUTIVE_FAILURES,
+    MAX_REPLY_BYTES,
+    ChatClient,
+    ChatFailed,
+    FailureStreak,
+)
 from harness.llm.ratelimit import RateLimiter
 from harness.secrets import redact_url
 from harness.types import ComponentSpec, Cost, CriterionVerdict
@@ -120,7 +125,7 @@ class ChatJudge(BaseJudge):
         relevant_grade: int = 1,
         complete_grade: int = 2,
         spec_extra: dict[str, Any] | None = None,
-        max_consecutive_failures: int = 8,
+        max_consecutive_failures: int = MAX_CONSECUTIVE_FAILURES,
         limiter: RateLimiter | None = None,
         retry_base_s: float = 0.5,
         retry_cap_s: float = 30.0,
@@ -162,9 +167,7 @@ class ChatJudge(BaseJudge):
         self.prompt_cache = prompt_cache
         self.grade_cuts = (relevant_grade, complete_grade)
         self.few_shot = tuple(few_shot)
-        self._failures = 0
-        self._max_failures = max_consecutive_failures
-        self._fail_lock = threading.Lock()
+        self._streak = FailureStreak(max_consecutive_failures)
         self.spec = ComponentSpec(
             name="openai-chat",
             args={
@@ -214,15 +217,13 @@ class ChatJudge(BaseJudge):
         """The same endpoint, model and key with another mode or prompt variant."""
         other = super().with_options(mode=mode, variant=variant)
         assert isinstance(other, ChatJudge)
-        other._fail_lock = threading.Lock()
+        other._streak = self._streak.fork()
         return other
 
     def _count_failure(self, error: str) -> None:
         """One more verdict failed in a row; past the limit the endpoint is declared down."""
-        with self._fail_lock:
-            self._failures += 1
-            failures = self._failures
-        if failures >= self._max_failures:
+        failures = self._streak.failed()
+        if failures >= self._streak.limit:
             raise JudgeUnavailable(
                 f"{self.client.describe()} failed {failures} verdicts in a row; last error: {error}"
             ) from None
@@ -253,8 +254,7 @@ class ChatJudge(BaseJudge):
                 # the client already retried what is worth retrying (a malformed 200 too)
                 self._count_failure(exc.error)
                 return _Asked(None, [], raws, cost + exc.cost, exc.error)
-            with self._fail_lock:
-                self._failures = 0  # the endpoint answered; what it said is another matter
+            self._streak.answered()  # the endpoint answered; what it said is another matter
             cost += reply.cost
             raws.append(reply.text)
             try:

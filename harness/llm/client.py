@@ -92,6 +92,37 @@ class ChatFailed(Exception):
         self.cost = cost
 
 
+MAX_CONSECUTIVE_FAILURES = 8
+"""Calls failing in a row (after the client's retries) that declare an endpoint down, by
+default: the judge's and the question generator's (`FailureStreak`)."""
+
+
+class FailureStreak:
+    """How many calls to one endpoint have failed in a row, counted across the threads
+    and tasks that call it; `limit` is where its caller declares the endpoint down."""
+
+    def __init__(self, limit: int = MAX_CONSECUTIVE_FAILURES, count: int = 0) -> None:
+        self.limit = limit
+        self._count = count
+        self._lock = threading.Lock()
+
+    def failed(self) -> int:
+        """One more call failed: the streak's length now."""
+        with self._lock:
+            self._count += 1
+            return self._count
+
+    def answered(self) -> None:
+        """A call was answered: the streak ends."""
+        with self._lock:
+            self._count = 0
+
+    def fork(self, limit: int | None = None) -> FailureStreak:
+        """A streak of its own for a copy of the caller, starting where this one stands."""
+        with self._lock:
+            return FailureStreak(self.limit if limit is None else limit, self._count)
+
+
 ON_DEMAND_LABEL = "http://127.0.0.1 (local judge, started on first request)"
 """A client's `base_url` (and its judge's logged spec) while its local server is not yet
 started: the port is chosen when it starts."""
