@@ -206,14 +206,22 @@ def test_resume_after_ctrl_c_loses_nothing_and_pays_nothing_twice(tmp_path):
 
 KILL_SCRIPT = """
 import sys, time
+from pathlib import Path
 sys.path.insert(0, {root!r})
 from tests.conftest import ScriptedJudge
 from harness.config import load_experiment
 from harness.sweep import run_sweep
 
+# Pays verdicts until a trial is logged, then two more, and hangs: the test kills the
+# process mid-trial, whatever the machine's speed.
 class Slow(ScriptedJudge):
+    later = 0
     def grade(self, *a):
-        time.sleep(0.05)
+        if any(p.read_text().strip() for p in Path({results!r}).glob("*/trials.jsonl")):
+            Slow.later += 1
+            if Slow.later > 2:
+                Path({marker!r}).touch()
+                time.sleep(600)
         return super().grade(*a)
 
 config = load_experiment({sweep!r}, ["judge.concurrency=1", "sweep.trials=4"])
@@ -222,9 +230,13 @@ run_sweep(config, results_dir={results!r}, cache_dir={cache!r}, judge=Slow())
 
 
 def test_resume_after_kill_9(tmp_path):
-    results, cache = tmp_path / "r", tmp_path / "c"
+    results, cache, marker = tmp_path / "r", tmp_path / "c", tmp_path / "hanging"
     script = KILL_SCRIPT.format(
-        root=str(ROOT), sweep=str(SWEEP), results=str(results), cache=str(cache)
+        root=str(ROOT),
+        sweep=str(SWEEP),
+        results=str(results),
+        cache=str(cache),
+        marker=str(marker),
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -232,10 +244,7 @@ def test_resume_after_kill_9(tmp_path):
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            lines = list(results.glob("*/trials.jsonl"))
-            if lines and len(lines[0].read_text().splitlines()) >= 1:
-                # a trial is finished; let the next one start, then kill -9 mid-trial
-                time.sleep(1.0)
+            if marker.exists():  # a trial is logged and a later one is mid-way: kill -9
                 break
             assert proc.poll() is None, "the sweep ended before it could be killed"
             time.sleep(0.2)
