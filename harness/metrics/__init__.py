@@ -51,6 +51,7 @@ from harness.metrics.stats import (
     auc,
     bootstrap_ci,
     bootstrap_mean_ci,
+    bootstrap_taus,
     cohen_kappa,
     confusion,
     holm,
@@ -58,6 +59,7 @@ from harness.metrics.stats import (
     paired_bootstrap,
     paired_permutation_p,
     ppi_mean,
+    split_half_taus,
 )
 
 __all__ = [
@@ -75,6 +77,7 @@ __all__ = [
     "average_precision",
     "bootstrap_ci",
     "bootstrap_mean_ci",
+    "bootstrap_taus",
     "cohen_kappa",
     "confusion",
     "content_words",
@@ -103,6 +106,7 @@ __all__ = [
     "soft_mrr",
     "soft_relevancy_mrr",
     "source_overlaps",
+    "split_half_taus",
     "winner_warning",
     "word_overlap",
 ]

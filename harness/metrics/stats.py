@@ -234,6 +234,62 @@ def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:
     return (conc - disc) / denom if denom else 0.0
 
 
+def _score_matrix(scores: Sequence[Sequence[float]]) -> np.ndarray:
+    """`scores` as a settings x questions array, checked for the ranking-stability
+    functions below."""
+    m = np.asarray(scores, dtype=float)
+    if m.ndim != 2 or m.shape[0] < 2 or m.shape[1] < 2:
+        raise ValueError(
+            "ranking stability needs two or more settings scored on the same two or more questions"
+        )
+    if np.isnan(m).any():
+        raise ValueError("ranking stability: a NaN score; leave unscored questions out")
+    return m
+
+
+def split_half_taus(
+    scores: Sequence[Sequence[float]], *, draws: int = 500, seed: int = 0
+) -> list[float]:
+    """How reproducible a ranking of settings is over the questions that score it:
+    `scores[s][q]` is setting s's score on question q (every setting on the same questions).
+    Each draw shuffles the n questions, splits them into halves of floor(n/2) and
+    ceil(n/2), means each setting over each half, and takes `kendall_tau` between the two
+    halves' scorings; the draws' taus are returned (read the median and a spread).
+
+    Read: near 1, any half of the questions ranks the settings as the other half does;
+    near 0, the settings differ by less than the questions' own spread, so a different
+    question set of that size (real or generated) ranks them differently. Below 0: the
+    settings tie on the whole set far more closely than on either half, and since the
+    two halves' differences add up to the whole set's, what one half favours the other
+    disfavours (settings with exactly equal totals give -1 on every even split).
+    Edge cases: fewer than two settings or two questions, or a NaN score, raise
+    ValueError; a half in which every setting scores the same gives tau 0."""
+    m = _score_matrix(scores)
+    rng = np.random.default_rng(seed)
+    n, half = m.shape[1], m.shape[1] // 2
+    taus = []
+    for _ in range(draws):
+        order = rng.permutation(n)
+        a, b = m[:, order[:half]].mean(axis=1), m[:, order[half:]].mean(axis=1)
+        taus.append(kendall_tau(a.tolist(), b.tolist()))
+    return taus
+
+
+def bootstrap_taus(
+    scores: Sequence[Sequence[float]], *, draws: int = 500, seed: int = 0
+) -> list[float]:
+    """`kendall_tau` between the settings' mean scores on a bootstrap resample of the
+    questions (n drawn with replacement, `bootstrap_indices`) and on all of them, per
+    draw; `scores[s][q]` as in `split_half_taus`. Kinder than the split: each resample
+    shares about 63% of its questions with the whole set, so it bounds from above how
+    far another question set of the same size would agree.
+    Edge cases: as `split_half_taus`."""
+    m = _score_matrix(scores)
+    full = m.mean(axis=1).tolist()
+    idx = bootstrap_indices(m.shape[1], n_resamples=draws, seed=seed)
+    return [kendall_tau(m[:, row].mean(axis=1).tolist(), full) for row in idx]
+
+
 def ppi_mean(
     judge_all: Sequence[float],
     judge_labelled: Sequence[float],

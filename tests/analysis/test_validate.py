@@ -46,6 +46,30 @@ def test_kendall_tau_matches_scipy_with_ties():
     assert m.kendall_tau([1, 2, 3], [3, 2, 1]) == -1.0
 
 
+def test_ranking_stability_over_questions():
+    """Settings far apart: every half of the questions ranks them as the other half does.
+    Settings drawn alike: the halves agree no better than chance. Settings with equal
+    totals: the halves disagree (what one favours, the other disfavours)."""
+    rng = random.Random(3)
+    apart = [[s + rng.uniform(-0.05, 0.05) for _ in range(40)] for s in (0.2, 0.5, 0.8)]
+    assert m.split_half_taus(apart, draws=50) == [1.0] * 50
+    assert m.bootstrap_taus(apart, draws=50) == [1.0] * 50
+    same = [[rng.uniform(0, 1) for _ in range(40)] for _ in range(6)]
+    halves = sorted(m.split_half_taus(same, draws=300, seed=1))
+    assert -0.5 < halves[150] < 0.5 and halves[30] < 0 < halves[270]  # median, 10%, 90%
+    assert m.bootstrap_taus(same, draws=300, seed=1) != [1.0] * 300
+    # 4 questions: a split is 2 vs 2; settings a (1, 1, 0, 0) and b (0, 0, 1, 1) tie on
+    # all four, and a half with questions {0, 1} ranks a first, its other half b first
+    tie = [[1, 1, 0, 0], [0, 0, 1, 1]]
+    assert set(m.split_half_taus(tie, draws=100)) <= {-1.0, 0.0}
+    assert -1.0 in m.split_half_taus(tie, draws=100)
+    for bad in ([[1, 2]], [[1], [2]], [[1, float("nan")], [1, 2]]):
+        with pytest.raises(ValueError):
+            m.split_half_taus(bad)
+        with pytest.raises(ValueError):
+            m.bootstrap_taus(bad)
+
+
 def test_bootstrap_mean_ci_contains_the_mean_and_shrinks_with_n():
     low, high = m.bootstrap_mean_ci([0, 1] * 10)
     assert low < 0.5 < high

@@ -12,6 +12,10 @@ source_mrr@k on the generated questions against the labels' MRR@k ranking on the
 development queries (relevant: grade 2-3); the lexical overlap of generated and real
 questions with their passages (share of question words in the passage; BM25 rank of the
 source passage among all passages); questions kept per minute; the filters' drop counts.
+It then prints the ceiling: how far the labels' own ranking reproduces, from the real
+queries alone (half against half, a resample against all, and each query scored by one
+of its relevant passages as `source_mrr` scores a generated question by its source);
+--ceiling prints only that table (retrieval only, no model, about 2 minutes).
 --fake runs it all against a scripted model on a loopback endpoint (a smoke test: its
 figures mean nothing).
 
@@ -109,10 +113,11 @@ def grid_scores(
     data: Path, generated: Path, cache: Path, extra: Sequence[str] = ()
 ) -> dict[str, list[float]]:
     """The 12 configurations' source_mrr@k on the generated questions and labels' MRR@k
-    on the real queries, in the same order (names: reranker/k)."""
+    on the real queries, in the same order (names: reranker/k); "real": per configuration,
+    each real query's id and retrieved passage ids, best first (for `labels_stability`)."""
     folder = data / COLLECTION
     grades = read_qrels_grades(folder / "qrels.tsv")
-    names, source, labels = [], [], []
+    names, source, labels, real = [], [], [], []
     for reranker in RERANKERS:
         gen_prep, gen_ranked = _ranked_chunks(
             trec_experiment(data, generated, None, reranker, extra), cache
@@ -134,7 +139,69 @@ def grid_scores(
                 g = grades.get(q.question_id, {})
                 r.append(source_mrr([g.get(c.doc_id, 0) >= RELEVANT for c in ch], k))
             labels.append(statistics.fmean(r) if r else 0.0)
-    return {"names": names, "source": source, "labels": labels}
+            real.append(
+                [
+                    (q.question_id, [c.doc_id for c in ch][:k])
+                    for q, ch in zip(real_prep.questions, real_ranked, strict=True)
+                ]
+            )
+    return {"names": names, "source": source, "labels": labels, "real": real}
+
+
+def _rr(ids: Sequence[str], positives: set[str]) -> float:
+    """1 / rank of the first of `ids` in `positives` (0: none)."""
+    return next((1 / (i + 1) for i, d in enumerate(ids) if d in positives), 0.0)
+
+
+def labels_stability(
+    real: Sequence[Sequence[tuple[str, Sequence[str]]]],
+    grades: dict[str, dict[str, int]],
+    draws: int = 500,
+    seed: int = 0,
+) -> dict[str, dict[str, float]]:
+    """How far the labels' own ranking of the configurations reproduces (real queries, no
+    model): the ceiling any set of questions can reach against it. `real` as in
+    `grid_scores`; per row the median Kendall tau of the draws and their 10th and 90th
+    percentiles (and for one_positive the median regret and the share of draws with
+    regret 0):
+
+    - split: half of the real queries against the other half (`split_half_taus`);
+    - bootstrap: a resample of the real queries against all of them (`bootstrap_taus`);
+    - one_positive: the real queries, each scored by one of its relevant passages drawn
+      at random (grade 2-3), against all its labels: the one-source-span scoring of
+      `source_mrr` with real users' words."""
+    import numpy as np
+
+    from harness.metrics import bootstrap_taus, split_half_taus
+
+    def relevant(qid: str) -> list[str]:
+        return sorted(p for p, g in grades.get(qid, {}).items() if g >= RELEVANT)
+
+    scored = [qid for qid, _ in real[0] if relevant(qid)]
+    ids = [dict(cfg) for cfg in real]
+    rr = [[_rr(cfg[qid], set(relevant(qid))) for qid in scored] for cfg in ids]
+    full = [statistics.fmean(row) for row in rr]
+    rng = np.random.default_rng(seed)
+    one_tau, one_regret = [], []
+    for _ in range(draws):
+        pick = {qid: relevant(qid)[rng.integers(len(relevant(qid)))] for qid in scored}
+        one = [statistics.fmean(_rr(cfg[q], {pick[q]}) for q in scored) for cfg in ids]
+        one_tau.append(kendall_tau(one, full))
+        one_regret.append(regret(one, full))
+
+    def summary(taus: Sequence[float]) -> dict[str, float]:
+        p10, p50, p90 = np.quantile(np.asarray(taus, dtype=float), [0.1, 0.5, 0.9])
+        return {"tau": float(p50), "tau_p10": float(p10), "tau_p90": float(p90)}
+
+    return {
+        "split": summary(split_half_taus(rr, draws=draws, seed=seed)),
+        "bootstrap": summary(bootstrap_taus(rr, draws=draws, seed=seed)),
+        "one_positive": summary(one_tau)
+        | {
+            "regret": float(np.median(one_regret)),
+            "regret_zero": sum(r == 0 for r in one_regret) / len(one_regret),
+        },
+    }
 
 
 def lexical(data: Path, generated: Path) -> dict[str, float | None]:
@@ -267,32 +334,36 @@ def trec_row(
     )
 
 
-def print_trec(rows: Sequence[TrecRow]) -> None:
-    """The --trec tables: ranking agreement, lexical overlap, and the filters."""
+def print_trec(
+    rows: Sequence[TrecRow], stability: dict[str, dict[str, float]] | None = None
+) -> None:
+    """The --trec tables: ranking agreement, lexical overlap, and the filters; with
+    `stability` (`labels_stability`), how far the labels' own ranking reproduces."""
 
     def f(v: float | None, fmt: str = ".3f") -> str:
         return "-" if v is None or v != v else format(v, fmt)
 
-    print_table(
-        "tuning on generated questions vs the labels on real queries (12 configurations)",
-        ("seed", "style", "kept", "kept/min", "calls/kept", "tau", "regret", "picked", "labels' best"),
-        [(r.seed, r.style, r.kept, f(r.kept / r.minutes if r.minutes else None, ".1f"),
-          f(r.calls / r.kept if r.kept else None, ".1f"), f(r.tau), f(r.regret), r.pick, r.best)
-         for r in rows],
-    )  # fmt: skip
-    print_table(
-        "lexical overlap with the relevant/source passage (real: grade 2-3)",
-        ("seed", "style", "gen overlap", "real overlap", "gen BM25 rank", "real BM25 rank"),
-        [(r.seed, r.style, f(r.lex.get("gen_overlap")), f(r.lex.get("real_overlap")),
-          f(r.lex.get("gen_bm25_rank"), ".0f"), f(r.lex.get("real_bm25_rank"), ".0f"))
-         for r in rows],
-    )  # fmt: skip
-    filters = list(rows[0].drops) if rows else []
-    print_table(
-        "dropped by filter",
-        ("seed", "style", *filters),
-        [(r.seed, r.style, *(r.drops[x] for x in filters)) for r in rows],
-    )
+    if rows:  # (none with --ceiling)
+        print_table(
+            "tuning on generated questions vs the labels on real queries (12 configurations)",
+            ("seed", "style", "kept", "kept/min", "calls/kept", "tau", "regret", "picked", "labels' best"),
+            [(r.seed, r.style, r.kept, f(r.kept / r.minutes if r.minutes else None, ".1f"),
+              f(r.calls / r.kept if r.kept else None, ".1f"), f(r.tau), f(r.regret), r.pick, r.best)
+             for r in rows],
+        )  # fmt: skip
+        print_table(
+            "lexical overlap with the relevant/source passage (real: grade 2-3)",
+            ("seed", "style", "gen overlap", "real overlap", "gen BM25 rank", "real BM25 rank"),
+            [(r.seed, r.style, f(r.lex.get("gen_overlap")), f(r.lex.get("real_overlap")),
+              f(r.lex.get("gen_bm25_rank"), ".0f"), f(r.lex.get("real_bm25_rank"), ".0f"))
+             for r in rows],
+        )  # fmt: skip
+        filters = list(rows[0].drops)
+        print_table(
+            "dropped by filter",
+            ("seed", "style", *filters),
+            [(r.seed, r.style, *(r.drops[x] for x in filters)) for r in rows],
+        )
     graded = [r for r in rows if r.grid]
     if graded:
         # where the rankings part: the labels' score of each configuration beside the
@@ -306,6 +377,20 @@ def print_trec(rows: Sequence[TrecRow]) -> None:
                 for i, name in enumerate(names)
             ],
         )
+    if stability:
+        what = {
+            "split": "half of the real queries vs the other half",
+            "bootstrap": "a resample of the real queries vs all of them",
+            "one_positive": "real queries, one relevant passage each (as a source span)",
+        }
+        print_table(
+            "the ceiling: how far the labels' own ranking reproduces (real queries, no model)",
+            ("compared with the labels' ranking", "tau median", "tau 10-90%", "regret median",
+             "regret 0"),
+            [(what[key], f(v["tau"], ".2f"), f"{f(v['tau_p10'], '.2f')} .. {f(v['tau_p90'], '.2f')}",
+              f(v.get("regret")), f(v.get("regret_zero"), ".0%"))
+             for key, v in stability.items()],
+        )  # fmt: skip
     for r in rows:
         if r.warning:
             print(f"seed {r.seed} {r.style}: {r.warning}")
@@ -390,8 +475,20 @@ def main() -> int:
     parser.add_argument("--styles", default="question,query", help="comma-separated styles")
     parser.add_argument("--fake", action="store_true", help="a scripted model (smoke test)")
     parser.add_argument("--keep", help="copy each row's generated questions to this folder")
+    parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="only the ceiling table of --trec: real queries, retrieval only, no model",
+    )
     args = parser.parse_args()
     quiet()
+    if args.ceiling:
+        folder = Path(args.data) / COLLECTION
+        with tempfile.TemporaryDirectory(prefix="harness-bench-") as t:
+            # the real queries stand in for generated ones: only the "real" part is read
+            grid = grid_scores(Path(args.data), folder / "queries.jsonl", fresh_cache(Path(t)))
+        print_trec([], labels_stability(grid["real"], read_qrels_grades(folder / "qrels.tsv")))
+        return 0
     if args.trec:
         styles = [s for s in args.styles.split(",") if s]
         bad = [s for s in styles if s not in STYLES]
@@ -400,7 +497,16 @@ def main() -> int:
         seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
         keep = Path(args.keep) if args.keep else None
         rows = run_trec(Path(args.data), seeds, styles, args.n, args.set, args.fake, keep)
-        print_trec(rows)
+        graded = [r for r in rows if r.grid]
+        stability = (
+            labels_stability(
+                graded[0].grid["real"],
+                read_qrels_grades(Path(args.data) / COLLECTION / "qrels.tsv"),
+            )
+            if graded
+            else None
+        )
+        print_trec(rows, stability)
         return 0
     with tempfile.TemporaryDirectory(prefix="harness-bench-") as tmp:
         cache = fresh_cache(Path(tmp))

@@ -72,8 +72,15 @@ def test_trec_mode_runs_end_to_end_on_a_fake_endpoint(tmp_path, capsys, monkeypa
         assert set(r.drops) >= {"overlap", "closed_book", "standalone", "answered"}
     # the question style is the one before #24: no overlap or closed-book filter
     assert all(r.drops["overlap"] == 0 for r in rows if r.style == "question")
-    bench.print_trec(rows)
+    grades = bench.read_qrels_grades(data / "trec-dl-2019-dev" / "qrels.tsv")
+    stability = bench.labels_stability(rows[0].grid["real"], grades, draws=50)
+    assert set(stability) == {"split", "bootstrap", "one_positive"}
+    for v in stability.values():
+        assert -1.0 <= v["tau_p10"] <= v["tau"] <= v["tau_p90"] <= 1.0
+    assert 0.0 <= stability["one_positive"]["regret_zero"] <= 1.0
+    bench.print_trec(rows, stability)
     out = capsys.readouterr().out
+    assert "the ceiling" in out and "one relevant passage each" in out
     assert "tau" in out and "regret" in out and "gen overlap" in out and "dropped by filter" in out
     # every configuration's scores, labels beside each row's source_mrr@k
     assert "per configuration" in out
@@ -93,3 +100,30 @@ def test_trec_mode_runs_end_to_end_on_a_fake_endpoint(tmp_path, capsys, monkeypa
 def _config_lines(out: str) -> list[str]:
     """The rows of the per-configuration table."""
     return out.split("per configuration", 1)[1].splitlines()[2:14]
+
+
+def test_labels_stability_by_hand():
+    """Two configurations, two queries with two relevant passages each. Configuration a
+    finds each query's first relevant passage at rank 1, b at rank 2: every split, every
+    resample and every single positive ranks a first."""
+    bench = _bench()
+    grades = {"q1": {"p1": 3, "p2": 2, "x": 0}, "q2": {"p3": 2, "p4": 3, "y": 1}}
+    real = [
+        [("q1", ["p1", "p2"]), ("q2", ["p3", "p4"])],  # a
+        [("q1", ["x", "p1"]), ("q2", ["y", "p3"])],  # b
+    ]
+    st = bench.labels_stability(real, grades, draws=40)
+    assert st["split"]["tau"] == st["bootstrap"]["tau"] == 1.0
+    # one positive per query: p2 or p4 alone scores a 1/2 and b 0, p1 or p3 a 1 and b 1/2
+    assert st["one_positive"]["tau"] == 1.0 and st["one_positive"]["regret"] == 0.0
+
+
+def test_ceiling_mode_prints_the_ceiling_without_a_model(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "user-cache"))
+    bench = _bench()
+    data = write_collection(tmp_path / "data")
+    monkeypatch.setattr(sys, "argv", ["bench_generate.py", "--ceiling", "--data", str(data)])
+    assert bench.main() == 0
+    out = capsys.readouterr().out
+    assert "the ceiling" in out and "half of the real queries" in out
+    assert "tuning on generated questions" not in out  # nothing generated
