@@ -370,6 +370,25 @@ class TrialTest:
 
 
 @dataclass(frozen=True)
+class RankingStability:
+    """How reproducible the complete trials' ranking is over the sweep's questions:
+    `harness.metrics.split_half_taus` of their per-question objective values."""
+
+    trials: int
+    """Complete trials ranked, one per distinct setting."""
+    questions: int
+    """Questions every one of them has a value for (the ones split)."""
+    draws: int
+    """Random splits of those questions into two halves."""
+    tau: float
+    """Median Kendall tau between the two halves' rankings of the trials."""
+    tau_low: float
+    """Its 10th percentile over the splits."""
+    tau_high: float
+    """Its 90th percentile over the splits."""
+
+
+@dataclass(frozen=True)
 class Recommendation:
     """The configuration to pick, and why: the cheapest trial that a paired test cannot
     separate from the best (single-objective sweeps only)."""
@@ -400,6 +419,9 @@ class Recommendation:
     """Questions beyond those used that a paired test at alpha with 80% power would need to
     separate the best from the runner-up (normal approximation); None when their mean
     difference is 0 (nothing to separate) or there is no runner-up."""
+    stability: RankingStability | None = None
+    """How far another set of questions of half the size would rank the trials alike
+    (None with fewer than 3 distinct settings or 4 shared questions)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Its JSON object."""

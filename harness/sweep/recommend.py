@@ -20,8 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 from statistics import NormalDist, fmean, variance
 from typing import Any
 
-from harness.log import Recommendation, TrialRecord, TrialTest
-from harness.metrics import hard_twin, holm, metric_key
+import numpy as np
+
+from harness.log import RankingStability, Recommendation, TrialRecord, TrialTest
+from harness.metrics import hard_twin, holm, metric_key, split_half_taus
 
 ALPHA = 0.05
 """Holm-adjusted p-values below this separate a trial from the best."""
@@ -33,6 +35,8 @@ TEST = (
 )
 """The test in words, as the recommendation records it."""
 
+STABILITY_DRAWS = 200
+"""Random half-splits of the questions behind a recommendation's ranking stability."""
 PValue = Callable[[int, int], tuple[float, int] | None]
 """`p_value(best, other)`: (two-sided p-value, questions tested), None if untestable."""
 
@@ -88,6 +92,43 @@ def more_questions(
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     needed = z * z * var / (mean * mean)
     return max(0, math.ceil(needed - 1e-9) - len(diffs))
+
+
+def ranking_stability(
+    ranked: Sequence[TrialRecord],
+    per_question: Mapping[int, Mapping[str, float]],
+    *,
+    draws: int = STABILITY_DRAWS,
+) -> RankingStability | None:
+    """`split_half_taus` of the trials `ranked` over the questions every one of them has a
+    finite value for: would another question set rank these trials alike? A setting tried
+    twice counts once (its first trial). None with fewer than 3 distinct settings or 4
+    such questions."""
+    seen: set[str] = set()
+    trials = []
+    for t in ranked:
+        key = repr(sorted(t.params.items()))
+        if per_question.get(t.number) and key not in seen:
+            seen.add(key)
+            trials.append(t)
+    if len(trials) < 3:
+        return None
+    shared = set.intersection(*(set(per_question[t.number]) for t in trials))
+    questions = sorted(
+        q for q in shared if all(math.isfinite(per_question[t.number][q]) for t in trials)
+    )
+    if len(questions) < 4:
+        return None
+    scores = [[per_question[t.number][q] for q in questions] for t in trials]
+    low, mid, high = np.quantile(split_half_taus(scores, draws=draws), [0.1, 0.5, 0.9])
+    return RankingStability(
+        trials=len(trials),
+        questions=len(questions),
+        draws=draws,
+        tau=float(mid),
+        tau_low=float(low),
+        tau_high=float(high),
+    )
 
 
 def _num(value: float) -> str:
@@ -213,4 +254,5 @@ def recommend(
         context_chars=chars if math.isfinite(chars) else None,
         runner_up=runner_up.number if runner_up is not None else None,
         more_questions=more,
+        stability=ranking_stability(ranked, per_question),
     )

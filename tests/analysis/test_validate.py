@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import random
 
+import numpy as np
 import pytest
 
 from harness import metrics as m
@@ -44,6 +45,14 @@ def test_kendall_tau_matches_scipy_with_ties():
         assert got == pytest.approx(0.0 if expected != expected else expected)
     assert m.kendall_tau([1, 2, 3], [1, 2, 3]) == 1.0
     assert m.kendall_tau([1, 2, 3], [3, 2, 1]) == -1.0
+    # the vectorised twin the ranking-stability functions use: the same figures
+    from harness.metrics.stats import _tau_b
+
+    for _ in range(50):
+        x = [rng.choice([0.1, 0.2, 0.3]) for _ in range(7)]
+        y = [rng.choice([0.1, 0.5]) for _ in range(7)]
+        assert _tau_b(np.array(x), np.array(y)) == pytest.approx(m.kendall_tau(x, y))
+    assert _tau_b(np.array([1.0, 1.0]), np.array([1.0, 2.0])) == 0.0
 
 
 def test_ranking_stability_over_questions():

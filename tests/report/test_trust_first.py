@@ -4,13 +4,19 @@ read on the objective statistic with the hard counts beside it (#22 items 1 and 
 from __future__ import annotations
 
 import dataclasses
+import html
 from pathlib import Path
 
 from harness.cli import main
 from harness.judge.calibration import UNTRUSTED_HINT
 from harness.log import RunLog, read_run
 from harness.report.html import page_figures, render_page, run_page, sweep_page
-from harness.report.text import format_run_summary, format_sweep, recommended_trust
+from harness.report.text import (
+    format_run_summary,
+    format_sweep,
+    recommended_trust,
+    stability_sentence,
+)
 from tests.report.conftest import Logs
 
 TRUSTED = {
@@ -106,6 +112,9 @@ def test_the_sweep_page_and_show_carry_the_recommended_trials_statement(logs: Lo
     assert page.to_json()["recommended_trust"]["statement"] == page.recommended_trust.statement
     first = _first_section(render_page(page, page_figures(page), ""))
     assert f"trust (trial {rec.trial})" in first
+    # whether the questions separate the settings, beside the recommendation
+    assert rec.stability is not None
+    assert html.escape(stability_sentence(rec.stability)) in first
     # the hard counts beside the objective on the leaderboard
     for row in page.leaderboard:
         if row.state == "complete":

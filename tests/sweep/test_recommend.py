@@ -12,6 +12,7 @@ from harness.cli import main
 from harness.config import load_experiment
 from harness.log import TrialRecord, read_sweep
 from harness.metrics import holm, paired_permutation_p
+from harness.report.text import stability_sentence
 from harness.sweep import SweepBook, run_sweep
 from harness.sweep.recommend import cheapest, more_questions
 from tests.conftest import DATA, ScriptedJudge
@@ -121,6 +122,38 @@ def test_a_separated_best_is_recommended_with_the_questions_left():
     assert r.more_questions == 0  # d = 1 everywhere: no spread, nothing more needed
 
 
+def test_ranking_stability_says_whether_the_questions_separate_the_trials():
+    """Three trials apart on every question: every split ranks them alike (tau 1). Three
+    trials that are the same questions' scores shuffled: they tie on the whole set, and
+    two halves disagree (below 0). Fewer than 3 trials or 4 shared questions: none."""
+    apart = _book(
+        [(_trial(i, v, k=i), 100.0 * i, [v + 0.01 * (q % 3) for q in range(12)])
+         for i, v in enumerate((0.9, 0.5, 0.1))]
+    )  # fmt: skip
+    st = apart.recommendation().stability
+    assert (st.trials, st.questions, st.tau, st.tau_low) == (3, 12, 1.0, 1.0)
+    assert "the questions separate the trials" in stability_sentence(st)
+    base = [1.0, 0.5, 0.0, 0.2, 1.0, 0.0, 0.5, 0.3, 0.0, 1.0, 0.2, 0.3]
+    shuffled = _book(
+        [(_trial(i, sum(base) / 12, k=i), 100.0, base[i * 4 :] + base[: i * 4]) for i in range(3)]
+    )
+    st = shuffled.recommendation().stability
+    assert st.tau < 0 and st.tau_low <= st.tau <= st.tau_high
+    assert "another question set would rank them differently" in stability_sentence(st)
+    two = _book([(_trial(0, 1.0, k=2), 1.0, BEST), (_trial(1, 0.0), 1.0, ALL_WORSE)])
+    assert two.recommendation().stability is None
+    few = _book([(_trial(i, 1.0, k=i), 1.0, [1.0, 0.0, 1.0]) for i in range(3)])
+    assert few.recommendation().stability is None
+    # a setting tried twice counts once
+    again = _book([(_trial(i, 1.0, k=2 + i % 2), 1.0, BEST) for i in range(3)])
+    assert again.recommendation().stability is None
+    # a question missing from one trial, or NaN in one, is left out of the split
+    b = _book([(_trial(i, 1.0, k=i), 1.0, [float(q % 2) for q in range(6)]) for i in range(3)])
+    b.per_question[1].pop("q0")
+    b.per_question[2]["q1"] = math.nan
+    assert b.recommendation().stability.questions == 4
+
+
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("recommend")
@@ -180,6 +213,9 @@ def test_show_prints_the_recommendation_in_text_and_json(sweep, capsys):
     assert data["recommendation"]["trial"] == r.trial
     assert data["recommendation"]["reason"] == r.reason
     assert data["recommendation"]["indistinguishable"] == r.indistinguishable
+    # every complete trial scored the same on every question: the split finds no order
+    assert r.stability is not None and "ranking stability: split-half Kendall tau" in out
+    assert data["recommendation"]["stability"]["tau"] == r.stability.tau
 
 
 def test_two_objectives_show_says_there_is_no_recommendation(tmp_path, capsys):

@@ -37,7 +37,7 @@ from harness.report.html.data import (
     SweepPage,
     TrialAgreement,
 )
-from harness.report.text import HARD_BESIDE
+from harness.report.text import HARD_BESIDE, stability_sentence
 from harness.secrets import redact, redact_obj
 
 _JSON_ESCAPES = {
@@ -376,7 +376,8 @@ def _sweep_summary(page: SweepPage) -> str:
         parts.append(
             f'<p class="note"><b>recommended: trial {esc(rec.trial)}</b> '
             f"{_params(rec.params)}<br>{esc(rec.reason)}<br>"
-            f'<span class="muted">test: {esc(rec.test)}</span></p>'
+            + (f"{esc(stability_sentence(rec.stability))}<br>" if rec.stability else "")
+            + f'<span class="muted">test: {esc(rec.test)}</span></p>'
         )
         if page.recommended_trust is not None:
             parts.append(_trust(page.recommended_trust, f" (trial {rec.trial})"))
