@@ -671,24 +671,24 @@ def _rounds(
     ctx: Context | None = None,
 ) -> list[Candidate]:
     """Process candidates in rounds until n_keep survive deduplication and every type
-    asked for has a survivor, or no candidate is left; returns every processed candidate,
-    duplicates marked. Once n_keep survive, a round takes only the next candidates of the
-    types still without one (`balance_types` then keeps them)."""
+    asked for has its share (n_keep // types) of survivors, or no candidate is left;
+    returns every processed candidate, duplicates marked. Once n_keep survive, a round
+    takes only the next candidates of the types below their share (`short_types_round`;
+    `balance_types` then keeps the shares)."""
     done: list[Candidate] = []
     pending = list(candidates)
     workers = max(1, config.judge.concurrency)
+    share = n_keep // len(settings.types)
     while pending:
         alive = sum(1 for c in done if c.passed)
         missing = n_keep - alive
-        have = {c.qtype for c in done if c.passed}
-        lacking = {c.qtype for c in pending} - have if n_keep >= len(settings.types) else set()
         if missing > 0:
             size = missing if not done else max(workers, round_size(missing, alive, len(done)))
             batch = pending[:size]
-        elif lacking:
-            batch = [c for c in pending if c.qtype in lacking][: max(workers, len(lacking))]
         else:
-            break
+            batch = short_types_round(done, pending, share, workers)
+            if not batch:
+                break
         taken = {id(c) for c in batch}
         pending = [c for c in pending if id(c) not in taken]
         logger.info(
@@ -702,6 +702,32 @@ def _rounds(
             done.extend(pool.map(lambda c: process(c, gen, settings, ctx), batch))
         done = _mark_duplicates(done, embed, settings.dedup_threshold)
     return done
+
+
+def short_types_round(
+    done: Sequence[Candidate], pending: Sequence[Candidate], share: int, workers: int
+) -> list[Candidate]:
+    """Once n are kept, the next round: for each type with fewer than `share` survivors in
+    `done`, its next pending candidates, as many as its own share kept so far says it
+    needs (`round_size`; all it lacks when none of it was tried), and the round filled
+    up to `workers` with more of those types. Empty when every type has its share or no
+    candidate of a short type is left (the planned candidates, n x oversample, bound
+    what the shares can cost)."""
+    by_type: dict[str, list[Candidate]] = {}
+    for c in pending:
+        by_type.setdefault(c.qtype, []).append(c)
+    short: list[list[Candidate]] = []
+    batch: list[Candidate] = []
+    for qtype, queue in by_type.items():
+        kept = sum(1 for c in done if c.passed and c.qtype == qtype)
+        if kept >= share:
+            continue
+        tried = sum(1 for c in done if c.qtype == qtype)
+        size = round_size(share - kept, kept, tried) if tried else share - kept
+        batch += queue[:size]
+        short.append(queue[size:])
+    extra = [c for queue in short for c in queue]
+    return batch + extra[: max(0, workers - len(batch))]
 
 
 def balance_types(survivors: list[Candidate], n: int) -> tuple[list[Candidate], list[Candidate]]:

@@ -140,6 +140,36 @@ def test_kept_questions_stand_alone_and_every_type_is_present(tmp_path):
     assert "'the menu' refers to something" in menus[0]["reason"]
 
 
+class AnsweredModel(QueryModel):
+    """QueryModel whose corpus check finds the unanswerable questions written from the
+    documents named in `answered` answered by the corpus (dropped), and the rest not."""
+
+    def __init__(self, answered: tuple[str, ...]) -> None:
+        super().__init__()
+        self.answered = answered
+
+    def __call__(self, n: int, prompt: str) -> Act:
+        if "does any of them answer it" in prompt:
+            q = prompt.split("Question:", 1)[1].split("\n", 1)[0]
+            if any(f"{d}xfact" in q for d in self.answered):
+                return Act(text='{"on_topic": "yes", "answered": "yes"}')
+        return super().__call__(n, prompt)
+
+
+def test_each_type_is_kept_at_its_share_when_candidates_allow(tmp_path):
+    """12 asked over 6 types: a share of 2 each, from 36 planned candidates (6 a type).
+    The unanswerable question of document g (the second of the first round) is answered
+    by the corpus and dropped; once 12 are kept, rounds go on for the type below its
+    share (before: only for a type with no survivor, which stopped at one unanswerable
+    question)."""
+    docs = {f"plain-{c}": _doc_text(f"plain-{c}", 4) for c in "abcdefghijkl"}
+    write_query_corpus(tmp_path, docs)
+    with FakeOpenAI(AnsweredModel(answered=("g",))) as fake:
+        report = _generate(tmp_path, fake, 12, types=ALL_TYPES)
+    assert report.counts["kept"] == 12 and report.counts["answered"] == 1
+    assert report.kept_by_type == {t: 2 for t in ALL_TYPES}
+
+
 class ParaphrasingQueryModel(QueryModel):
     """QueryModel that also writes a paraphrase when the query prompt asks for one."""
 
