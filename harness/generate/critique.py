@@ -315,12 +315,32 @@ def cut_off(text: str) -> bool:
     return True
 
 
+NEAR_BOUND = 16
+"""Characters short of a grammar's string bound within which a string may still have
+been cut: the next word's token did not fit, so the grammar let only the closing quote
+through ("... backup and peripherals requirements for", 99 characters of 100)."""
+
+
+def _cut_at_bound(value: str, bound: int) -> bool:
+    """True when `value` filled its grammar's `bound`, or ends on a function word ("for",
+    "and", "the") within NEAR_BOUND characters of it: cut there, not finished."""
+    if len(value) >= bound:
+        return True
+    words = value.split()
+    return (
+        len(value) >= bound - NEAR_BOUND
+        and bool(words)
+        and words[-1].lower().strip(",;:") in _FUNCTION_WORDS
+    )
+
+
 def parse_draft(text: str, bound: int | None = None) -> Draft | str:
     """The draft in a generation reply, or why it cannot be used (a one-line reason).
 
     `bound`: the longest string the reply's grammar allowed (prompts.field_chars), when
     a grammar held it. A question or paraphrase that fills it was cut there by the
-    grammar, mid-word as likely as not, and is not kept."""
+    grammar, mid-word as likely as not, and is not kept; so is one that ends on a
+    function word just short of it (`_cut_at_bound`)."""
     obj = _json_object(text)
     if obj is None:
         return CUT_OFF if cut_off(text) else "the reply is not a JSON object"
@@ -328,7 +348,7 @@ def parse_draft(text: str, bound: int | None = None) -> Draft | str:
     if not isinstance(q, str) or not q.strip():
         return "no question in the reply"
     for name, value in (("question", q), ("paraphrase", p)):
-        if bound is not None and isinstance(value, str) and len(value) >= bound:
+        if bound is not None and isinstance(value, str) and _cut_at_bound(value, bound):
             return f"the {name} filled its {bound}-character bound: {CUT_OFF}"
     if not isinstance(a, str) or not a.strip():
         return "no answer in the reply"

@@ -59,6 +59,18 @@ def test_a_reply_cut_off_at_its_token_limit_says_so():
     assert parse_draft(cut, bound=48).startswith("the question filled its 48-character bound")
     assert not isinstance(parse_draft(cut, bound=49), str)
     assert not isinstance(parse_draft(cut), str)  # no grammar, no bound
+    # just short of the bound, on a word that cannot end a query: the next word's token
+    # did not fit (seen with the local model on the handbook, 99 characters of 100)
+    short = (
+        "software installation and sick leave and parental leave and backup and "
+        "peripherals requirements for"
+    )
+    reply = json.dumps({"question": short, "answer": "a"})
+    assert parse_draft(reply, bound=100).startswith("the question filled its 100-character")
+    assert not isinstance(parse_draft(reply, bound=100 + 16), str)  # far enough from it
+    ends_on_a_noun = json.dumps({"question": short + " staff", "answer": "a"})
+    assert not isinstance(parse_draft(ends_on_a_noun, bound=110), str)
+    assert not isinstance(parse_draft(reply), str)
 
 
 def test_grammar_bounds_fit_each_calls_token_budget():
