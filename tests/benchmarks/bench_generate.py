@@ -48,7 +48,7 @@ from harness.analysis.sources import breakdown, judge_exam
 from harness.config import load_experiment, parse_experiment
 from harness.generate import generate_questions
 from harness.judge import open_judge
-from harness.metrics import kendall_tau, regret, winner_warning, word_overlap
+from harness.metrics import kendall_tau, regret, split_half_taus, winner_warning, word_overlap
 from harness.metrics.source import source_flags, source_mrr
 from harness.pipeline import run_experiment
 from harness.stores import VerdictCache
@@ -114,10 +114,11 @@ def grid_scores(
 ) -> dict[str, list[float]]:
     """The 12 configurations' source_mrr@k on the generated questions and labels' MRR@k
     on the real queries, in the same order (names: reranker/k); "real": per configuration,
-    each real query's id and retrieved passage ids, best first (for `labels_stability`)."""
+    each real query's id and retrieved passage ids, best first (for `labels_stability`);
+    "source_per_question": per configuration, each generated question's source_mrr@k."""
     folder = data / COLLECTION
     grades = read_qrels_grades(folder / "qrels.tsv")
-    names, source, labels, real = [], [], [], []
+    names, source, labels, real, per_question = [], [], [], [], []
     for reranker in RERANKERS:
         gen_prep, gen_ranked = _ranked_chunks(
             trec_experiment(data, generated, None, reranker, extra), cache
@@ -134,6 +135,7 @@ def grid_scores(
                 if q.source
             ]
             source.append(statistics.fmean(s) if s else 0.0)
+            per_question.append(s)
             r = []
             for q, ch in zip(real_prep.questions, real_ranked, strict=True):
                 g = grades.get(q.question_id, {})
@@ -145,7 +147,13 @@ def grid_scores(
                     for q, ch in zip(real_prep.questions, real_ranked, strict=True)
                 ]
             )
-    return {"names": names, "source": source, "labels": labels, "real": real}
+    return {
+        "names": names,
+        "source": source,
+        "labels": labels,
+        "real": real,
+        "source_per_question": per_question,
+    }
 
 
 def _rr(ids: Sequence[str], positives: set[str]) -> float:
@@ -172,7 +180,7 @@ def labels_stability(
       `source_mrr` with real users' words."""
     import numpy as np
 
-    from harness.metrics import bootstrap_taus, split_half_taus
+    from harness.metrics import bootstrap_taus
 
     def relevant(qid: str) -> list[str]:
         return sorted(p for p, g in grades.get(qid, {}).items() if g >= RELEVANT)
@@ -275,6 +283,10 @@ class TrecRow:
     warning: str | None
     grid: dict[str, list[Any]] = field(default_factory=dict)
     """`grid_scores`: the configurations' names, source and labels' scores."""
+    self_tau: float = float("nan")
+    """Median split-half Kendall tau of the generated questions' own ranking (half of
+    them against the other half): how decisive they are, whether or not they agree
+    with the labels."""
 
 
 def trec_row(
@@ -331,6 +343,11 @@ def trec_row(
         lex=lexical(data, out),
         warning=winner_warning(src, lab, names, "the labels"),
         grid=grid,
+        self_tau=(
+            statistics.median(split_half_taus(grid["source_per_question"]))
+            if kept >= 4
+            else float("nan")
+        ),
     )
 
 
@@ -346,9 +363,11 @@ def print_trec(
     if rows:  # (none with --ceiling)
         print_table(
             "tuning on generated questions vs the labels on real queries (12 configurations)",
-            ("seed", "style", "kept", "kept/min", "calls/kept", "tau", "regret", "picked", "labels' best"),
+            ("seed", "style", "kept", "kept/min", "calls/kept", "tau", "regret", "picked", "labels' best",
+             "self tau"),
             [(r.seed, r.style, r.kept, f(r.kept / r.minutes if r.minutes else None, ".1f"),
-              f(r.calls / r.kept if r.kept else None, ".1f"), f(r.tau), f(r.regret), r.pick, r.best)
+              f(r.calls / r.kept if r.kept else None, ".1f"), f(r.tau), f(r.regret), r.pick, r.best,
+              f(r.self_tau, ".2f"))
              for r in rows],
         )  # fmt: skip
         print_table(

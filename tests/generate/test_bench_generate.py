@@ -65,6 +65,7 @@ def test_trec_mode_runs_end_to_end_on_a_fake_endpoint(tmp_path, capsys, monkeypa
     for r in rows:
         assert r.kept > 0
         assert -1.0 <= r.tau <= 1.0 and not math.isnan(r.tau)
+        assert -1.0 <= r.self_tau <= 1.0  # the generated questions against themselves
         assert r.regret >= 0.0
         assert r.pick.split("/")[0] in bench.RERANKERS
         assert 0.0 <= r.lex["gen_overlap"] <= 1.0 and 0.0 <= r.lex["real_overlap"] <= 1.0
