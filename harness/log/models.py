@@ -386,6 +386,9 @@ class RankingStability:
     """Its 10th percentile over the splits."""
     tau_high: float
     """Its 90th percentile over the splits."""
+    same_winner: float | None = None
+    """Share of the splits whose two halves put the same setting first (None: recorded
+    before it was)."""
 
 
 @dataclass(frozen=True)

@@ -284,6 +284,28 @@ def split_half_taus(
     return taus
 
 
+def split_half_same_winner(
+    scores: Sequence[Sequence[float]], *, draws: int = 500, seed: int = 0
+) -> float:
+    """The share of `split_half_taus`'s splits (the same `draws` and `seed`, so the same
+    halves) in which the two halves put the same setting first: their sets of top-scoring
+    settings (ties included) share one. `scores[s][q]` as in `split_half_taus`.
+
+    Read: what the whole ranking's tau cannot say, whether the pick holds: many poor
+    settings that separate well give a high tau while the best few swap places. With s
+    settings that do not differ, 1/s or less (the halves of one set lean opposite ways).
+    Edge cases: as `split_half_taus`."""
+    m = _score_matrix(scores)
+    rng = np.random.default_rng(seed)
+    n, half = m.shape[1], m.shape[1] // 2
+    same = 0
+    for _ in range(draws):
+        order = rng.permutation(n)
+        a, b = m[:, order[:half]].mean(axis=1), m[:, order[half:]].mean(axis=1)
+        same += bool(np.any((a == a.max()) & (b == b.max())))
+    return same / draws
+
+
 def bootstrap_taus(
     scores: Sequence[Sequence[float]], *, draws: int = 500, seed: int = 0
 ) -> list[float]:

@@ -389,10 +389,15 @@ def stability_sentence(st: RankingStability) -> str:
             "the trials differ less than the questions do; another question set would "
             "rank them differently"
         )
+    winner = (
+        f"; the halves put the same setting first in {st.same_winner:.0%} of them"
+        if st.same_winner is not None
+        else ""
+    )
     return (
         f"ranking stability: split-half Kendall tau {st.tau:.2f} ({st.trials} settings, "
         f"{st.questions} questions, median of {st.draws} random halves; 10-90%: "
-        f"{st.tau_low:.2f}..{st.tau_high:.2f}): {read}"
+        f"{st.tau_low:.2f}..{st.tau_high:.2f}{winner}): {read}"
     )
 
 

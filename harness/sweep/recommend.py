@@ -23,7 +23,13 @@ from typing import Any
 import numpy as np
 
 from harness.log import RankingStability, Recommendation, TrialRecord, TrialTest
-from harness.metrics import hard_twin, holm, metric_key, split_half_taus
+from harness.metrics import (
+    hard_twin,
+    holm,
+    metric_key,
+    split_half_same_winner,
+    split_half_taus,
+)
 
 ALPHA = 0.05
 """Holm-adjusted p-values below this separate a trial from the best."""
@@ -128,6 +134,7 @@ def ranking_stability(
         tau=float(mid),
         tau_low=float(low),
         tau_high=float(high),
+        same_winner=split_half_same_winner(scores, draws=draws),
     )
 
 

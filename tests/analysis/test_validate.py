@@ -63,20 +63,27 @@ def test_ranking_stability_over_questions():
     apart = [[s + rng.uniform(-0.05, 0.05) for _ in range(40)] for s in (0.2, 0.5, 0.8)]
     assert m.split_half_taus(apart, draws=50) == [1.0] * 50
     assert m.bootstrap_taus(apart, draws=50) == [1.0] * 50
+    assert m.split_half_same_winner(apart, draws=50) == 1.0
     same = [[rng.uniform(0, 1) for _ in range(40)] for _ in range(6)]
     halves = sorted(m.split_half_taus(same, draws=300, seed=1))
     assert -0.5 < halves[150] < 0.5 and halves[30] < 0 < halves[270]  # median, 10%, 90%
     assert m.bootstrap_taus(same, draws=300, seed=1) != [1.0] * 300
+    assert m.split_half_same_winner(same, draws=300, seed=1) < 1 / 6  # chance or less
     # 4 questions: a split is 2 vs 2; settings a (1, 1, 0, 0) and b (0, 0, 1, 1) tie on
     # all four, and a half with questions {0, 1} ranks a first, its other half b first
     tie = [[1, 1, 0, 0], [0, 0, 1, 1]]
     assert set(m.split_half_taus(tie, draws=100)) <= {-1.0, 0.0}
     assert -1.0 in m.split_half_taus(tie, draws=100)
+    # a split {0, 1} / {2, 3} puts a first, then b: not the same; {0, 2} / {1, 3} ties
+    # both on both halves: the same
+    assert 0.0 < m.split_half_same_winner(tie, draws=100) < 1.0
     for bad in ([[1, 2]], [[1], [2]], [[1, float("nan")], [1, 2]]):
         with pytest.raises(ValueError):
             m.split_half_taus(bad)
         with pytest.raises(ValueError):
             m.bootstrap_taus(bad)
+        with pytest.raises(ValueError):
+            m.split_half_same_winner(bad)
 
 
 def test_bootstrap_mean_ci_contains_the_mean_and_shrinks_with_n():

@@ -131,14 +131,15 @@ def test_ranking_stability_says_whether_the_questions_separate_the_trials():
          for i, v in enumerate((0.9, 0.5, 0.1))]
     )  # fmt: skip
     st = apart.recommendation().stability
-    assert (st.trials, st.questions, st.tau, st.tau_low) == (3, 12, 1.0, 1.0)
+    assert (st.trials, st.questions, st.tau, st.tau_low, st.same_winner) == (3, 12, 1.0, 1.0, 1.0)
+    assert "same setting first in 100% of them" in stability_sentence(st)
     assert "the questions separate the trials" in stability_sentence(st)
     base = [1.0, 0.5, 0.0, 0.2, 1.0, 0.0, 0.5, 0.3, 0.0, 1.0, 0.2, 0.3]
     shuffled = _book(
         [(_trial(i, sum(base) / 12, k=i), 100.0, base[i * 4 :] + base[: i * 4]) for i in range(3)]
     )
     st = shuffled.recommendation().stability
-    assert st.tau < 0 and st.tau_low <= st.tau <= st.tau_high
+    assert st.tau < 0 and st.tau_low <= st.tau <= st.tau_high and st.same_winner < 1.0
     assert "another question set would rank them differently" in stability_sentence(st)
     two = _book([(_trial(0, 1.0, k=2), 1.0, BEST), (_trial(1, 0.0), 1.0, ALL_WORSE)])
     assert two.recommendation().stability is None
