@@ -173,14 +173,15 @@ def labels_stability(
     percentiles (and for one_positive the median regret and the share of draws with
     regret 0):
 
-    - split: half of the real queries against the other half (`split_half_taus`);
+    - split: half of the real queries against the other half (`split_half_taus`), and
+      the share of splits whose halves put the same configuration first;
     - bootstrap: a resample of the real queries against all of them (`bootstrap_taus`);
     - one_positive: the real queries, each scored by one of its relevant passages drawn
       at random (grade 2-3), against all its labels: the one-source-span scoring of
       `source_mrr` with real users' words."""
     import numpy as np
 
-    from harness.metrics import bootstrap_taus
+    from harness.metrics import bootstrap_taus, split_half_same_winner
 
     def relevant(qid: str) -> list[str]:
         return sorted(p for p, g in grades.get(qid, {}).items() if g >= RELEVANT)
@@ -202,7 +203,8 @@ def labels_stability(
         return {"tau": float(p50), "tau_p10": float(p10), "tau_p90": float(p90)}
 
     return {
-        "split": summary(split_half_taus(rr, draws=draws, seed=seed)),
+        "split": summary(split_half_taus(rr, draws=draws, seed=seed))
+        | {"same_winner": split_half_same_winner(rr, draws=draws, seed=seed)},
         "bootstrap": summary(bootstrap_taus(rr, draws=draws, seed=seed)),
         "one_positive": summary(one_tau)
         | {
@@ -405,9 +407,9 @@ def print_trec(
         print_table(
             "the ceiling: how far the labels' own ranking reproduces (real queries, no model)",
             ("compared with the labels' ranking", "tau median", "tau 10-90%", "regret median",
-             "regret 0"),
+             "regret 0", "same winner"),
             [(what[key], f(v["tau"], ".2f"), f"{f(v['tau_p10'], '.2f')} .. {f(v['tau_p90'], '.2f')}",
-              f(v.get("regret")), f(v.get("regret_zero"), ".0%"))
+              f(v.get("regret")), f(v.get("regret_zero"), ".0%"), f(v.get("same_winner"), ".0%"))
              for key, v in stability.items()],
         )  # fmt: skip
     for r in rows:

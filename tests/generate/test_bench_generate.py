@@ -79,6 +79,7 @@ def test_trec_mode_runs_end_to_end_on_a_fake_endpoint(tmp_path, capsys, monkeypa
     for v in stability.values():
         assert -1.0 <= v["tau_p10"] <= v["tau"] <= v["tau_p90"] <= 1.0
     assert 0.0 <= stability["one_positive"]["regret_zero"] <= 1.0
+    assert 0.0 <= stability["split"]["same_winner"] <= 1.0
     bench.print_trec(rows, stability)
     out = capsys.readouterr().out
     assert "the ceiling" in out and "one relevant passage each" in out
@@ -115,6 +116,7 @@ def test_labels_stability_by_hand():
     ]
     st = bench.labels_stability(real, grades, draws=40)
     assert st["split"]["tau"] == st["bootstrap"]["tau"] == 1.0
+    assert st["split"]["same_winner"] == 1.0
     # one positive per query: p2 or p4 alone scores a 1/2 and b 0, p1 or p3 a 1 and b 1/2
     assert st["one_positive"]["tau"] == 1.0 and st["one_positive"]["regret"] == 0.0
 
