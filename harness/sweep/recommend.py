@@ -7,6 +7,11 @@ number of trials compared (Holm), and of the best and the trials the test cannot
 separate from it the cheapest is recommended: the fewest characters handed to a
 generator (context_chars at the trial's k), then the smallest k, then no reranker.
 
+Beside the pick, the ranking's stability: the questions split at random into halves,
+how closely the halves rank the distinct settings (Kendall tau) and how often they put
+the same one first; on few or alike questions, another question set would pick
+otherwise.
+
 The tests and the pick use the sweep's objective, by default soft_mrr@k: the statistic
 that ranked configurations best against labels (#22). When it is a soft metric, its
 yes/no counterpart (mrr@k) is quoted beside it in the reason, so the saturated hard
@@ -24,9 +29,11 @@ import numpy as np
 
 from harness.log import RankingStability, Recommendation, TrialRecord, TrialTest
 from harness.metrics import (
+    direction,
     hard_twin,
     holm,
     metric_key,
+    parse_metric_id,
     split_half_same_winner,
     split_half_taus,
 )
@@ -43,6 +50,7 @@ TEST = (
 
 STABILITY_DRAWS = 200
 """Random half-splits of the questions behind a recommendation's ranking stability."""
+
 PValue = Callable[[int, int], tuple[float, int] | None]
 """`p_value(best, other)`: (two-sided p-value, questions tested), None if untestable."""
 
@@ -104,12 +112,14 @@ def ranking_stability(
     ranked: Sequence[TrialRecord],
     per_question: Mapping[int, Mapping[str, float]],
     *,
+    minimize: bool = False,
     draws: int = STABILITY_DRAWS,
 ) -> RankingStability | None:
-    """`split_half_taus` of the trials `ranked` over the questions every one of them has a
-    finite value for: would another question set rank these trials alike? A setting tried
-    twice counts once (its first trial). None with fewer than 3 distinct settings or 4
-    such questions."""
+    """`split_half_taus` and `split_half_same_winner` of the trials `ranked` over the
+    questions every one of them has a finite value for: would another question set rank
+    these trials alike, and put the same one first (the lowest with `minimize`)? A
+    setting tried twice counts once (its first trial). None with fewer than 3 distinct
+    settings or 4 such questions."""
     seen: set[str] = set()
     trials = []
     for t in ranked:
@@ -125,7 +135,8 @@ def ranking_stability(
     )
     if len(questions) < 4:
         return None
-    scores = [[per_question[t.number][q] for q in questions] for t in trials]
+    sign = -1.0 if minimize else 1.0  # first = highest score; tau does not care
+    scores = [[sign * per_question[t.number][q] for q in questions] for t in trials]
     low, mid, high = np.quantile(split_half_taus(scores, draws=draws), [0.1, 0.5, 0.9])
     return RankingStability(
         trials=len(trials),
@@ -261,5 +272,7 @@ def recommend(
         context_chars=chars if math.isfinite(chars) else None,
         runner_up=runner_up.number if runner_up is not None else None,
         more_questions=more,
-        stability=ranking_stability(ranked, per_question),
+        stability=ranking_stability(
+            ranked, per_question, minimize=direction(parse_metric_id(objective)[0]) == "minimize"
+        ),
     )

@@ -155,6 +155,21 @@ def test_ranking_stability_says_whether_the_questions_separate_the_trials():
     assert b.recommendation().stability.questions == 4
 
 
+def test_ranking_stability_reads_first_by_the_objectives_direction():
+    """A minimised objective: the lowest setting is first. One setting far below two
+    alike ones: minimised, every split puts it first; maximised, the two alike ones
+    swap places between halves."""
+    from harness.sweep.recommend import ranking_stability
+
+    low = [0.0] * 12
+    b = [1.0, 0.0] * 6
+    c = [0.0, 1.0] * 6
+    ranked = [_trial(i, 0.0, k=i) for i in range(3)]
+    per_q = {i: {f"q{j}": v for j, v in enumerate(vals)} for i, vals in enumerate((low, b, c))}
+    assert ranking_stability(ranked, per_q, minimize=True).same_winner == 1.0
+    assert ranking_stability(ranked, per_q).same_winner < 1.0
+
+
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("recommend")
