@@ -347,7 +347,7 @@ def trec_row(
         grid=grid,
         self_tau=(
             statistics.median(split_half_taus(grid["source_per_question"]))
-            if kept >= 4
+            if len(grid["source_per_question"][0]) >= 4  # questions with a source
             else float("nan")
         ),
     )
