@@ -9,7 +9,7 @@ verdicts of one question are not independent.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -257,6 +257,17 @@ def _score_matrix(scores: Sequence[Sequence[float]]) -> np.ndarray:
     return m
 
 
+def _half_means(m: np.ndarray, draws: int, seed: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Per draw, the settings' mean scores over a random half of the questions (floor(n/2)
+    of them) and over the rest: the splits both split-half statistics read, the same for
+    the same `draws` and `seed`."""
+    rng = np.random.default_rng(seed)
+    n, half = m.shape[1], m.shape[1] // 2
+    for _ in range(draws):
+        order = rng.permutation(n)
+        yield m[:, order[:half]].mean(axis=1), m[:, order[half:]].mean(axis=1)
+
+
 def split_half_taus(
     scores: Sequence[Sequence[float]], *, draws: int = 500, seed: int = 0
 ) -> list[float]:
@@ -274,14 +285,7 @@ def split_half_taus(
     disfavours (settings with exactly equal totals give -1 on every even split).
     Edge cases: fewer than two settings or two questions, or a NaN score, raise
     ValueError; a half in which every setting scores the same gives tau 0."""
-    m = _score_matrix(scores)
-    rng = np.random.default_rng(seed)
-    n, half = m.shape[1], m.shape[1] // 2
-    taus = []
-    for _ in range(draws):
-        order = rng.permutation(n)
-        taus.append(_tau_b(m[:, order[:half]].mean(axis=1), m[:, order[half:]].mean(axis=1)))
-    return taus
+    return [_tau_b(a, b) for a, b in _half_means(_score_matrix(scores), draws, seed)]
 
 
 def split_half_same_winner(
@@ -295,15 +299,8 @@ def split_half_same_winner(
     settings that separate well give a high tau while the best few swap places. With s
     settings that do not differ, 1/s or less (the halves of one set lean opposite ways).
     Edge cases: as `split_half_taus`."""
-    m = _score_matrix(scores)
-    rng = np.random.default_rng(seed)
-    n, half = m.shape[1], m.shape[1] // 2
-    same = 0
-    for _ in range(draws):
-        order = rng.permutation(n)
-        a, b = m[:, order[:half]].mean(axis=1), m[:, order[half:]].mean(axis=1)
-        same += bool(np.any((a == a.max()) & (b == b.max())))
-    return same / draws
+    halves = _half_means(_score_matrix(scores), draws, seed)
+    return sum(bool(np.any((a == a.max()) & (b == b.max()))) for a, b in halves) / draws
 
 
 def bootstrap_taus(
