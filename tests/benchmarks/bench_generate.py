@@ -157,8 +157,8 @@ def grid_scores(
 
 
 def _rr(ids: Sequence[str], positives: set[str]) -> float:
-    """1 / rank of the first of `ids` in `positives` (0: none)."""
-    return next((1 / (i + 1) for i, d in enumerate(ids) if d in positives), 0.0)
+    """`source_mrr` of retrieved passage ids (already cut at k) against `positives`."""
+    return source_mrr([d in positives for d in ids], max(1, len(ids)))
 
 
 def labels_stability(
@@ -183,17 +183,18 @@ def labels_stability(
 
     from harness.metrics import bootstrap_taus, split_half_same_winner
 
-    def relevant(qid: str) -> list[str]:
-        return sorted(p for p, g in grades.get(qid, {}).items() if g >= RELEVANT)
-
-    scored = [qid for qid, _ in real[0] if relevant(qid)]
+    relevant = {
+        qid: sorted(p for p, g in grades.get(qid, {}).items() if g >= RELEVANT)
+        for qid, _ in real[0]
+    }
+    scored = [qid for qid, _ in real[0] if relevant[qid]]
     ids = [dict(cfg) for cfg in real]
-    rr = [[_rr(cfg[qid], set(relevant(qid))) for qid in scored] for cfg in ids]
+    rr = [[_rr(cfg[qid], set(relevant[qid])) for qid in scored] for cfg in ids]
     full = [statistics.fmean(row) for row in rr]
     rng = np.random.default_rng(seed)
     one_tau, one_regret = [], []
     for _ in range(draws):
-        pick = {qid: relevant(qid)[rng.integers(len(relevant(qid)))] for qid in scored}
+        pick = {qid: relevant[qid][rng.integers(len(relevant[qid]))] for qid in scored}
         one = [statistics.fmean(_rr(cfg[q], {pick[q]}) for q in scored) for cfg in ids]
         one_tau.append(kendall_tau(one, full))
         one_regret.append(regret(one, full))
