@@ -334,17 +334,19 @@ def _cut_at_bound(value: str, bound: int) -> bool:
     )
 
 
-def parse_draft(text: str, bound: int | None = None) -> Draft | str:
+def parse_draft(text: str, bound: int | None = None, answer: str | None = None) -> Draft | str:
     """The draft in a generation reply, or why it cannot be used (a one-line reason).
 
     `bound`: the longest string the reply's grammar allowed (prompts.field_chars), when
     a grammar held it. A question or paraphrase that fills it was cut there by the
     grammar, mid-word as likely as not, and is not kept; so is one that ends on a
-    function word just short of it (`_cut_at_bound`)."""
+    function word just short of it (`_cut_at_bound`). `answer`: the draft's answer when
+    the reply was not asked for one (an unanswerable question's)."""
     obj = _json_object(text)
     if obj is None:
         return CUT_OFF if cut_off(text) else "the reply is not a JSON object"
-    q, a, p = obj.get("question"), obj.get("answer"), obj.get("paraphrase")
+    q, p = obj.get("question"), obj.get("paraphrase")
+    a = answer if answer is not None else obj.get("answer")
     if not isinstance(q, str) or not q.strip():
         return "no question in the reply"
     for name, value in (("question", q), ("paraphrase", p)):

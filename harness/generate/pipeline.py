@@ -9,8 +9,8 @@
    rule-based stand-alone checks; word overlap with the source above `max_overlap`
    (rewritten once, then dropped); the closed-book check (the question asked without
    any passage: a matching answer means it tests memory, not retrieval); the critique
-   (`critique`); for unanswerable questions, the corpus's nearest sampled passages must
-   be on its topic and not answer it. The first filter failed is why it is dropped.
+   (`critique`); for unanswerable questions, the corpus's nearest passages (BM25 over
+   all of it) must be on its topic and not answer it. The first filter failed is why it is dropped.
 3. Drop near-duplicates among the survivors (`dedup`), in candidate order.
 4. Candidates are taken in rounds (n first, then enough for what is still missing at
    the share kept so far) until n are kept or the planned candidates (n x oversample)
@@ -27,7 +27,7 @@ import collections
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,7 +53,7 @@ from harness.generate.critique import (
 from harness.generate.dedup import Embed, near_duplicates
 from harness.generate.exam import ExamItem
 from harness.generate.llm import Generator, dry_generator, open_generator, prompt_tokens
-from harness.generate.sampler import Passage, sample_passages, second_passage
+from harness.generate.sampler import Passage, sample_passages, second_passage, tile_passages
 from harness.generate.writer import GenerationReport, output_paths, write_outputs
 from harness.llm.client import ChatFailed
 from harness.metrics.overlap import content_words, word_overlap
@@ -164,9 +164,24 @@ def critic_criteria(settings: GenerateConfig, gen: Generator) -> tuple[str, ...]
     return prompts.CRITERIA if on else tuple(c for c in prompts.CRITERIA if c != "standalone")
 
 
+def _crit_criteria(c: Candidate, criteria: tuple[str, ...]) -> tuple[str, ...]:
+    """What a candidate's critique scores: `criteria`, less groundedness for an
+    unanswerable question (nothing answers it)."""
+    if c.qtype == "unanswerable":
+        return tuple(x for x in criteria if x != "groundedness")
+    return criteria
+
+
 def _crit_messages(
     c: Candidate, draft: Draft, settings: GenerateConfig, criteria: tuple[str, ...]
 ) -> list[dict[str, str]]:
+    """The critique's messages: an unanswerable question is rated from its topic alone
+    (`prompts.unanswerable_critique_messages`), the others with their passages and
+    answer."""
+    if c.qtype == "unanswerable":
+        return prompts.unanswerable_critique_messages(
+            draft.question, c.topic, settings.audience, _crit_criteria(c, criteria)
+        )
     return prompts.critique_messages(
         draft.question, draft.answer, [p.text for p in c.passages], settings.audience, criteria
     )
@@ -180,7 +195,7 @@ class Context:
     examples: tuple[str, ...] = ()
     max_overlap: float = 1.0
     nearest: Any = None
-    """question -> the texts of the nearest sampled passages (BM25), or None."""
+    """question -> the texts of the corpus's nearest passages (`corpus_bm25`), or None."""
 
 
 NEAREST = 3
@@ -211,6 +226,22 @@ def _ask_draft(
     return text, parse_draft(text, bound)
 
 
+def _ask_unanswerable(
+    gen: Generator, summary: str, examples: list[str], settings: GenerateConfig
+) -> tuple[str, Draft | str]:
+    """The query style's unanswerable query (`prompts.unanswerable_query_messages`) and
+    its draft, answered UNANSWERABLE_ANSWER; ChatFailed propagates."""
+    max_tokens = prompts.query_max_tokens(settings.phrasings)
+    fields = prompts.unanswerable_fields(settings.phrasings)
+    text = gen.ask(
+        prompts.unanswerable_query_messages(summary, examples, settings.phrasings),
+        max_tokens=max_tokens,
+        grammar=prompts.object_grammar(*fields, max_tokens=max_tokens),
+    )
+    bound = prompts.field_chars(max_tokens, len(fields)) if gen.grammar else None
+    return text, parse_draft(text, bound, answer=prompts.UNANSWERABLE_ANSWER)
+
+
 def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context) -> Candidate:
     """The candidate with its draft, or dropped as errors/malformed."""
     passages = [p.text for p in c.passages]
@@ -228,12 +259,16 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
             if not isinstance(summary, str) or not summary.strip():
                 why = f"summary: {CUT_OFF}" if cut_off(reply) else "no summary in the reply"
                 return replace(c, dropped_by=["malformed"], reason=why)
-            msgs = prompts.query_messages(
-                c.qtype, " ".join(summary.split()), list(ctx.examples), settings.phrasings
-            )
-            text, draft = _ask_draft(
-                gen, msgs, settings.phrasings, prompts.query_max_tokens(settings.phrasings)
-            )
+            summary = " ".join(summary.split())
+            if c.qtype == "unanswerable":
+                text, draft = _ask_unanswerable(gen, summary, list(ctx.examples), settings)
+            else:
+                msgs = prompts.query_messages(
+                    c.qtype, summary, list(ctx.examples), settings.phrasings
+                )
+                text, draft = _ask_draft(
+                    gen, msgs, settings.phrasings, prompts.query_max_tokens(settings.phrasings)
+                )
         except ChatFailed as exc:
             return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
     else:
@@ -323,7 +358,7 @@ def _closed_book(c: Candidate, gen: Generator) -> Candidate:
 
 def _answered(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
     """An unanswerable question must be on the corpus's topic and not answered by the
-    sampled passages nearest to it."""
+    corpus's passages nearest to it."""
     assert c.draft is not None
     near = ctx.nearest(c.draft.question) if ctx.nearest else [p.text for p in c.passages]
     try:
@@ -366,7 +401,7 @@ def process(
         c = _closed_book(c, gen)
         if not c.passed:
             return c
-    criteria = critic_criteria(settings, gen)
+    criteria = _crit_criteria(c, critic_criteria(settings, gen))
     try:
         text = gen.ask(
             _crit_messages(c, draft, settings, criteria),
@@ -440,32 +475,50 @@ def overlap_limit(examples: Sequence[str], passages: Sequence[str], default: flo
 
 
 def _context(
-    config: ExperimentConfig, settings: GenerateConfig, candidates: Sequence[Candidate]
+    config: ExperimentConfig,
+    settings: GenerateConfig,
+    candidates: Sequence[Candidate],
+    docs: Sequence[Document],
 ) -> Context:
-    """The shared filter context: examples, the overlap limit, BM25 over the sampled
-    passages."""
-    from harness.retrieval.rerankers.base import tokenize
-
+    """The shared filter context: examples, the overlap limit (from the sampled
+    passages), and BM25 over the whole corpus (`corpus_bm25`) for the unanswerable
+    check."""
     examples: list[str] = []
     if settings.style_examples:
         examples = read_style_examples(config.resolve_path(settings.style_examples))
     pool = list({p.span: p for c in candidates for p in c.passages}.values())
-    texts = [p.text for p in pool]
-    limit = overlap_limit(examples, texts, settings.max_overlap)
-    nearest = None
-    if pool:
-        from langchain_community.retrievers import BM25Retriever
-
-        retriever = BM25Retriever.from_texts(
-            texts, preprocess_func=tokenize, k=min(NEAREST, len(texts))
-        )
-        lock = __import__("threading").Lock()
-
-        def nearest(question: str) -> list[str]:
-            with lock:
-                return [d.page_content for d in retriever.invoke(question)]
-
+    limit = overlap_limit(examples, [p.text for p in pool], settings.max_overlap)
+    nearest = corpus_bm25(docs, settings.passage_chars) if docs else None
     return Context(examples=tuple(examples), max_overlap=limit, nearest=nearest)
+
+
+def corpus_bm25(docs: Sequence[Document], passage_chars: int) -> Callable[[str], list[str]]:
+    """question -> the texts of the NEAREST passages of the whole corpus by BM25
+    (`tile_passages`), built at the first question (a run without unanswerable
+    questions never builds it). Before, only the sampled passages were searched, and an
+    unanswerable question whose answer lay elsewhere in the corpus was kept: 8 of 8
+    kept on the handbook asked what it tells ("holiday closure dates")."""
+    import threading
+
+    from harness.retrieval.rerankers.base import tokenize
+
+    lock = threading.Lock()
+    built: list[Any] = []
+
+    def nearest(question: str) -> list[str]:
+        with lock:
+            if not built:
+                from langchain_community.retrievers import BM25Retriever
+
+                texts = [p.text for p in tile_passages(docs, passage_chars)]
+                built.append(
+                    BM25Retriever.from_texts(
+                        texts, preprocess_func=tokenize, k=min(NEAREST, len(texts))
+                    )
+                )
+            return [d.page_content for d in built[0].invoke(question)]
+
+    return nearest
 
 
 def _default_embed(config: ExperimentConfig, cache_dir: Path) -> Embed:
@@ -554,7 +607,7 @@ def generate_questions(
     t0 = time.perf_counter()
     embed_fn = embed or _default_embed(config, cache)
     config = replace(config, generate=settings)
-    ctx = _context(config, settings, candidates)
+    ctx = _context(config, settings, candidates, docs)
     try:
         if generator is not None:
             done = _rounds(candidates, generator, settings, n_keep, embed_fn, config, ctx)

@@ -82,6 +82,23 @@ _CRITERION_ASKS = {
 }
 
 
+def unanswerable_critique_messages(
+    question: str, topic: str, audience: str, criteria: tuple[str, ...]
+) -> list[dict[str, str]]:
+    """The critique of an unanswerable question: rated on `criteria` (groundedness is
+    not among them: nothing answers it) from its topic alone. Shown its passage and the
+    answer "not in the documents", the local critic rated usefulness by the answer and
+    dropped 7 of 24 handbook questions for it ("the passage does not provide ...")."""
+    asks = "".join(f"{c}: {_CRITERION_ASKS[c].format(audience=audience)}\n" for c in criteria)
+    fields = ", ".join(f'"{c}_why": "...", "{c}": N' for c in criteria)
+    user = (
+        f"Documents on: {topic}\nQuestion: {question}\n"
+        "Rate the question from 1 (worst) to 5 (best), a reason of a few words first:\n"
+        f"{asks}JSON: {{{fields}}}"
+    )
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
 def critique_messages(
     question: str,
     answer: str,
@@ -181,12 +198,12 @@ QUERY_TYPE_HINTS = {
     "distracting": "It includes one plausible but wrong detail.",
     "situational": "It starts with a few words about the user's own situation.",
     "multi-passage": "It needs both facts of the summary.",
-    "unanswerable": (
-        "It asks for something on the same topic that the summary does NOT tell "
-        '(the answer is "not in the documents").'
-    ),
 }
-"""What each question type asks of a search query, one short sentence."""
+"""What each question type asks of a search query, one short sentence (an unanswerable
+query has a prompt of its own, `unanswerable_query_messages`)."""
+
+UNANSWERABLE_ANSWER = "not in the documents"
+"""The answer of every unanswerable question: the caller's, never the model's."""
 
 
 def summary_messages(passages: list[str]) -> list[dict[str, str]]:
@@ -197,6 +214,14 @@ def summary_messages(passages: list[str]) -> list[dict[str, str]]:
         'reader would look for in it.\nJSON: {"summary": "..."}'
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def _style_shots(examples: list[str]) -> str:
+    """Real users' questions shown to the model for their style (none: nothing)."""
+    if not examples:
+        return ""
+    listed = "\n".join(f"- {e}" for e in examples)
+    return f"Real queries from this search engine's users, for their style:\n{listed}\n"
 
 
 def query_messages(
@@ -210,10 +235,7 @@ def query_messages(
     if phrasings == 2:
         fields = '{"question": "...", "paraphrase": "...", "answer": "..."}'
         extra = ' "paraphrase" is another query for the same need, in other words.'
-    shots = ""
-    if examples:
-        listed = "\n".join(f"- {e}" for e in examples)
-        shots = f"Real queries from this search engine's users, for their style:\n{listed}\n"
+    shots = _style_shots(examples)
     user = (
         f"About a document: {summary}\n{shots}Write the terse search query (a few "
         "words, lower case, no full sentence needed) a user would type to find it. "
@@ -222,6 +244,41 @@ def query_messages(
         f"answer.{extra}\nJSON: {fields}"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def unanswerable_query_messages(
+    summary: str, examples: list[str], phrasings: int = 1
+) -> list[dict[str, str]]:
+    """Step two for an unanswerable question: first a detail on the document's subject
+    that the document does not give, then the terse query a user would type for it
+    (with a second query in other words when `phrasings` is 2).
+
+    Asked for "something the summary does NOT tell (the answer is "not in the
+    documents")", the local model copied the phrase into its query ("what is not in the
+    documents about ...") or asked what the document tells; naming the missing detail
+    first gives it something concrete to ask for, and the answer
+    (UNANSWERABLE_ANSWER) is set by the caller."""
+    fields = '{"missing": "...", "question": "..."}'
+    extra = ""
+    if phrasings == 2:
+        fields = '{"missing": "...", "question": "...", "paraphrase": "..."}'
+        extra = ' "paraphrase" is another query for the same need, in other words.'
+    shots = _style_shots(examples)
+    user = (
+        f"About a document: {summary}\n{shots}Think of something on the same subject that "
+        "a user may look for but this document does not tell. For example, for a document "
+        'about a museum\'s weekday opening hours: "missing": "opening hours on public '
+        'holidays", "question": "museum holiday opening hours". In "missing", name it; in '
+        '"question", write the terse search query (a few words, lower case) the user would '
+        'type for it, naming what it is about (never "the document", "the company").'
+        f"{extra}\nJSON: {fields}"
+    )
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def unanswerable_fields(phrasings: int) -> tuple[str, ...]:
+    """The JSON fields of `unanswerable_query_messages`' reply, in order."""
+    return ("missing", "question") + (("paraphrase",) if phrasings == 2 else ())
 
 
 def rewrite_messages(question: str, answer: str) -> list[dict[str, str]]:

@@ -103,6 +103,24 @@ def passage_at(doc: Document, start: int, length: int) -> Passage:
     )
 
 
+def tile_passages(docs: Sequence[Document], passage_chars: int) -> list[Passage]:
+    """Every document cut into passages of about `passage_chars` (`passage_at`), one
+    chosen every half passage, so each sentence shorter than half a passage is whole in
+    one of them; a passage that snapping made twice is listed once."""
+    step = max(1, passage_chars // 2)
+    out: list[Passage] = []
+    for doc in docs:
+        seen: set[SourceSpan] = set()
+        for point in range(0, max(1, len(doc.text)), step):
+            if not doc.text.strip():
+                break
+            p = passage_at(doc, point, passage_chars)
+            if p.span not in seen:
+                seen.add(p.span)
+                out.append(p)
+    return out
+
+
 def allocate(docs: Sequence[Document], count: int, rng: random.Random) -> list[int]:
     """The document index of each of `count` passages, in the order they are handed out:
     one for each document first (in a seeded order), then each next passage to the

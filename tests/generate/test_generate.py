@@ -27,7 +27,8 @@ from harness.generate import (
 )
 from harness.generate.critique import Critique, failed_filters, mentions_source, parse_draft
 from harness.generate.dedup import near_duplicates
-from harness.generate.pipeline import plan
+from harness.generate.pipeline import NEAREST, corpus_bm25, plan
+from harness.generate.sampler import tile_passages
 from harness.llm.client import ChatClient
 from harness.metrics.source import source_hit, source_metrics, source_mrr
 from harness.testing import Act, FakeOpenAI
@@ -220,6 +221,42 @@ def test_a_long_line_is_sampled_over_its_length_from_sentence_starts():
     for p in wpassages:
         assert p.span.start == 0 or words[p.span.start - 1] == " "
         assert words[p.span.start : p.span.end] == p.text
+
+
+def test_tiled_passages_hold_every_sentence_of_every_document():
+    """The unanswerable check searches the whole corpus, cut by `tile_passages`: each
+    sentence is whole in some passage, every offset is a label, none is listed twice."""
+    docs = [*_docs({"a": 12, "b": 1}), Document(doc_id="e", text="  \n", source="e", title="e")]
+    docs.append(Document(doc_id="line", text=_one_line(3_000), source="line", title="line"))
+    tiles = tile_passages(docs, 700)
+    assert len({(p.span.doc_id, p.span.start, p.span.end) for p in tiles}) == len(tiles)
+    assert {p.span.doc_id for p in tiles} == {"a", "b", "line"}
+    by_id = {d.doc_id: d.text for d in docs}
+    for p in tiles:
+        assert by_id[p.span.doc_id][p.span.start : p.span.end] == p.text
+    for doc in docs:
+        for sentence in re.findall(r"[^.\n]+\.", doc.text):
+            whole = sentence.strip()
+            assert any(whole in p.text for p in tiles if p.span.doc_id == doc.doc_id), whole
+
+
+def test_the_unanswerable_check_reads_the_whole_corpus_not_only_the_sampled_passages():
+    """A question whose answer lies in a passage no candidate sampled finds it (before:
+    BM25 over the sampled passages only, so it passed as unanswerable)."""
+    docs = _docs({f"d{i}": 3 for i in range(10)})
+    docs.append(
+        Document(
+            doc_id="hours",
+            text="# Hours\n\nThe museum opens on public holidays from ten to four.\n",
+            source="hours",
+            title="hours",
+        )
+    )
+    sampled = {p.span.doc_id for p in sample_passages(docs, 3, seed=0, passage_chars=200)}
+    assert "hours" not in sampled
+    nearest = corpus_bm25(docs, 200)
+    assert any("public holidays" in t for t in nearest("museum public holidays opening"))
+    assert len(nearest("museum")) == NEAREST
 
 
 def test_topic_is_title_and_heading():

@@ -48,6 +48,10 @@ def write_query_corpus(root: Path, docs: dict[str, str], extra: str = "") -> Pat
     return exp
 
 
+_UNANSWERABLE_ASK = 'In "missing", name it'
+"""How the query style's unanswerable prompt is told from the others."""
+
+
 class QueryModel:
     """A model for the query style whose answers the corpus's markers decide (the marker
     travels from the passage into the summary): MARK-MENU writes a question about "the
@@ -87,7 +91,7 @@ class QueryModel:
             if "fixable" in q:
                 return Act(text=json.dumps({"question": "zzfixed lookup", "answer": "x"}))
             return Act(text=json.dumps({"question": q, "answer": "x"}))
-        if "Write the terse search query" in prompt:
+        if "Write the terse search query" in prompt or _UNANSWERABLE_ASK in prompt:
             about = prompt.split("About a document:", 1)[1].split("\n", 1)[0]
             fact = _FACT.search(about)
             mark = _MARK.search(about)
@@ -101,8 +105,9 @@ class QueryModel:
                 q = f"{name} alpha bravo charlie {kind.lower()}"
             elif kind == "KNOWN":
                 q = f"zzknown {tag}"
-            elif "does NOT tell" in prompt:
-                q = f"zzopening hours {tag}"
+            elif _UNANSWERABLE_ASK in prompt:  # no answer asked: the pipeline sets it
+                body = {"missing": "its opening hours", "question": f"zzopening hours {tag}"}
+                return Act(text=json.dumps(body))
             else:
                 q = f"zzquery {tag}"
             return Act(text=json.dumps({"question": q, "answer": "secret word list"}))
@@ -125,7 +130,7 @@ def test_kept_questions_stand_alone_and_every_type_is_present(tmp_path):
     docs = {f"plain-{c}": _doc_text(f"plain-{c}", 4) for c in "abcd"}
     docs["menu"] = _doc_text("menu", 1, "MARK-MENU")
     docs["menu-two"] = _doc_text("menutwo", 1, "MARK-MENU")
-    report, kept, _ = _run(tmp_path, docs, 12, types=ALL_TYPES)
+    report, kept, model = _run(tmp_path, docs, 12, types=ALL_TYPES)
     assert report.counts["kept"] == 12
     assert {q["type"] for q in kept} == set(ALL_TYPES)
     for q in kept:
@@ -134,6 +139,15 @@ def test_kept_questions_stand_alone_and_every_type_is_present(tmp_path):
         assert q["overlap"] <= 0.75
     unanswerable = [q for q in kept if q["type"] == "unanswerable"]
     assert unanswerable and all(q["source"] == [] for q in unanswerable)
+    assert all(q["answer"] == "not in the documents" for q in unanswerable)
+    # the writer is never shown the phrase (a small model copied it into its query)
+    asks = [p for p in model.prompts if _UNANSWERABLE_ASK in p]
+    assert asks and not any("not in the documents" in p for p in asks)
+    # their critique rates them from the topic alone: no passage, no answer, no
+    # groundedness (a small critic rated usefulness by the answer "not in the documents")
+    rated = [p for p in model.prompts if "Rate the question" in p and "zzopening hours" in p]
+    assert rated and all("\nDocuments on: " in p for p in rated)
+    assert not any("groundedness" in p or "Proposed answer" in p or "\n<<<\n" in p for p in rated)
     assert all(q["source"] for q in kept if q["type"] != "unanswerable")
     menus = [d for d in report.dropped if d["text"] and "menu" in d["text"]]
     assert menus and all(d["dropped_by"] == ["standalone"] for d in menus)
@@ -175,7 +189,8 @@ class ParaphrasingQueryModel(QueryModel):
 
     def __call__(self, n: int, prompt: str) -> Act:
         act = super().__call__(n, prompt)
-        if "Write the terse search query" in prompt and '"paraphrase"' in prompt:
+        asks = "Write the terse search query" in prompt or _UNANSWERABLE_ASK in prompt
+        if asks and '"paraphrase"' in prompt:
             body = json.loads(act.text)
             body["paraphrase"] = "zzother words for " + body["question"]
             return Act(text=json.dumps(body))
@@ -188,19 +203,22 @@ def test_the_query_style_writes_paraphrases_when_asked(tmp_path):
     write_query_corpus(tmp_path, {"plain-a": _doc_text("plain-a", 4)}, "phrasings = 2\n")
     model = ParaphrasingQueryModel()
     with FakeOpenAI(model) as fake:
-        report = _generate(tmp_path, fake, 3, types=("simple",))
+        report = _generate(tmp_path, fake, 4, types=("simple", "unanswerable"))
     kept = [json.loads(x) for x in (tmp_path / "q" / "generated.jsonl").open(encoding="utf-8")]
     paras = [
         json.loads(x)
         for x in (tmp_path / "q" / "generated.paraphrases.jsonl").open(encoding="utf-8")
     ]
-    assert report.counts["kept"] == len(kept) == 3
+    assert report.counts["kept"] == len(kept) == 4
+    assert {q["type"] for q in kept} == {"simple", "unanswerable"}
     assert [p["paraphrase_of"] for p in paras] == [q["id"] for q in kept]
     assert all(
         p["text"] == "zzother words for " + q["text"] for p, q in zip(paras, kept, strict=True)
     )
     queries = [p for p in model.prompts if "Write the terse search query" in p]
-    assert queries and all('"paraphrase": "..."' in p for p in queries)
+    unanswerable = [p for p in model.prompts if _UNANSWERABLE_ASK in p]
+    assert queries and unanswerable
+    assert all('"paraphrase": "..."' in p for p in queries + unanswerable)
 
 
 def test_the_summary_names_a_requested_type_with_no_kept_question(tmp_path):
