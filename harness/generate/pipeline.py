@@ -10,7 +10,8 @@
    (rewritten once, then dropped); the closed-book check (the question asked without
    any passage: a matching answer means it tests memory, not retrieval); the critique
    (`critique`); for unanswerable questions, the corpus's nearest passages (BM25 over
-   all of it) must be on its topic and not answer it. The first filter failed is why it is dropped.
+   all of it) must be on its topic and not answer it. The first filter failed is why it
+   is dropped.
 3. Drop near-duplicates among the survivors (`dedup`), in candidate order.
 4. Candidates are taken in rounds (n first, then enough for what is still missing at
    the share kept so far) until n are kept or the planned candidates (n x oversample)
@@ -636,7 +637,11 @@ def generate_questions(
     exam = _exam(kept, candidates, embed_fn)
     elapsed = time.perf_counter() - t0
     by_type = kept_by_type(kept, settings.types)
-    missing = missing_types_warning(by_type, n_keep)
+    warnings = tuple(
+        w
+        for w in (missing_types_warning(by_type, n_keep), short_share_warning(by_type, n_keep))
+        if w
+    )
     report = GenerationReport(
         counts=counts,
         stats={**stats.to_dict(), "minutes": round(elapsed / 60, 2)},
@@ -657,14 +662,15 @@ def generate_questions(
             "style_examples_used": len(ctx.examples),
         },
         kept_by_type=by_type,
-        warnings=(missing,) if missing else (),
+        warnings=warnings,
     )
     paraphrases = [_paraphrase_line(c) for c in kept if c.draft is not None and c.draft.paraphrase]
     write_outputs(paths, report, exam, paraphrases if settings.phrasings == 2 else None)
     if not kept:
         logger.warning("no generated question passed the filters; see {}", paths["report"])
-    elif missing:
-        logger.warning(missing)
+    else:
+        for w in warnings:
+            logger.warning(w)
     return report
 
 
@@ -687,6 +693,21 @@ def missing_types_warning(by_type: dict[str, int], n: int) -> str | None:
         else "all their candidates were dropped (see the report's dropped questions)"
     )
     return f"no kept question of type {', '.join(missing)}: {why}"
+
+
+def short_share_warning(by_type: dict[str, int], n: int) -> str | None:
+    """A warning naming every type kept, but below its share (n // types), or None.
+    Rounds go on for such a type until its planned candidates are spent, so all were
+    tried: only more of them (generate.oversample) can raise it."""
+    share = n // len(by_type) if by_type else 0
+    short = [f"{t} {k}" for t, k in by_type.items() if 0 < k < share]
+    if not short:
+        return None
+    return (
+        f"kept below their share of {share} (--n {n} over {len(by_type)} types): "
+        f"{', '.join(short)}; every planned candidate of these types was tried: raise "
+        "generate.oversample to plan more"
+    )
 
 
 def _settings(

@@ -184,6 +184,43 @@ def test_each_type_is_kept_at_its_share_when_candidates_allow(tmp_path):
     assert report.kept_by_type == {t: 2 for t in ALL_TYPES}
 
 
+class OneUnansweredModel(QueryModel):
+    """QueryModel whose corpus check finds only the first unanswerable question it
+    reads unanswered: every later one is answered by the corpus (dropped)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.checked = 0
+
+    def __call__(self, n: int, prompt: str) -> Act:
+        if "does any of them answer it" in prompt:
+            with self.lock:
+                self.checked += 1
+                answered = "no" if self.checked == 1 else "yes"
+            return Act(text=json.dumps({"on_topic": "yes", "answered": answered}))
+        return super().__call__(n, prompt)
+
+
+def test_a_type_kept_below_its_share_is_named_with_what_to_raise(tmp_path):
+    """12 asked over 6 types (a share of 2): one unanswerable question survives its 6
+    candidates, so the report and the log say so and what would plan more."""
+    docs = {f"plain-{c}": _doc_text(f"plain-{c}", 4) for c in "abcdefghijkl"}
+    write_query_corpus(tmp_path, docs)
+    model = OneUnansweredModel()
+    with FakeOpenAI(model) as fake:
+        report = _generate(tmp_path, fake, 12, types=ALL_TYPES)
+    # all 6 planned were tried (two may ask the same question: the second check is then
+    # read from the reply cache, and one of them is a duplicate)
+    assert report.kept_by_type["unanswerable"] == 1 and model.checked >= 5
+    assert sum(1 for d in report.dropped if d["type"] == "unanswerable") == 5
+    assert report.warnings == (
+        "kept below their share of 2 (--n 12 over 6 types): unanswerable 1; every planned "
+        "candidate of these types was tried: raise generate.oversample to plan more",
+    )
+    saved = json.loads((tmp_path / "q" / "generated.report.json").read_text(encoding="utf-8"))
+    assert saved["warnings"] == list(report.warnings)
+
+
 class ParaphrasingQueryModel(QueryModel):
     """QueryModel that also writes a paraphrase when the query prompt asks for one."""
 
