@@ -21,7 +21,9 @@
    verdicts/s over the run's judging time, its ratio to the ideal (in flight / 50 ms),
    and the client's CPU per verdict (the run's CPU less that of the same run again with
    every verdict cached). Medians of `--repeats`; with `--before REV` the same rows for
-   the source tree of that git revision first, in the same invocation.
+   the source tree of that git revision first, in the same invocation. First, the
+   floor: a minimal asyncio client's ratio against the same fake (`raw_client_ratio`),
+   which says how much of the gap to the ideal is the machine's.
 
 A verdict is one (question, chunk) pair graded on both criteria. Every measurement starts
 from an empty verdict cache. Prints one table.
@@ -352,6 +354,51 @@ def _fresh_cache(warm: Path, to: Path) -> Path:
     return to
 
 
+def raw_client_ratio(url: str, concurrency: int, calls: int, latency: float) -> tuple[float, float]:
+    """The machine's floor for the `harness run` rows: `calls` chat requests from a
+    minimal asyncio client (one keep-alive connection per request in flight, opened
+    before the clock; prepared bytes; the answer read by its Content-Length, never
+    parsed) to the same fake: (its rate as a ratio to the ideal in flight / latency, its
+    median request time in seconds). What this client cannot reach, no client in Python
+    on this machine will: the fake's own latency, the loopback and the event loop."""
+    import asyncio
+    import urllib.parse
+
+    u = urllib.parse.urlsplit(url)
+    body = b'{"model": "fake", "messages": [{"role": "user", "content": "floor"}]}'
+    request = (
+        f"POST {u.path}/chat/completions HTTP/1.1\r\nHost: {u.netloc}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+    async def run() -> tuple[float, float]:
+        conns = [await asyncio.open_connection(u.hostname, u.port) for _ in range(concurrency)]
+        left, times = [calls], []
+
+        async def worker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while left[0] > 0:
+                left[0] -= 1
+                t = time.perf_counter()
+                writer.write(request)
+                head = await reader.readuntil(b"\r\n\r\n")
+                size = next(
+                    int(line.split(b":", 1)[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                )
+                await reader.readexactly(size)
+                times.append(time.perf_counter() - t)
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker(r, w) for r, w in conns))
+        wall = time.perf_counter() - t0
+        for _, w in conns:
+            w.close()
+        return calls / wall / (concurrency / latency), statistics.median(times)
+
+    return asyncio.run(run())
+
+
 def run_rows(tmp: Path, emit, concurrencies: list[int], repeats: int, before: str | None):
     """`harness run` with the verdict cache on, per source tree and in-flight count."""
     latency = 0.05
@@ -368,6 +415,22 @@ def run_rows(tmp: Path, emit, concurrencies: list[int], repeats: int, before: st
     n = 0
     # the lean fake: on 2 cores the threaded one's CPU (~0.45 ms a request) is the client's
     with fake_server(latency, "yes", "lean_openai") as (url, server_pid):
+        for concurrency in concurrencies:
+            got = [raw_client_ratio(url, concurrency, 960, latency) for _ in range(repeats)]
+            ratio = statistics.median(g[0] for g in got)
+            emit(
+                (
+                    "floor: a minimal asyncio client",
+                    "raw",
+                    str(concurrency),
+                    f"{ratio * concurrency / latency:.0f}",
+                    f"{ratio:.2f}",
+                    f"960 requests, no harness: what any client can reach here; median "
+                    f"request {statistics.median(g[1] for g in got) * 1000:.1f} ms; median "
+                    f"of {repeats}",
+                    "-",
+                )
+            )
         for label, tree in trees:
             warm = tmp / f"warm-{len(label)}-{n}"
             _harness_run(tree, url, "fake-warm", 4, warm, tmp / "results")  # builds the index
