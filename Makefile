@@ -125,8 +125,8 @@ screenshots: install-models browser
 # handbook by the local model, then the local judge graded on it (its true- and
 # false-positive rates and a cut on P(yes), per criterion). quickstart.toml applies the
 # file, so the quick-start's trust line rests on it. Redo after changing the judge's
-# model, prompt or mode (a calibration of another judge is not applied). About half an
-# hour on 2 cores from a cold cache (26 minutes with a fifth of the replies cached).
+# model, prompt or mode (a calibration of another judge is not applied). About 20
+# minutes on 2 cores from a cold cache (107 candidates, 382 generation calls, then the exam).
 quickstart-calibration: install-models
 	$(BIN)/harness generate experiments/quickstart.toml --n 40 --seed 0 \
 	  --out questions/handbook-generated.jsonl
