@@ -54,7 +54,7 @@ from harness.generate.critique import (
 from harness.generate.dedup import Embed, near_duplicates
 from harness.generate.exam import ExamItem
 from harness.generate.llm import Generator, dry_generator, open_generator, prompt_tokens
-from harness.generate.sampler import Passage, sample_passages, second_passage, tile_passages
+from harness.generate.sampler import Passage, corpus_windows, sample_passages, second_passage
 from harness.generate.writer import GenerationReport, output_paths, write_outputs
 from harness.llm.client import ChatFailed
 from harness.metrics.overlap import content_words, word_overlap
@@ -305,7 +305,10 @@ def _overlap(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
     first = c.draft.question
     try:
         _, again = _ask_draft(
-            gen, prompts.rewrite_messages(first, c.draft.answer), 1, prompts.QUERY_MAX_TOKENS
+            gen,
+            prompts.rewrite_messages(first, None if c.qtype == "unanswerable" else c.draft.answer),
+            1,
+            prompts.QUERY_MAX_TOKENS,
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"rewrite failed: {exc.error}")
@@ -494,30 +497,27 @@ def _context(
 
 
 def corpus_bm25(docs: Sequence[Document], passage_chars: int) -> Callable[[str], list[str]]:
-    """question -> the texts of the NEAREST passages of the whole corpus by BM25
-    (`tile_passages`), built at the first question (a run without unanswerable
-    questions never builds it). Before, only the sampled passages were searched, and an
-    unanswerable question whose answer lay elsewhere in the corpus was kept: 8 of 8
-    kept on the handbook asked what it tells ("holiday closure dates")."""
+    """question -> the texts of the NEAREST windows of the whole corpus by BM25
+    (`corpus_windows`, `bm25_search`), built at the first question (a run without
+    unanswerable questions never builds it). Before, only the sampled passages were
+    searched, and an unanswerable question whose answer lay elsewhere in the corpus was
+    kept: 8 of 8 kept on the handbook asked what it tells ("holiday closure dates")."""
     import threading
 
-    from harness.retrieval.rerankers.base import tokenize
+    from harness.retrieval.retrieve import bm25_search
 
     lock = threading.Lock()
-    built: list[Any] = []
+    texts: dict[str, str] = {}
+    search: list[Callable[[str], list[str]]] = []
 
     def nearest(question: str) -> list[str]:
-        with lock:
-            if not built:
-                from langchain_community.retrievers import BM25Retriever
-
-                texts = [p.text for p in tile_passages(docs, passage_chars)]
-                built.append(
-                    BM25Retriever.from_texts(
-                        texts, preprocess_func=tokenize, k=min(NEAREST, len(texts))
-                    )
-                )
-            return [d.page_content for d in built[0].invoke(question)]
+        with lock:  # one build; LangChain's retriever is not documented thread-safe
+            if not search:
+                windows = corpus_windows(docs, passage_chars)
+                texts.update((w.chunk_id, w.text) for w in windows)
+                search.append(bm25_search(windows, NEAREST))
+            ids = search[0](question)
+        return [texts[i] for i in ids]
 
     return nearest
 
@@ -880,6 +880,17 @@ def _paraphrase_line(c: Candidate) -> dict[str, Any]:
     }
 
 
+def _check_tokens(c: Candidate, settings: GenerateConfig) -> int:
+    """The estimated prompt tokens of a candidate's last check: an unanswerable
+    question's corpus check (NEAREST windows of about a passage each), else the
+    closed-book question."""
+    question = "?" * 60
+    if c.qtype == "unanswerable":
+        near = ["x" * settings.passage_chars] * NEAREST
+        return prompt_tokens(prompts.answered_messages(question, near))
+    return prompt_tokens(prompts.closed_book_messages(question))
+
+
 def estimate_generation(
     config: ExperimentConfig,
     *,
@@ -915,7 +926,7 @@ def estimate_generation(
                     cached += 1  # the rest of a cached candidate is taken as cached too
                     continue
                 calls += 3 + check  # summary, query, critique (+ check)
-                p_tok += 3 * prompt_tokens(msgs) + 100 * check
+                p_tok += 3 * prompt_tokens(msgs) + check * _check_tokens(c, settings)
                 c_tok += (
                     prompts.QUERY_SUMMARY_MAX_TOKENS
                     + prompts.query_max_tokens(settings.phrasings)
@@ -927,7 +938,12 @@ def estimate_generation(
             reply = gen.cached(msgs, settings.max_tokens)
             if reply is None:
                 calls += 2 + check  # the question, then its critique (+ check)
-                p_tok += prompt_tokens(msgs) + prompt_tokens(msgs) + 150 + 100 * check
+                p_tok += (
+                    prompt_tokens(msgs)
+                    + prompt_tokens(msgs)
+                    + 150
+                    + check * _check_tokens(c, settings)
+                )
                 c_tok += settings.max_tokens + CRITIQUE_MAX_TOKENS + 40 * check
                 continue
             cached += 1

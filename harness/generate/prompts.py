@@ -82,6 +82,16 @@ _CRITERION_ASKS = {
 }
 
 
+def _rating_request(criteria: tuple[str, ...], audience: str) -> str:
+    """The critique's request: rate 1-5 on each of `criteria`, a short reason first."""
+    asks = "".join(f"{c}: {_CRITERION_ASKS[c].format(audience=audience)}\n" for c in criteria)
+    fields = ", ".join(f'"{c}_why": "...", "{c}": N' for c in criteria)
+    return (
+        "Rate the question from 1 (worst) to 5 (best), a reason of a few words first:\n"
+        f"{asks}JSON: {{{fields}}}"
+    )
+
+
 def unanswerable_critique_messages(
     question: str, topic: str, audience: str, criteria: tuple[str, ...]
 ) -> list[dict[str, str]]:
@@ -89,13 +99,7 @@ def unanswerable_critique_messages(
     not among them: nothing answers it) from its topic alone. Shown its passage and the
     answer "not in the documents", the local critic rated usefulness by the answer and
     dropped 7 of 24 handbook questions for it ("the passage does not provide ...")."""
-    asks = "".join(f"{c}: {_CRITERION_ASKS[c].format(audience=audience)}\n" for c in criteria)
-    fields = ", ".join(f'"{c}_why": "...", "{c}": N' for c in criteria)
-    user = (
-        f"Documents on: {topic}\nQuestion: {question}\n"
-        "Rate the question from 1 (worst) to 5 (best), a reason of a few words first:\n"
-        f"{asks}JSON: {{{fields}}}"
-    )
+    user = f"Documents on: {topic}\nQuestion: {question}\n{_rating_request(criteria, audience)}"
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -108,12 +112,9 @@ def critique_messages(
 ) -> list[dict[str, str]]:
     """The chat messages rating one question 1-5 on each of `criteria`, each with a
     short reason written before its score."""
-    asks = "".join(f"{c}: {_CRITERION_ASKS[c].format(audience=audience)}\n" for c in criteria)
-    fields = ", ".join(f'"{c}_why": "...", "{c}": N' for c in criteria)
     user = (
         f"{_fence(passages)}\nQuestion: {question}\nProposed answer: {answer}\n"
-        "Rate the question from 1 (worst) to 5 (best), a reason of a few words first:\n"
-        f"{asks}JSON: {{{fields}}}"
+        f"{_rating_request(criteria, audience)}"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
@@ -281,11 +282,13 @@ def unanswerable_fields(phrasings: int) -> tuple[str, ...]:
     return ("missing", "question") + (("paraphrase",) if phrasings == 2 else ())
 
 
-def rewrite_messages(question: str, answer: str) -> list[dict[str, str]]:
+def rewrite_messages(question: str, answer: str | None) -> list[dict[str, str]]:
     """Ask once more for a question that copied its source's words: the same need, in
-    the words of a user who never read the document."""
+    the words of a user who never read the document. `answer` None (an unanswerable
+    question's, which the model is never shown) leaves the answer line out."""
+    shown = f"Answer: {answer}\n" if answer is not None else ""
     user = (
-        f"Search query: {question}\nAnswer: {answer}\nThis query copies the document's "
+        f"Search query: {question}\n{shown}This query copies the document's "
         "wording. Rewrite it as the terse query a user who never read the document would "
         "type: their own words, synonyms, fewer words, the same need.\n"
         'JSON: {"question": "...", "answer": "..."}'

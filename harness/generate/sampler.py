@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.types import Document, SourceSpan
+from harness.types import Chunk, Document, SourceSpan
 
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
@@ -103,21 +103,33 @@ def passage_at(doc: Document, start: int, length: int) -> Passage:
     )
 
 
-def tile_passages(docs: Sequence[Document], passage_chars: int) -> list[Passage]:
-    """Every document cut into passages of about `passage_chars` (`passage_at`), one
-    chosen every half passage, so each sentence shorter than half a passage is whole in
-    one of them; a passage that snapping made twice is listed once."""
+WIDEN_CHARS = 40
+"""How far a search window's edge may move out to the nearest white space (no word is
+cut where a shorter one allows)."""
+
+
+def corpus_windows(docs: Sequence[Document], passage_chars: int) -> list[Chunk]:
+    """Every document cut into overlapping windows for searching the whole corpus: one
+    every half passage (s = `passage_chars` // 2), each 2s characters from there and
+    widened by up to WIDEN_CHARS to the white space around it. A window starting at
+    i*s holds everything that starts between i*s and i*s + s and is at most s long, so
+    every sentence up to half a passage long lies whole in one of them. Windows of
+    blank text are left out; ids are "<doc_id>@<i>"."""
     step = max(1, passage_chars // 2)
-    out: list[Passage] = []
+    out: list[Chunk] = []
     for doc in docs:
-        seen: set[SourceSpan] = set()
-        for point in range(0, max(1, len(doc.text)), step):
-            if not doc.text.strip():
+        text = doc.text
+        for i, start in enumerate(range(0, max(1, len(text)), step)):
+            end = min(len(text), start + 2 * step)
+            a, b = start, end
+            while a > 0 and start - a < WIDEN_CHARS and not text[a - 1].isspace():
+                a -= 1
+            while b < len(text) and b - end < WIDEN_CHARS and not text[b].isspace():
+                b += 1
+            if text[a:b].strip():
+                out.append(Chunk(f"{doc.doc_id}@{i}", doc.doc_id, text[a:b], a))
+            if end >= len(text):
                 break
-            p = passage_at(doc, point, passage_chars)
-            if p.span not in seen:
-                seen.add(p.span)
-                out.append(p)
     return out
 
 

@@ -28,7 +28,7 @@ from harness.generate import (
 from harness.generate.critique import Critique, failed_filters, mentions_source, parse_draft
 from harness.generate.dedup import near_duplicates
 from harness.generate.pipeline import NEAREST, corpus_bm25, plan
-from harness.generate.sampler import tile_passages
+from harness.generate.sampler import corpus_windows
 from harness.llm.client import ChatClient
 from harness.metrics.source import source_hit, source_metrics, source_mrr
 from harness.testing import Act, FakeOpenAI
@@ -223,21 +223,37 @@ def test_a_long_line_is_sampled_over_its_length_from_sentence_starts():
         assert words[p.span.start : p.span.end] == p.text
 
 
-def test_tiled_passages_hold_every_sentence_of_every_document():
-    """The unanswerable check searches the whole corpus, cut by `tile_passages`: each
-    sentence is whole in some passage, every offset is a label, none is listed twice."""
-    docs = [*_docs({"a": 12, "b": 1}), Document(doc_id="e", text="  \n", source="e", title="e")]
-    docs.append(Document(doc_id="line", text=_one_line(3_000), source="line", title="line"))
-    tiles = tile_passages(docs, 700)
-    assert len({(p.span.doc_id, p.span.start, p.span.end) for p in tiles}) == len(tiles)
-    assert {p.span.doc_id for p in tiles} == {"a", "b", "line"}
+@pytest.mark.parametrize("seed", range(6))
+def test_search_windows_hold_every_short_sentence_of_every_document(seed):
+    """The unanswerable check searches the whole corpus, cut by `corpus_windows`: every
+    sentence up to half a passage long is whole in some window of its document, whatever
+    its place (before: passages snapped to the nearest sentence start could skip one
+    that straddled a step, as an 83-character sentence at characters 151-234 with
+    passages of 200), and every window's offset is a label."""
+    rng = random.Random(seed)
+
+    def sentences(n: int) -> list[str]:
+        return [
+            " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 22))).capitalize() + "."
+            for _ in range(n)
+        ]
+
+    docs = [
+        Document(doc_id="one-line", text=" ".join(sentences(60)), source="a", title="a"),
+        Document(doc_id="lines", text="\n".join(sentences(40)), source="b", title="b"),
+        Document(doc_id="short", text="Only this.", source="c", title="c"),
+        Document(doc_id="blank", text="  \n ", source="d", title="d"),
+    ]
+    windows = corpus_windows(docs, 200)
+    assert len({w.chunk_id for w in windows}) == len(windows)
+    assert {w.doc_id for w in windows} == {"one-line", "lines", "short"}
     by_id = {d.doc_id: d.text for d in docs}
-    for p in tiles:
-        assert by_id[p.span.doc_id][p.span.start : p.span.end] == p.text
+    for w in windows:
+        assert by_id[w.doc_id][w.start_char : w.start_char + len(w.text)] == w.text
     for doc in docs:
-        for sentence in re.findall(r"[^.\n]+\.", doc.text):
-            whole = sentence.strip()
-            assert any(whole in p.text for p in tiles if p.span.doc_id == doc.doc_id), whole
+        for sentence in re.findall(r"[^.\n ][^.\n]*\.", doc.text):
+            if len(sentence) <= 100:
+                assert any(sentence in w.text for w in windows if w.doc_id == doc.doc_id)
 
 
 def test_the_unanswerable_check_reads_the_whole_corpus_not_only_the_sampled_passages():

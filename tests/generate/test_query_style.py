@@ -695,3 +695,12 @@ def test_a_round_asks_for_what_is_missing_at_the_share_kept_so_far():
     assert round_size(missing=3, kept=9, tried=12) == 5  # 3 x 1.1 x 12 / 9 = 4.4
     assert round_size(missing=10, kept=5, tried=20) == 44
     assert round_size(missing=2, kept=0, tried=10) == 22  # none kept yet: counted as one
+
+
+def test_the_rewrite_of_an_unanswerable_question_shows_no_answer():
+    """Its answer, "not in the documents", is never shown to the writing model (it copied
+    the phrase into its queries); other questions' rewrites show theirs."""
+    from harness.generate import prompts
+
+    assert "Answer:" not in prompts.rewrite_messages("zz query", None)[1]["content"]
+    assert "Answer: a fact\n" in prompts.rewrite_messages("zz query", "a fact")[1]["content"]
