@@ -394,6 +394,7 @@ def raw_client_ratio(url: str, concurrency: int, calls: int, latency: float) -> 
         wall = time.perf_counter() - t0
         for _, w in conns:
             w.close()
+            await w.wait_closed()
         return calls / wall / (concurrency / latency), statistics.median(times)
 
     return asyncio.run(run())
