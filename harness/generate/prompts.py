@@ -225,17 +225,23 @@ def _style_shots(examples: list[str]) -> str:
     return f"Real queries from this search engine's users, for their style:\n{listed}\n"
 
 
+_PARAPHRASE = ' "paraphrase" is another query for the same need, in other words.'
+"""What a query prompt says of the paraphrase it asks for (`phrasings` 2)."""
+
+
+def _json_fields(names: tuple[str, ...]) -> str:
+    """The reply's shape as the prompt shows it: {"a": "...", "b": "..."}."""
+    return "{" + ", ".join(f'"{n}": "..."' for n in names) + "}"
+
+
 def query_messages(
     qtype: str, summary: str, examples: list[str], phrasings: int = 1
 ) -> list[dict[str, str]]:
     """Step two: the terse query a user would type to find what `summary` describes,
     in the style of `examples` (real users' questions) when there are some, with a
     second query for the same need in other words when `phrasings` is 2."""
-    fields = '{"question": "...", "answer": "..."}'
-    extra = ""
-    if phrasings == 2:
-        fields = '{"question": "...", "paraphrase": "...", "answer": "..."}'
-        extra = ' "paraphrase" is another query for the same need, in other words.'
+    names = ("question", "paraphrase", "answer") if phrasings == 2 else ("question", "answer")
+    fields, extra = _json_fields(names), _PARAPHRASE if phrasings == 2 else ""
     shots = _style_shots(examples)
     user = (
         f"About a document: {summary}\n{shots}Write the terse search query (a few "
@@ -259,11 +265,8 @@ def unanswerable_query_messages(
     documents about ...") or asked what the document tells; naming the missing detail
     first gives it something concrete to ask for, and the answer
     (UNANSWERABLE_ANSWER) is set by the caller."""
-    fields = '{"missing": "...", "question": "..."}'
-    extra = ""
-    if phrasings == 2:
-        fields = '{"missing": "...", "question": "...", "paraphrase": "..."}'
-        extra = ' "paraphrase" is another query for the same need, in other words.'
+    fields = _json_fields(unanswerable_fields(phrasings))
+    extra = _PARAPHRASE if phrasings == 2 else ""
     shots = _style_shots(examples)
     user = (
         f"About a document: {summary}\n{shots}Think of something on the same subject that "
