@@ -281,6 +281,8 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
             return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
     if isinstance(draft, str):
         return replace(c, dropped_by=["malformed"], reason=f"{draft}: {text[:200]!r}")
+    if c.qtype == "unanswerable":  # whatever the reply said (the passage style asks one)
+        draft = replace(draft, answer=prompts.UNANSWERABLE_ANSWER)
     return replace(c, draft=draft)
 
 

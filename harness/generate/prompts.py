@@ -41,7 +41,7 @@ TYPE_INSTRUCTIONS = {
     ),
     "unanswerable": (
         "Write one question on the passage's topic that a user could plausibly ask but that "
-        'the passage does NOT answer; the answer is "not in the documents".'
+        "the passage does NOT answer; as its answer, name what it asks for."
     ),
 }
 """What each question type asks of the model, one sentence or two."""

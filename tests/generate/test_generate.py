@@ -570,7 +570,13 @@ def test_types_paraphrases_exam_and_round_trip_through_run(tmp_path, cache_dir):
     docs = {k: v for k, v in MARKED.items() if k.startswith("plain")}
     docs["third"] = _doc_text("third", 6)
     exp_path = write_corpus(tmp_path, docs)
-    with FakeOpenAI(scripted_model) as fake:
+    prompts_seen: list[str] = []
+
+    def recording_model(n: int, prompt: str) -> Act:
+        prompts_seen.append(prompt)
+        return scripted_model(n, prompt)
+
+    with FakeOpenAI(recording_model) as fake:
         report = _generate(
             tmp_path,
             fake,
@@ -584,6 +590,9 @@ def test_types_paraphrases_exam_and_round_trip_through_run(tmp_path, cache_dir):
     for q in kept:
         n_src = {"simple": 1, "multi-passage": 2, "unanswerable": 0}[q["type"]]
         assert len(q["source"]) == n_src
+        # set by harness, never asked of the model (it copied the phrase into questions)
+        assert (q["answer"] == "not in the documents") == (q["type"] == "unanswerable")
+    assert not any("not in the documents" in p for p in prompts_seen)
     paras = [json.loads(line) for line in (tmp_path / "q" / "generated.paraphrases.jsonl").open()]
     assert len(paras) == len(kept) and all(p["paraphrase_of"] for p in paras)
     # the exam: a source and an unrelated passage for each simple question
