@@ -59,6 +59,7 @@ from harness.metrics.stats import (
     paired_bootstrap,
     paired_permutation_p,
     ppi_mean,
+    split_half,
     split_half_same_winner,
     split_half_taus,
 )
@@ -107,6 +108,7 @@ __all__ = [
     "soft_mrr",
     "soft_relevancy_mrr",
     "source_overlaps",
+    "split_half",
     "split_half_same_winner",
     "split_half_taus",
     "winner_warning",

@@ -285,7 +285,7 @@ def split_half_taus(
     disfavours (settings with exactly equal totals give -1 on every even split).
     Edge cases: fewer than two settings or two questions, or a NaN score, raise
     ValueError; a half in which every setting scores the same gives tau 0."""
-    return [_tau_b(a, b) for a, b in _half_means(_score_matrix(scores), draws, seed)]
+    return split_half(scores, draws=draws, seed=seed)[0]
 
 
 def split_half_same_winner(
@@ -299,8 +299,21 @@ def split_half_same_winner(
     settings that separate well give a high tau while the best few swap places. With s
     settings that do not differ, 1/s or less (the halves of one set lean opposite ways).
     Edge cases: as `split_half_taus`."""
-    halves = _half_means(_score_matrix(scores), draws, seed)
-    return sum(bool(np.any((a == a.max()) & (b == b.max()))) for a, b in halves) / draws
+    return split_half(scores, draws=draws, seed=seed)[1]
+
+
+def split_half(
+    scores: Sequence[Sequence[float]], *, draws: int = 500, seed: int = 0
+) -> tuple[list[float], float]:
+    """(`split_half_taus`, `split_half_same_winner`) from one pass over the same random
+    halves: what a caller wanting both reads, without drawing the splits twice.
+    Edge cases: as `split_half_taus`."""
+    taus: list[float] = []
+    same = 0
+    for a, b in _half_means(_score_matrix(scores), draws, seed):
+        taus.append(_tau_b(a, b))
+        same += bool(np.any((a == a.max()) & (b == b.max())))
+    return taus, same / draws
 
 
 def bootstrap_taus(

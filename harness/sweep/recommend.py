@@ -34,8 +34,7 @@ from harness.metrics import (
     holm,
     metric_key,
     parse_metric_id,
-    split_half_same_winner,
-    split_half_taus,
+    split_half,
 )
 
 ALPHA = 0.05
@@ -115,7 +114,7 @@ def ranking_stability(
     minimize: bool = False,
     draws: int = STABILITY_DRAWS,
 ) -> RankingStability | None:
-    """`split_half_taus` and `split_half_same_winner` of the trials `ranked` over the
+    """`split_half` (split-half taus and same winner) of the trials `ranked` over the
     questions every one of them has a finite value for: would another question set rank
     these trials alike, and put the same one first (the lowest with `minimize`)? A
     setting tried twice counts once (its first trial). None with fewer than 3 distinct
@@ -137,7 +136,8 @@ def ranking_stability(
         return None
     sign = -1.0 if minimize else 1.0  # first = highest score; tau does not care
     scores = [[sign * per_question[t.number][q] for q in questions] for t in trials]
-    low, mid, high = np.quantile(split_half_taus(scores, draws=draws), [0.1, 0.5, 0.9])
+    taus, same_winner = split_half(scores, draws=draws)
+    low, mid, high = np.quantile(taus, [0.1, 0.5, 0.9])
     return RankingStability(
         trials=len(trials),
         questions=len(questions),
@@ -145,7 +145,7 @@ def ranking_stability(
         tau=float(mid),
         tau_low=float(low),
         tau_high=float(high),
-        same_winner=split_half_same_winner(scores, draws=draws),
+        same_winner=same_winner,
     )
 
 

@@ -69,6 +69,11 @@ def test_ranking_stability_over_questions():
     assert -0.5 < halves[150] < 0.5 and halves[30] < 0 < halves[270]  # median, 10%, 90%
     assert m.bootstrap_taus(same, draws=300, seed=1) != [1.0] * 300
     assert m.split_half_same_winner(same, draws=300, seed=1) < 1 / 6  # chance or less
+    # both from one pass over the same halves
+    assert m.split_half(same, draws=300, seed=1) == (
+        m.split_half_taus(same, draws=300, seed=1),
+        m.split_half_same_winner(same, draws=300, seed=1),
+    )
     # 4 questions: a split is 2 vs 2; settings a (1, 1, 0, 0) and b (0, 0, 1, 1) tie on
     # all four, and a half with questions {0, 1} ranks a first, its other half b first
     tie = [[1, 1, 0, 0], [0, 0, 1, 1]]

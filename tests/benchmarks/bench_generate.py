@@ -181,7 +181,7 @@ def labels_stability(
       `source_mrr` with real users' words."""
     import numpy as np
 
-    from harness.metrics import bootstrap_taus, split_half_same_winner
+    from harness.metrics import bootstrap_taus, split_half
 
     relevant = {
         qid: sorted(p for p, g in grades.get(qid, {}).items() if g >= RELEVANT)
@@ -203,9 +203,9 @@ def labels_stability(
         p10, p50, p90 = np.quantile(np.asarray(taus, dtype=float), [0.1, 0.5, 0.9])
         return {"tau": float(p50), "tau_p10": float(p10), "tau_p90": float(p90)}
 
+    split_taus, same_winner = split_half(rr, draws=draws, seed=seed)
     return {
-        "split": summary(split_half_taus(rr, draws=draws, seed=seed))
-        | {"same_winner": split_half_same_winner(rr, draws=draws, seed=seed)},
+        "split": summary(split_taus) | {"same_winner": same_winner},
         "bootstrap": summary(bootstrap_taus(rr, draws=draws, seed=seed)),
         "one_positive": summary(one_tau)
         | {
