@@ -10,12 +10,14 @@
    (rewritten once, then dropped); the closed-book check (the question asked without
    any passage: a matching answer means it tests memory, not retrieval); the critique
    (`critique`); for unanswerable questions, the corpus's nearest passages (BM25 over
-   all of it) must be on its topic and not answer it. The first filter failed is why it
+   all of it) must be on its topic and not answer it, and the model must find no
+   sentence of them to copy as the answer. The first filter failed is why it
    is dropped.
 3. Drop near-duplicates among the survivors (`dedup`), in candidate order.
 4. Candidates are taken in rounds (n first, then enough for what is still missing at
-   the share kept so far) until n are kept or the planned candidates (n x oversample)
-   run out; a rerun with the same seed asks the same prompts and reads every answer
+   the share kept so far; a type below its share takes the spare candidates of the
+   types at theirs) until n are kept or the planned candidates (n x oversample) run
+   out; a rerun with the same seed asks the same prompts and reads every answer
    from the cache.
 5. Write the kept questions (`writer`), the report of every dropped one, the judge exam
    and, with `phrasings = 2`, the paraphrase set. A dead endpoint (calls failing in a
@@ -56,6 +58,9 @@ from harness.generate.exam import ExamItem
 from harness.generate.llm import Generator, dry_generator, open_generator, prompt_tokens
 from harness.generate.sampler import Passage, corpus_windows, sample_passages, second_passage
 from harness.generate.writer import GenerationReport, output_paths, write_outputs
+from harness.judge.markdown import strip_markdown
+from harness.judge.parsing import split_sentences
+from harness.judge.prompts import grammar_extract
 from harness.llm.client import ChatFailed
 from harness.metrics.overlap import content_words, word_overlap
 from harness.types import Document
@@ -383,7 +388,40 @@ def _answered(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
     if on_topic != "yes" or answered != "no":
         why = "off the corpus's topic" if on_topic != "yes" else "answered by the corpus"
         return replace(c, dropped_by=["answered"], reason=f"an unanswerable question {why}")
-    return c
+    return _quoted(c, gen, near)
+
+
+def _quoted(c: Candidate, gen: Generator, near: Sequence[str]) -> Candidate:
+    """The corpus check's second question, for an unanswerable question its first let
+    through: the sentence of the nearest passages that answers it, or NONE (shown
+    without markdown markup; a local server's grammar allows only their sentences or
+    NONE). A copied sentence drops the question and is its reason. Asked only whether a
+    passage answers, the local model said no for 10 of 27 handbook questions the
+    handbook answers ("vpn access to internal systems"); asked for the sentence, it
+    copied one for 5 of those 10 ("Your line manager approves claims up to £1,000"),
+    and answered NONE for both of 2 it does not answer (questions of earlier runs, read
+    against the handbook by hand)."""
+    assert c.draft is not None
+    shown = [strip_markdown(text).text for text in near]
+    sentences = [s for text in shown for s in split_sentences(text)]
+    try:
+        reply = gen.ask(
+            prompts.quote_messages(c.draft.question, shown),
+            max_tokens=prompts.quote_max_tokens(sentences),
+            grammar=grammar_extract(sentences) if sentences else None,
+        )
+    except ChatFailed as exc:
+        return replace(c, dropped_by=["errors"], reason=f"answered check failed: {exc.error}")
+    quote = " ".join(reply.split())
+    if not quote:
+        return replace(c, dropped_by=["malformed"], reason="the answered check's quote is empty")
+    if quote.strip(" .\"'").upper() == prompts.NONE_ANSWER:
+        return c
+    return replace(
+        c,
+        dropped_by=["answered"],
+        reason=f"an unanswerable question answered by the corpus: {quote[:120]!r}",
+    )
 
 
 def process(
@@ -699,15 +737,16 @@ def missing_types_warning(by_type: dict[str, int], n: int) -> str | None:
 
 def short_share_warning(by_type: dict[str, int], n: int) -> str | None:
     """A warning naming every type kept, but below its share (n // types), or None.
-    Rounds go on for such a type until its planned candidates are spent, so all were
-    tried: only more of them (generate.oversample) can raise it."""
+    Rounds go on for such a type until its planned candidates, and the spare ones of the
+    types at their share (`short_types_round`), are spent, so all were tried: only more
+    of them (generate.oversample) can raise it."""
     share = n // len(by_type) if by_type else 0
     short = [f"{t} {k}" for t, k in by_type.items() if 0 < k < share]
     if not short:
         return None
     return (
         f"kept below their share of {share} (--n {n} over {len(by_type)} types): "
-        f"{', '.join(short)}; every planned candidate of these types was tried: raise "
+        f"{', '.join(short)}; every planned candidate they could take was tried: raise "
         "generate.oversample to plan more"
     )
 
@@ -762,11 +801,11 @@ def _rounds(
             size = missing if not done else max(workers, round_size(missing, alive, len(done)))
             batch = pending[:size]
         else:
-            batch = short_types_round(done, pending, share, workers)
+            batch = short_types_round(done, pending, share, workers, settings.types)
             if not batch:
                 break
-        taken = {id(c) for c in batch}
-        pending = [c for c in pending if id(c) not in taken]
+        taken = {c.index for c in batch}  # a spare candidate comes back with a new type
+        pending = [c for c in pending if c.index not in taken]
         logger.info(
             "generating {} questions ({} of {} planned; {} kept so far)",
             len(batch),
@@ -781,29 +820,56 @@ def _rounds(
 
 
 def short_types_round(
-    done: Sequence[Candidate], pending: Sequence[Candidate], share: int, workers: int
+    done: Sequence[Candidate],
+    pending: Sequence[Candidate],
+    share: int,
+    workers: int,
+    types: Sequence[str] = (),
 ) -> list[Candidate]:
     """Once n are kept, the next round: for each type with fewer than `share` survivors in
     `done`, its next pending candidates, as many as its own share kept so far says it
     needs (`round_size`; all it lacks when none of it was tried), and the round filled
-    up to `workers` with more of those types. Empty when every type has its share or no
-    candidate of a short type is left (the planned candidates, n x oversample, bound
-    what the shares can cost)."""
-    by_type: dict[str, list[Candidate]] = {}
+    up to `workers` with more of those types. A short type whose own candidates run out
+    takes the spare ones: the pending candidates of types already at their share, each
+    with its first passage and the short type (`spare_for`); `types`, the types asked
+    for, also finds a short type with none of its own left. Empty when
+    every type has its share or no candidate is left (the planned candidates, n x
+    oversample, bound what the shares can cost)."""
+    by_type: dict[str, list[Candidate]] = {t: [] for t in types}
     for c in pending:
         by_type.setdefault(c.qtype, []).append(c)
-    short: list[list[Candidate]] = []
+    kept = collections.Counter(c.qtype for c in done if c.passed)
+    tried = collections.Counter(c.qtype for c in done)
+    short = [t for t in by_type if kept[t] < share]
+    spare = collections.deque(c for c in pending if c.qtype not in short)
+    rest: list[Candidate] = []
     batch: list[Candidate] = []
-    for qtype, queue in by_type.items():
-        kept = sum(1 for c in done if c.passed and c.qtype == qtype)
-        if kept >= share:
-            continue
-        tried = sum(1 for c in done if c.qtype == qtype)
-        size = round_size(share - kept, kept, tried) if tried else share - kept
-        batch += queue[:size]
-        short.append(queue[size:])
-    extra = [c for queue in short for c in queue]
-    return batch + extra[: max(0, workers - len(batch))]
+    for qtype in short:
+        queue = by_type[qtype]
+        need = share - kept[qtype]
+        size = round_size(need, kept[qtype], tried[qtype]) if tried[qtype] else need
+        own = queue[:size]
+        batch += own
+        rest += queue[size:]
+        for _ in range(size - len(own)):  # its own ran out: spare candidates
+            taken = spare_for(spare, qtype)
+            if taken is None:
+                break
+            batch.append(taken)
+    return batch + rest[: max(0, workers - len(batch))]
+
+
+def spare_for(spare: collections.deque[Candidate], qtype: str) -> Candidate | None:
+    """The next spare candidate (planned for a type already at its share) as one of type
+    `qtype`, taken from `spare`: its first passage only (a multi-passage type needs the
+    second passage planned for it, so it takes only a multi-passage spare), the rest of
+    the candidate as planned, so a rerun with the same seed asks the same prompts."""
+    for i, c in enumerate(spare):
+        if qtype != "multi-passage" or len(c.passages) > 1:
+            del spare[i]
+            passages = c.passages if qtype == "multi-passage" else c.passages[:1]
+            return replace(c, qtype=qtype, passages=passages)
+    return None
 
 
 def balance_types(survivors: list[Candidate], n: int) -> tuple[list[Candidate], list[Candidate]]:
@@ -882,15 +948,22 @@ def _paraphrase_line(c: Candidate) -> dict[str, Any]:
     }
 
 
-def _check_tokens(c: Candidate, settings: GenerateConfig) -> int:
-    """The estimated prompt tokens of a candidate's last check: an unanswerable
-    question's corpus check (NEAREST windows of about a passage each), else the
-    closed-book question."""
+def _checks(c: Candidate, settings: GenerateConfig, spare: bool = False) -> tuple[int, int, int]:
+    """(calls, prompt tokens, completion tokens at most) of a candidate's last checks: an
+    unanswerable question's corpus check and quote (NEAREST windows of about a passage
+    each), else the closed-book question when `closed_book` is on. `spare`: the
+    candidate may become an unanswerable one (a spare candidate of a type at its share,
+    `short_types_round`): the costlier checks."""
     question = "?" * 60
-    if c.qtype == "unanswerable":
+    if c.qtype == "unanswerable" or spare:
         near = ["x" * settings.passage_chars] * NEAREST
-        return prompt_tokens(prompts.answered_messages(question, near))
-    return prompt_tokens(prompts.closed_book_messages(question))
+        p_tok = prompt_tokens(prompts.answered_messages(question, near))
+        p_tok += prompt_tokens(prompts.quote_messages(question, near))
+        return 2, p_tok, 40 + prompts.quote_max_tokens(near)
+    if settings.closed_book:
+        p_tok = prompt_tokens(prompts.closed_book_messages(question))
+        return 1, p_tok, prompts.CLOSED_BOOK_MAX_TOKENS
+    return 0, 0, 0
 
 
 def estimate_generation(
@@ -916,37 +989,34 @@ def estimate_generation(
     gen = generator or dry_generator(replace(config, generate=settings), cache)
     candidates = plan(load_corpus(config), settings, settings.n)
 
-    def cost(cs: Sequence[Candidate]) -> dict[str, Any]:
+    def cost(cs: Sequence[Candidate], may_spare: bool) -> dict[str, Any]:
         calls = cached = p_tok = c_tok = 0
-        for c in cs:
-            # one more short call: closed-book for an answerable question, the corpus
-            # check for an unanswerable one
-            check = c.qtype == "unanswerable" or settings.closed_book
+        for i, c in enumerate(cs):
+            # the last checks: closed-book for an answerable question, the corpus check
+            # and quote for an unanswerable one; past the first round's n, a candidate
+            # may be a spare that becomes unanswerable (`short_types_round`)
+            spare = may_spare and i >= settings.n and "unanswerable" in settings.types
+            k_calls, k_prompt, k_completion = _checks(c, settings, spare)
             if settings.style == "query":
                 msgs = prompts.summary_messages([p.text for p in c.passages])
                 if gen.cached(msgs, prompts.QUERY_SUMMARY_MAX_TOKENS) is not None:
                     cached += 1  # the rest of a cached candidate is taken as cached too
                     continue
-                calls += 3 + check  # summary, query, critique (+ check)
-                p_tok += 3 * prompt_tokens(msgs) + check * _check_tokens(c, settings)
+                calls += 3 + k_calls  # summary, query, critique (+ checks)
+                p_tok += 3 * prompt_tokens(msgs) + k_prompt
                 c_tok += (
                     prompts.QUERY_SUMMARY_MAX_TOKENS
                     + prompts.query_max_tokens(settings.phrasings)
                     + CRITIQUE_MAX_TOKENS
-                    + 40 * check
+                    + k_completion
                 )
                 continue
             msgs = _gen_messages(c, settings)
             reply = gen.cached(msgs, settings.max_tokens)
             if reply is None:
-                calls += 2 + check  # the question, then its critique (+ check)
-                p_tok += (
-                    prompt_tokens(msgs)
-                    + prompt_tokens(msgs)
-                    + 150
-                    + check * _check_tokens(c, settings)
-                )
-                c_tok += settings.max_tokens + CRITIQUE_MAX_TOKENS + 40 * check
+                calls += 2 + k_calls  # the question, then its critique (+ checks)
+                p_tok += prompt_tokens(msgs) + prompt_tokens(msgs) + 150 + k_prompt
+                c_tok += settings.max_tokens + CRITIQUE_MAX_TOKENS + k_completion
                 continue
             cached += 1
             draft = parse_draft(reply)
@@ -976,6 +1046,6 @@ def estimate_generation(
         "types": list(settings.types),
         "seed": settings.seed,
         "model": gen.identity,
-        "least": cost(candidates[: settings.n]),
-        "most": cost(candidates),
+        "least": cost(candidates[: settings.n], may_spare=False),
+        "most": cost(candidates, may_spare=True),
     }

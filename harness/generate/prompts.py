@@ -9,6 +9,10 @@ paying again, never reading answers to an older one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from harness.judge.prompts import NONE_ANSWER
+
 PROMPT_VERSION = "generate-v1"
 
 SYSTEM = (
@@ -306,6 +310,25 @@ def closed_book_messages(question: str) -> list[dict[str, str]]:
         'are not sure, answer "unknown".\nJSON: {"answer": "..."}'
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+QUOTE_PROMPT = (
+    "Copy the one sentence from the passages that answers the question. If no sentence "
+    f"answers it, answer {NONE_ANSWER}."
+)
+
+
+def quote_messages(question: str, passages: list[str]) -> list[dict[str, str]]:
+    """For an unanswerable question that `answered_messages` let through: the sentence of
+    the nearest passages (shown without markdown markup) that answers it, or NONE."""
+    user = f"{_fence(passages)}\nQuestion: {question}\n{QUOTE_PROMPT}"
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def quote_max_tokens(sentences: Sequence[str]) -> int:
+    """The cap for a quote: the longest sentence copied whole (about 4 characters a
+    token, with room to spare), as the extractive judge caps its copy."""
+    return min(512, max((len(s) for s in sentences), default=0) // 3 + 16)
 
 
 def answered_messages(question: str, passages: list[str]) -> list[dict[str, str]]:

@@ -430,6 +430,8 @@ def fake_model(n: int, prompt: str) -> Any:
         return Act(text=json.dumps(body | {f"{c}_why": "ok" for c in body}))
     if "does any of them answer it" in prompt:
         return Act(text='{"on_topic": "yes", "answered": "no"}')
+    if "Copy the one sentence from the passages" in prompt:
+        return Act(text="NONE")
     if "from what you know" in prompt:
         return Act(text='{"answer": "unknown"}')
     if "Summarise in one line" in prompt:

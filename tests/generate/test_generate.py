@@ -91,6 +91,8 @@ def fake_embed(texts):
 
 _MARK = re.compile(r"MARK-([A-Z]+)")
 _FACT = re.compile(r"([a-z]+-fact-\d+)")
+QUOTE_ASK = "Copy the one sentence from the passages"
+"""How the unanswerable check's quote prompt is told from the others."""
 
 
 def scripted_model(n: int, prompt: str) -> Act:
@@ -114,6 +116,8 @@ def scripted_model(n: int, prompt: str) -> Act:
         return Act(text=json.dumps(body))
     if "does any of them answer it" in prompt:  # the unanswerable check: on topic, unanswered
         return Act(text='{"on_topic": "yes", "answered": "no"}')
+    if QUOTE_ASK in prompt:  # and no sentence to copy as its answer
+        return Act(text="NONE")
     passage = prompt.split("<<<\n", 1)[1].split("\n>>>", 1)[0]
     mark = _MARK.search(passage)
     fact = _FACT.search(passage)
@@ -555,12 +559,15 @@ def test_dry_run_estimates_calls_and_tokens(tmp_path):
             exp, n=10, cache_dir=tmp_path / "cache", generator=make_generator(fake, tmp_path / "c2")
         )
         assert fake.requests == 0
-    # two calls a candidate, and one more (40 tokens) for each unanswerable one (#24):
-    # every 6th candidate, as types are taken in turn; at most n x oversample (3) of them
-    assert est["least"]["candidates"] == 10 and est["least"]["calls"] == 20 + 1
-    assert est["most"]["candidates"] == 30 and est["most"]["calls"] == 60 + 5
+    # two calls a candidate, and two more (the corpus check, 40 tokens, and the quote)
+    # for each unanswerable one (#24): every 6th candidate, as types are taken in turn;
+    # at most n x oversample (3) of them, and past the first round's 10 any of them may
+    # be a spare one taken by the unanswerable type when it is short
+    assert est["least"]["candidates"] == 10 and est["least"]["calls"] == 20 + 2
+    assert est["most"]["candidates"] == 30 and est["most"]["calls"] == 60 + 2 * (1 + 20)
     assert est["least"]["prompt_tokens"] > 0
-    assert est["least"]["completion_tokens_max"] == 10 * (160 + 150) + 40
+    quote = min(512, exp.generate.passage_chars // 3 + 16)
+    assert est["least"]["completion_tokens_max"] == 10 * (160 + 150) + 40 + quote
 
 
 def test_types_paraphrases_exam_and_round_trip_through_run(tmp_path, cache_dir):

@@ -25,7 +25,7 @@ from harness.metrics import kendall_tau, overlap_warning, regret, winner_warning
 from harness.metrics.overlap import REAL_QUERY_OVERLAP, source_overlaps
 from harness.testing import Act, FakeOpenAI
 from harness.types import Document, Question, SourceSpan
-from tests.generate.test_generate import _doc_text, _generate, make_generator
+from tests.generate.test_generate import QUOTE_ASK, _doc_text, _generate, make_generator
 
 _FACT = re.compile(r"([a-z]+-fact-\d+)")
 _MARK = re.compile(r"MARK-([A-Z]+)")
@@ -74,6 +74,8 @@ class QueryModel:
             return Act(text=json.dumps(body))
         if "does any of them answer it" in prompt:
             return Act(text='{"on_topic": "yes", "answered": "no"}')
+        if QUOTE_ASK in prompt:
+            return Act(text="NONE")
         if "from what you know" in prompt:
             q = prompt.split("Question:", 1)[1].split("\n", 1)[0]
             known = "zzknown" in q
@@ -184,6 +186,45 @@ def test_each_type_is_kept_at_its_share_when_candidates_allow(tmp_path):
     assert report.kept_by_type == {t: 2 for t in ALL_TYPES}
 
 
+class QuotingModel(QueryModel):
+    """QueryModel whose corpus check always says unanswered, but which, asked for the
+    sentence that answers a question written from document g, copies the first shown
+    sentence that states a fact ("plain-c-fact-2 is ...")."""
+
+    def __call__(self, n: int, prompt: str) -> Act:
+        if QUOTE_ASK in prompt:
+            with self.lock:
+                self.prompts.append(prompt)
+            q = prompt.split("Question:", 1)[1].split("\n", 1)[0]
+            if "gxfact" in q:
+                shown = re.search(r"plain-[a-l]-fact-\d+ is [^.]*\.", prompt)
+                assert shown is not None
+                return Act(text=shown.group(0))
+            return Act(text="NONE")
+        return super().__call__(n, prompt)
+
+
+def test_an_unanswerable_question_whose_answer_the_model_quotes_is_dropped(tmp_path):
+    """The corpus check's yes/no let an answered question through (the local model did
+    so for 10 of 27 answered handbook questions): asked for the sentence that answers,
+    the model copies one, and the question is dropped with that sentence as its reason.
+    The quote prompt shows the passages without markdown markup."""
+    docs = {
+        f"plain-{c}": _doc_text(f"plain-{c}", 4).replace(" is ", " is **bold** ", 1)
+        for c in "abcdefghijkl"
+    }
+    write_query_corpus(tmp_path, docs)
+    model = QuotingModel()
+    with FakeOpenAI(model) as fake:
+        report = _generate(tmp_path, fake, 12, types=ALL_TYPES)
+    quoted = [d for d in report.dropped if "answered by the corpus: " in d["reason"]]
+    assert quoted and all(d["dropped_by"] == ["answered"] for d in quoted)
+    assert all(re.search(r"'plain-[a-l]-fact-\d+ is ", d["reason"]) for d in quoted), quoted
+    asked = [p for p in model.prompts if QUOTE_ASK in p]
+    assert asked and not any("**" in p or "\n# " in p for p in asked)
+    assert report.kept_by_type["unanswerable"] == 2  # the others' quotes were NONE
+
+
 class OneUnansweredModel(QueryModel):
     """QueryModel whose corpus check finds only the first unanswerable question it
     reads unanswered: every later one is answered by the corpus (dropped)."""
@@ -203,22 +244,93 @@ class OneUnansweredModel(QueryModel):
 
 def test_a_type_kept_below_its_share_is_named_with_what_to_raise(tmp_path):
     """12 asked over 6 types (a share of 2): one unanswerable question survives its 6
-    candidates, so the report and the log say so and what would plan more."""
+    candidates and every spare candidate of the other types, so the report and the log
+    say so and what would plan more."""
     docs = {f"plain-{c}": _doc_text(f"plain-{c}", 4) for c in "abcdefghijkl"}
     write_query_corpus(tmp_path, docs)
     model = OneUnansweredModel()
     with FakeOpenAI(model) as fake:
         report = _generate(tmp_path, fake, 12, types=ALL_TYPES)
-    # all 6 planned were tried (two may ask the same question: the second check is then
-    # read from the reply cache, and one of them is a duplicate)
-    assert report.kept_by_type["unanswerable"] == 1 and model.checked >= 5
-    assert sum(1 for d in report.dropped if d["type"] == "unanswerable") == 5
+    # every one of the 36 planned was tried, the spare ones as unanswerable questions
+    # (two may ask the same question: the second check is then read from the reply
+    # cache, and one of them is a duplicate)
+    assert report.counts["generated"] == 36
+    assert report.kept_by_type["unanswerable"] == 1 and model.checked >= 6
+    others = sum(report.kept_by_type.values()) - 1 + report.counts["surplus"]
+    others += sum(1 for d in report.dropped if d["type"] != "unanswerable")
+    assert sum(1 for d in report.dropped if d["type"] == "unanswerable") == 36 - 1 - others > 5
     assert report.warnings == (
         "kept below their share of 2 (--n 12 over 6 types): unanswerable 1; every planned "
-        "candidate of these types was tried: raise generate.oversample to plan more",
+        "candidate they could take was tried: raise generate.oversample to plan more",
     )
     saved = json.loads((tmp_path / "q" / "generated.report.json").read_text(encoding="utf-8"))
     assert saved["warnings"] == list(report.warnings)
+
+
+class LateUnansweredModel(QueryModel):
+    """QueryModel whose corpus check finds the first `answered` unanswerable questions it
+    reads answered by the corpus (dropped), and every later one unanswered."""
+
+    def __init__(self, answered: int) -> None:
+        super().__init__()
+        self.answered, self.checked = answered, 0
+
+    def __call__(self, n: int, prompt: str) -> Act:
+        if "does any of them answer it" in prompt:
+            with self.lock:
+                self.checked += 1
+                answered = "yes" if self.checked <= self.answered else "no"
+            return Act(text=json.dumps({"on_topic": "yes", "answered": answered}))
+        return super().__call__(n, prompt)
+
+
+def test_a_short_type_takes_the_spare_candidates_of_the_others(tmp_path):
+    """12 asked over 6 types (a share of 2, 6 planned a type): the corpus answers the
+    first 6 unanswerable questions checked, as many as the type's own candidates, so it
+    reaches its share only with candidates planned for types already at theirs, which
+    keep their ids."""
+    docs = {f"plain-{c}": _doc_text(f"plain-{c}", 4) for c in "abcdefghijkl"}
+    write_query_corpus(tmp_path, docs)
+    with FakeOpenAI(LateUnansweredModel(answered=6)) as fake:
+        report = _generate(tmp_path, fake, 12, types=ALL_TYPES)
+    assert report.kept_by_type == {t: 2 for t in ALL_TYPES} and report.warnings == ()
+    unanswerable = [k for k in report.kept if k["type"] == "unanswerable"]
+    # a spare candidate's id is its place in the plan: planned as another type (the
+    # i-th candidate gets the i-th type in turn, unanswerable the sixth)
+    assert any(int(k["id"].split("-")[1]) % len(ALL_TYPES) != 0 for k in unanswerable)
+    ids = [k["id"] for k in report.kept] + [d["id"] for d in report.dropped]
+    assert len(ids) == len(set(ids))
+
+
+def test_spare_candidates_keep_their_passage_and_plan():
+    """A spare candidate takes the short type with its first passage; a multi-passage
+    type takes only a candidate planned with two passages."""
+    import collections
+
+    from harness.generate.pipeline import Candidate, short_types_round
+    from harness.generate.sampler import Passage
+
+    def passage(i: int) -> Passage:
+        return Passage(text=f"text {i}", span=SourceSpan(f"d{i}", 0, 6), topic=f"t{i}")
+
+    def cand(i: int, qtype: str, n_passages: int = 1) -> Candidate:
+        return Candidate(i, qtype, tuple(passage(10 * i + j) for j in range(n_passages)))
+
+    done = [cand(0, "simple"), cand(1, "multi-passage", 2), cand(2, "unanswerable")]
+    done[2].dropped_by.append("answered")
+    pending = [cand(3, "simple"), cand(4, "multi-passage", 2), cand(5, "simple")]
+    types = ("simple", "multi-passage", "unanswerable")
+    batch = short_types_round(done, pending, 1, 1, types)
+    # unanswerable lacks 1 of 1 after 1 tried: 2 asked (1.1 x 1 / 1, rounded up)
+    assert [(c.index, c.qtype) for c in batch] == [(3, "unanswerable"), (4, "unanswerable")]
+    assert batch[1].passages == pending[1].passages[:1]
+    done[1].dropped_by.append("overlap")  # now multi-passage is short too
+    batch = short_types_round(done, pending, 1, 1, types)
+    by_type = collections.defaultdict(list)
+    for c in batch:
+        by_type[c.qtype].append(c.index)
+    assert by_type == {"multi-passage": [4], "unanswerable": [3, 5]}
+    assert short_types_round(done, [pending[0]], 1, 1, ("simple", "multi-passage")) == []
 
 
 class ParaphrasingQueryModel(QueryModel):
@@ -609,9 +721,10 @@ def test_dry_run_counts_the_query_style_calls(tmp_path):
             exp, n=6, types=ALL_TYPES, cache_dir=tmp_path / "cache", generator=gen
         )
         assert fake.requests == 0
-    # summary, query, critique, and closed-book (answerable) or the corpus check
-    assert est["least"]["candidates"] == 6 and est["least"]["calls"] == 6 * 4
-    assert est["least"]["completion_tokens_max"] == 6 * (72 + 96 + 150 + 40)
+    # summary, query, critique, and closed-book (answerable) or the corpus check and
+    # the quote (the one unanswerable candidate: a sentence of 200 characters at most)
+    assert est["least"]["candidates"] == 6 and est["least"]["calls"] == 6 * 4 + 1
+    assert est["least"]["completion_tokens_max"] == 6 * (72 + 96 + 150 + 40) + 200 // 3 + 16
 
 
 def test_the_local_models_critique_does_not_score_standalone(tmp_path):
