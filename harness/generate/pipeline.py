@@ -56,10 +56,16 @@ from harness.generate.critique import (
 from harness.generate.dedup import Embed, near_duplicates
 from harness.generate.exam import ExamItem
 from harness.generate.llm import Generator, dry_generator, open_generator, prompt_tokens
-from harness.generate.sampler import Passage, corpus_windows, sample_passages, second_passage
+from harness.generate.sampler import (
+    WIDEN_CHARS,
+    Passage,
+    corpus_windows,
+    sample_passages,
+    second_passage,
+)
 from harness.generate.writer import GenerationReport, output_paths, write_outputs
 from harness.judge.markdown import strip_markdown
-from harness.judge.parsing import split_sentences
+from harness.judge.parsing import parse_extract, split_sentences
 from harness.judge.prompts import grammar_extract
 from harness.llm.client import ChatFailed
 from harness.metrics.overlap import content_words, word_overlap
@@ -395,7 +401,8 @@ def _quoted(c: Candidate, gen: Generator, near: Sequence[str]) -> Candidate:
     """The corpus check's second question, for an unanswerable question its first let
     through: the sentence of the nearest passages that answers it, or NONE (shown
     without markdown markup; a local server's grammar allows only their sentences or
-    NONE). A copied sentence drops the question and is its reason. Asked only whether a
+    NONE). A sentence found in them drops the question and is its reason (its first
+    120 characters); NONE or a sentence of the model's own keeps it. Asked only whether a
     passage answers, the local model said no for 10 of 27 handbook questions the
     handbook answers ("vpn access to internal systems"); asked for the sentence, it
     copied one for 5 of those 10 ("Your line manager approves claims up to £1,000"),
@@ -415,7 +422,9 @@ def _quoted(c: Candidate, gen: Generator, near: Sequence[str]) -> Candidate:
     quote = " ".join(reply.split())
     if not quote:
         return replace(c, dropped_by=["malformed"], reason="the answered check's quote is empty")
-    if quote.strip(" .\"'").upper() == prompts.NONE_ANSWER:
+    # NONE, or a "copy" found in no passage (a model without the grammar may write one of
+    # its own), is no answer, as in extractive judging (`parse_extract`)
+    if not any(parse_extract(quote, text)[0] for text in shown):
         return c
     return replace(
         c,
@@ -830,20 +839,21 @@ def short_types_round(
     `done`, its next pending candidates, as many as its own share kept so far says it
     needs (`round_size`; all it lacks when none of it was tried), and the round filled
     up to `workers` with more of those types. A short type whose own candidates run out
-    takes the spare ones: the pending candidates of types already at their share, each
-    with its first passage and the short type (`spare_for`); `types`, the types asked
-    for, also finds a short type with none of its own left. Empty when
-    every type has its share or no candidate is left (the planned candidates, n x
-    oversample, bound what the shares can cost)."""
+    takes spare ones: the pending candidates of types already at their share, dealt
+    to the short types in turn, each up to what it still lacks, and retyped
+    (`as_spare`); `types`, the types asked for, also finds a short type with none of its
+    own left. A multi-passage type takes none: its candidates need a second passage
+    planned with them. Empty when every type has its share or no candidate is left (the
+    planned candidates, n x oversample, bound what the shares can cost)."""
     by_type: dict[str, list[Candidate]] = {t: [] for t in types}
     for c in pending:
         by_type.setdefault(c.qtype, []).append(c)
     kept = collections.Counter(c.qtype for c in done if c.passed)
     tried = collections.Counter(c.qtype for c in done)
     short = [t for t in by_type if kept[t] < share]
-    spare = collections.deque(c for c in pending if c.qtype not in short)
     rest: list[Candidate] = []
     batch: list[Candidate] = []
+    lacking: dict[str, int] = {}
     for qtype in short:
         queue = by_type[qtype]
         need = share - kept[qtype]
@@ -851,25 +861,25 @@ def short_types_round(
         own = queue[:size]
         batch += own
         rest += queue[size:]
-        for _ in range(size - len(own)):  # its own ran out: spare candidates
-            taken = spare_for(spare, qtype)
-            if taken is None:
+        if len(own) < size and qtype != "multi-passage":
+            lacking[qtype] = size - len(own)
+    spare = collections.deque(c for c in pending if c.qtype not in short)
+    while spare and lacking:  # one spare to each short type in turn
+        for qtype in list(lacking):
+            if not spare:
                 break
-            batch.append(taken)
+            batch.append(as_spare(spare.popleft(), qtype))
+            lacking[qtype] -= 1
+            if not lacking[qtype]:
+                del lacking[qtype]
     return batch + rest[: max(0, workers - len(batch))]
 
 
-def spare_for(spare: collections.deque[Candidate], qtype: str) -> Candidate | None:
-    """The next spare candidate (planned for a type already at its share) as one of type
-    `qtype`, taken from `spare`: its first passage only (a multi-passage type needs the
-    second passage planned for it, so it takes only a multi-passage spare), the rest of
-    the candidate as planned, so a rerun with the same seed asks the same prompts."""
-    for i, c in enumerate(spare):
-        if qtype != "multi-passage" or len(c.passages) > 1:
-            del spare[i]
-            passages = c.passages if qtype == "multi-passage" else c.passages[:1]
-            return replace(c, qtype=qtype, passages=passages)
-    return None
+def as_spare(c: Candidate, qtype: str) -> Candidate:
+    """A spare candidate (planned for a type already at its share) as one of type
+    `qtype`: its first passage, the rest as planned, so a rerun with the same seed asks
+    the same prompts."""
+    return replace(c, qtype=qtype, passages=c.passages[:1])
 
 
 def balance_types(survivors: list[Candidate], n: int) -> tuple[list[Candidate], list[Candidate]]:
@@ -956,7 +966,7 @@ def _checks(c: Candidate, settings: GenerateConfig, spare: bool = False) -> tupl
     `short_types_round`): the costlier checks."""
     question = "?" * 60
     if c.qtype == "unanswerable" or spare:
-        near = ["x" * settings.passage_chars] * NEAREST
+        near = ["x" * (settings.passage_chars + 2 * WIDEN_CHARS)] * NEAREST  # widest windows
         p_tok = prompt_tokens(prompts.answered_messages(question, near))
         p_tok += prompt_tokens(prompts.quote_messages(question, near))
         return 2, p_tok, 40 + prompts.quote_max_tokens(near)
@@ -980,7 +990,9 @@ def estimate_generation(
     the answers already in the cache taken off. Completion tokens are the caps asked for
     (an upper bound); prompt tokens are the client's 4-characters-a-token estimate. An
     overlap rewrite (one more call for a question that copies its passage) is not
-    counted: how many need one is known only after asking."""
+    counted: how many need one is known only after asking. Nor is a cached candidate
+    that a run may ask as a spare of another type (`short_types_round`): it is taken as
+    cached whole, like every cached candidate."""
     from harness.judge import judge_cost
     from harness.pipeline.prepare import default_cache_dir, load_corpus
 

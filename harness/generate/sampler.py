@@ -15,7 +15,9 @@ sentence end near `passage_chars`.
 The same corpus and seed give the same passages, and asking for more passages adds to
 the end of the list without moving any earlier one: the i-th passage depends on the seed
 and i, never on the count, so a rerun with a larger `--n` asks the questions it asked
-before again (read from the cache) and pays only for the new ones.
+before again (read from the cache) and pays only for the new ones (and for a candidate
+the smaller run gave to a short type as a spare, which the larger one may ask as
+planned).
 """
 
 from __future__ import annotations

@@ -566,7 +566,7 @@ def test_dry_run_estimates_calls_and_tokens(tmp_path):
     assert est["least"]["candidates"] == 10 and est["least"]["calls"] == 20 + 2
     assert est["most"]["candidates"] == 30 and est["most"]["calls"] == 60 + 2 * (1 + 20)
     assert est["least"]["prompt_tokens"] > 0
-    quote = min(512, exp.generate.passage_chars // 3 + 16)
+    quote = min(512, (exp.generate.passage_chars + 2 * 40) // 3 + 16)  # the widest window
     assert est["least"]["completion_tokens_max"] == 10 * (160 + 150) + 40 + quote
 
 
