@@ -102,6 +102,8 @@ class Candidate:
     duplicate_of: int | None = None
     overlap: float | None = None
     """Share of the question's content words found in its passage(s)."""
+    planned_type: str | None = None
+    """The type it was planned as, when a short type took it as a spare (`as_spare`)."""
 
     @property
     def question_id(self) -> str:
@@ -135,6 +137,7 @@ class Candidate:
             "source": self.source(),
             "dropped_by": list(self.dropped_by),
             "reason": self.reason,
+            **({"planned_type": self.planned_type} if self.planned_type else {}),
         }
         if self.critique is not None:
             d["scores"] = dict(self.critique.scores)
@@ -878,8 +881,9 @@ def short_types_round(
 def as_spare(c: Candidate, qtype: str) -> Candidate:
     """A spare candidate (planned for a type already at its share) as one of type
     `qtype`: its first passage, the rest as planned, so a rerun with the same seed asks
-    the same prompts."""
-    return replace(c, qtype=qtype, passages=c.passages[:1])
+    the same prompts; `planned_type` keeps what it was planned as (the report and the
+    questions file show it)."""
+    return replace(c, qtype=qtype, passages=c.passages[:1], planned_type=c.qtype)
 
 
 def balance_types(survivors: list[Candidate], n: int) -> tuple[list[Candidate], list[Candidate]]:
@@ -943,6 +947,7 @@ def _kept_line(c: Candidate) -> dict[str, Any]:
         "source": c.source(),
         "scores": dict(c.critique.scores),
         **({"overlap": round(c.overlap, 3)} if c.overlap is not None else {}),
+        **({"planned_type": c.planned_type} if c.planned_type else {}),
     }
 
 

@@ -318,9 +318,13 @@ def test_a_short_type_takes_the_spare_candidates_of_the_others(tmp_path):
         report = _generate(tmp_path, fake, 12, types=ALL_TYPES)
     assert report.kept_by_type == {t: 2 for t in ALL_TYPES} and report.warnings == ()
     unanswerable = [k for k in report.kept if k["type"] == "unanswerable"]
-    # a spare candidate's id is its place in the plan: planned as another type (the
-    # i-th candidate gets the i-th type in turn, unanswerable the sixth)
-    assert any(int(k["id"].split("-")[1]) % len(ALL_TYPES) != 0 for k in unanswerable)
+    # a spare candidate's id is its place in the plan, and its line says what it was
+    # planned as (the i-th candidate gets the i-th type in turn, unanswerable the sixth)
+    spares = [k for k in unanswerable if int(k["id"].split("-")[1]) % len(ALL_TYPES)]
+    assert spares
+    for k in spares:
+        assert k["planned_type"] == ALL_TYPES[int(k["id"].split("-")[1]) % len(ALL_TYPES) - 1]
+    assert all("planned_type" not in k for k in report.kept if k not in spares)
     ids = [k["id"] for k in report.kept] + [d["id"] for d in report.dropped]
     assert len(ids) == len(set(ids))
 
