@@ -66,7 +66,7 @@ from harness.generate.sampler import (
 from harness.generate.writer import GenerationReport, output_paths, write_outputs
 from harness.judge.markdown import strip_markdown
 from harness.judge.parsing import parse_extract, split_sentences
-from harness.judge.prompts import grammar_extract
+from harness.judge.prompts import extract_max_tokens, grammar_extract
 from harness.llm.client import ChatFailed
 from harness.metrics.overlap import content_words, word_overlap
 from harness.types import Document
@@ -190,12 +190,13 @@ def _crit_criteria(c: Candidate, criteria: tuple[str, ...]) -> tuple[str, ...]:
 def _crit_messages(
     c: Candidate, draft: Draft, settings: GenerateConfig, criteria: tuple[str, ...]
 ) -> list[dict[str, str]]:
-    """The critique's messages: an unanswerable question is rated from its topic alone
+    """The critique's messages on `criteria` (`_crit_criteria` of the candidate): an
+    unanswerable question is rated from its topic alone
     (`prompts.unanswerable_critique_messages`), the others with their passages and
     answer."""
     if c.qtype == "unanswerable":
         return prompts.unanswerable_critique_messages(
-            draft.question, c.topic, settings.audience, _crit_criteria(c, criteria)
+            draft.question, c.topic, settings.audience, criteria
         )
     return prompts.critique_messages(
         draft.question, draft.answer, [p.text for p in c.passages], settings.audience, criteria
@@ -417,7 +418,7 @@ def _quoted(c: Candidate, gen: Generator, near: Sequence[str]) -> Candidate:
     try:
         reply = gen.ask(
             prompts.quote_messages(c.draft.question, shown),
-            max_tokens=prompts.quote_max_tokens(sentences),
+            max_tokens=extract_max_tokens(sentences),
             grammar=grammar_extract(sentences) if sentences else None,
         )
     except ChatFailed as exc:
@@ -974,7 +975,7 @@ def _checks(c: Candidate, settings: GenerateConfig, spare: bool = False) -> tupl
         near = ["x" * (settings.passage_chars + 2 * WIDEN_CHARS)] * NEAREST  # widest windows
         p_tok = prompt_tokens(prompts.answered_messages(question, near))
         p_tok += prompt_tokens(prompts.quote_messages(question, near))
-        return 2, p_tok, 40 + prompts.quote_max_tokens(near)
+        return 2, p_tok, 40 + extract_max_tokens(near)
     if settings.closed_book:
         p_tok = prompt_tokens(prompts.closed_book_messages(question))
         return 1, p_tok, prompts.CLOSED_BOOK_MAX_TOKENS
@@ -1039,7 +1040,9 @@ def estimate_generation(
             draft = parse_draft(reply)
             if isinstance(draft, str) or mentions_source(draft.question):
                 continue
-            crit = _crit_messages(c, draft, settings, critic_criteria(settings, gen))
+            crit = _crit_messages(
+                c, draft, settings, _crit_criteria(c, critic_criteria(settings, gen))
+            )
             if gen.cached(crit, CRITIQUE_MAX_TOKENS) is None:
                 calls += 1
                 p_tok += prompt_tokens(crit)

@@ -9,8 +9,6 @@ paying again, never reading answers to an older one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from harness.judge.prompts import NONE_ANSWER
 
 PROMPT_VERSION = "generate-v1"
@@ -323,12 +321,6 @@ def quote_messages(question: str, passages: list[str]) -> list[dict[str, str]]:
     the nearest passages (shown without markdown markup) that answers it, or NONE."""
     user = f"{_fence(passages)}\nQuestion: {question}\n{QUOTE_PROMPT}"
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
-
-
-def quote_max_tokens(sentences: Sequence[str]) -> int:
-    """The cap for a quote: the longest sentence copied whole (about 4 characters a
-    token, with room to spare), as the extractive judge caps its copy."""
-    return min(512, max((len(s) for s in sentences), default=0) // 3 + 16)
 
 
 def answered_messages(question: str, passages: list[str]) -> list[dict[str, str]]:

@@ -46,6 +46,7 @@ from harness.judge.prompts import (
     build_messages_extract,
     build_messages_graded,
     build_messages_list,
+    extract_max_tokens,
     grammar_extract,
     grammar_list,
     prompt_version,
@@ -332,13 +333,11 @@ class ChatJudge(BaseJudge):
         shown = strip_markdown(chunk_text).text
         sentences = split_sentences(shown)
         use_grammar = self.use_grammar and sentences
-        longest = max((len(s) for s in sentences), default=0)
         a = await self._ask(
             build_messages_extract(question, shown),
             lambda raw: parse_extract(raw, chunk_text),
             grammar=grammar_extract(sentences) if use_grammar else None,
-            # a sentence copied whole: about 4 characters a token, with room to spare
-            max_tokens=min(512, longest // 3 + 16),
+            max_tokens=extract_max_tokens(sentences),
             reminder=f"Answer with one sentence copied from the passage, or {NONE_ANSWER}.",
             top_logprobs=10,
         )

@@ -17,6 +17,7 @@ from harness.judge.prompts import (
     build_messages_extract,
     build_messages_graded,
     build_messages_list,
+    extract_max_tokens,
 )
 from harness.llm.client import estimate_tokens, token_cost
 from harness.stores import VerdictCache
@@ -95,7 +96,7 @@ def estimate_calls(
                 calls.append((True, estimate_tokens(msgs), out_tokens))
             if mode == "extractive":
                 msgs = build_messages_extract(q, c)
-                calls.append((False, estimate_tokens(msgs), min(512, len(c) // 3 + 16)))
+                calls.append((False, estimate_tokens(msgs), extract_max_tokens([c])))
                 continue
             for variant in wordings:
                 msgs = build_messages(q, c, criteria.complete, reasons=reasons, variant=variant)

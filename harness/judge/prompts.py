@@ -198,6 +198,12 @@ def _gbnf_literal(text: str) -> str:
     return f'"{escaped}"'
 
 
+def extract_max_tokens(sentences: Sequence[str]) -> int:
+    """The cap for an extractive answer: the longest of `sentences` copied whole (about 4
+    characters a token, with room to spare), at most 512."""
+    return min(512, max((len(s) for s in sentences), default=0) // 3 + 16)
+
+
 def grammar_extract(sentences: Sequence[str]) -> str:
     """A GBNF grammar whose only answers are NONE or one of the passage's own sentences,
     so the copy is verbatim by construction and P(NONE) is the first token's logprob."""
