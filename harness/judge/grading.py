@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import queue
 import statistics
 import threading
@@ -27,6 +28,7 @@ from harness.judge.protocol import (
     QUESTION_FIRST_MODES,
     Judge,
     Pair,
+    complete_after,
     not_asked,
     relevant_first,
 )
@@ -217,8 +219,11 @@ def judge_pairs(
     llama.cpp server) the pairs that share a chunk are judged one after another by one
     worker, whose requests go to a server slot of its own, so the slot keeps the task
     and the passage and computes a passage once for all its questions and both criteria
-    (the pairs that share a question, for a mode that puts the question first);
-    elsewhere every pair is independent, so no chunk group becomes a critical path.
+    (the pairs that share a question, for a mode that puts the question first); in the
+    pointwise modes the worker asks a chunk's pairs one criterion at a time (relevance
+    of each, then "complete" of the relevant ones), which the prompt's criterion before
+    its question turns into prompts that differ only in their last part. Elsewhere
+    every pair is independent, so no chunk group becomes a critical path.
 
     With `lazy`, each chain is judged in rank order and stops once settled; the pairs it
     skips come back as `not_judged()` (listwise judging asks all of a question's chunks
@@ -376,6 +381,9 @@ class _Run:
             for i, verdict in await self.grader.listwise(self.pairs, indices):
                 self.put((i, verdict, None))
             return
+        if not chain and len(indices) > 1 and self.grader.by_criterion:
+            await self._by_criterion(indices)
+            return
         got: list[Verdict] = []
         for n, i in enumerate(indices):
             if n + 1 < len(indices):  # the item's next pair, claimed while this one is asked
@@ -388,6 +396,25 @@ class _Run:
                     self.grader.unclaim_ahead(*self.pairs[j])
                     self.put((j, not_judged(), None))
                 return
+
+    async def _by_criterion(self, indices: list[int]) -> None:
+        """A chunk's pairs one criterion at a time: the relevance of each, then the
+        completeness of the relevant ones. The prompt puts the criterion before the
+        question, so one prompt differs from the one before only in its question and
+        the server's prompt cache keeps the passage and the criterion's wording."""
+        g = self.grader
+        pairs = [self.pairs[i] for i in indices]
+        for q, c in pairs:
+            g.claim_ahead(q, c)
+        try:
+            rels = [await g.criterion(q, c, "relevant", g.criteria.relevant) for q, c in pairs]
+            for i, (q, c), rel in zip(indices, pairs, rels, strict=True):
+                ask = functools.partial(g.criterion, q, c, "complete", g.criteria.complete)
+                comp = await complete_after(rel, ask)
+                self.put((i, Verdict(relevant=rel, complete=comp), None))
+        finally:
+            for q, c in pairs:
+                g.unclaim_ahead(q, c)
 
 
 class _Grader:
@@ -417,6 +444,12 @@ class _Grader:
         self._tasks: set[asyncio.Future[None]] = set()
         self.permits: asyncio.Semaphore | None = None
         """Call permits shared by the workers (`_Run.all`), else one call per worker."""
+        self.by_criterion = judge.prompt_cache and judge.mode not in (
+            *PAIRWISE_MODES,
+            "listwise",
+        )
+        """Whether a chunk's pairs are judged one criterion at a time (`_Run._by_criterion`):
+        a judge with a prompt cache of its own, in a mode that asks one criterion a call."""
 
     def prefetch(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Read the cached verdicts of both criteria of `pairs` in one query, so judging

@@ -1,14 +1,23 @@
 """The judge's prompts and grammars, versioned: a change that moves verdicts bumps
 PROMPT_VERSION, which is part of every verdict's cache key.
 
-What repeats comes first so a server's prompt cache serves it again: the passage (shared
-by every question that retrieved it: the quick-start's 160 pairs have 51 distinct chunks,
-which a local judge grades back to back on one server slot), then the question (shared by
-both criteria), then the criterion. The passage is fenced and declared to be data.
-Moving the task's wording into the system message (so only the criterion follows the
-question) computed 7% fewer prompt tokens on the local judge but lost agreement with the
-TREC DL labels (kappa relevant 0.45-0.58 in three runs -> 0.31, on 44 pairs), so the
-wording stays where it is (tests/benchmarks/bench_llama_settings.py).
+What repeats comes first so a server's prompt cache serves it again. A pointwise prompt
+is the passage (shared by every question that retrieved it: the quick-start's 160 pairs
+have 51 distinct chunks, which a local judge grades back to back on one server slot),
+then the criterion and the task, then the question last, and a local judge asks a
+chunk's pairs one criterion at a time (`judge_pairs`): each prompt then differs from the
+one before only in its question. The passage is fenced and declared to be data.
+
+The question last (prompt v3) was measured against the question before the criterion
+(v2) with the local judge (tests/benchmarks/bench_fidelity.py, pointwise; kappa
+relevant / complete): TREC DL development half 0.54 / 0.32 -> 0.47 / 0.44 (its judged
+complete-rate 0.86 -> 0.68, labels 0.64), CISI 0.07 / 0.11 -> 0.24 / 0.24, the
+quick-start handbook 0.70 / 0.73 -> 0.74 / 0.86. Relevance asked as v2 and only
+"complete" as v3 gave 0.51 / 0.46, 0.04 / 0.19 and 0.70 / 0.87: a worse worst case
+(CISI). Both criteria's wording in the system message, with only the criterion's name
+after the question, computed half the tokens but lost agreement (TREC DL 0.39 / 0.17);
+so did the task's wording in the system message with the question before the
+criterion, in an earlier measurement (kappa relevant 0.31, on 44 pairs).
 """
 
 from __future__ import annotations
@@ -17,21 +26,23 @@ from collections.abc import Sequence
 
 from harness.config import CriteriaConfig
 
-PROMPT_VERSION = "v2"
-"""Bumped when a prompt changes what the judge answers (it is part of the cache key).
+PROMPT_VERSION = "v3"
+"""Bumped when a prompt changes what the judge answers (it is part of the cache key);
+v3: the question after the criterion (see above).
 The graded and extractive prompts are new texts under their own modes, which the
 cache key also holds, so they did not need a bump; they have their own versions since
 (MODE_PROMPT_VERSIONS)."""
 
 MODE_PROMPT_VERSIONS = {
     "graded": "graded-v2",
-    "extractive": "extractive-v2",
+    "extractive": "extractive-v3",
     "criteria": "criteria-v1",
 }
 """A mode's own prompt version, bumped when only that mode's prompt changes, so the
 verdicts of the other modes stay cached. graded-v2: the grade scale listed from the
 highest grade to the lowest (#22 item 4). extractive-v2: the passage shown without its
-markdown markup (judge.markdown). criteria-v1: four criteria graded in one call
+markdown markup (judge.markdown); extractive-v3: its relevance asked with the v3
+pointwise prompt. criteria-v1: four criteria graded in one call
 (judge/criteria.py)."""
 
 
@@ -82,25 +93,26 @@ def build_messages(
     """Chat messages for one criterion.
 
     What repeats comes first so a server's prompt cache can serve it again: the passage
-    (shared by every question that retrieved it), then the question (shared by both
-    criteria), then the criterion. `variant="reworded"` says the same in other words; the
-    judge-check compares the two to see how much verdicts depend on wording.
+    (shared by every question that retrieved it), then the criterion with the task
+    (shared by a chunk's pairs, which a local judge asks one criterion at a time), then
+    the question, last (prompt v3: see the module's docstring). `variant="reworded"`
+    says the same in other words, in the same order; the judge-check compares the two
+    to see how much verdicts depend on wording.
     """
+    answer = ANSWER_REASON if reasons else ANSWER_SHORT
     if variant == "reworded":
         user = (
             f"Search result:\n<passage>\n{fence(chunk_text)}\n</passage>\n\n"
-            f"User query: {question}\n\n"
             f"Requirement: {criterion_text}\n"
-            f"Does this search result satisfy the requirement for the query? "
-            f"{ANSWER_REASON if reasons else ANSWER_SHORT}"
+            f"Does this search result satisfy the requirement for the user query below? "
+            f"{answer}\n\nUser query: {question}"
         )
         return [{"role": "system", "content": REWORDED_SYSTEM}, {"role": "user", "content": user}]
     user = (
         f"<passage>\n{fence(chunk_text)}\n</passage>\n\n"
-        f"Question:\n{question}\n\n"
         f"Criterion: {criterion_text}\n"
-        f"Does the passage meet the criterion for this question? "
-        f"{ANSWER_REASON if reasons else ANSWER_SHORT}"
+        f"Does the passage meet the criterion for the question below? {answer}\n\n"
+        f"Question:\n{question}"
     )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 

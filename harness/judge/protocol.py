@@ -106,17 +106,23 @@ async def relevant_first(
     ask: Callable[[str, str], Awaitable[CriterionVerdict]], criteria: CriteriaConfig
 ) -> Pair:
     """(relevant, complete) from `ask(criterion, criterion text)`, asking "complete" only
-    of a chunk judged relevant: a complete but irrelevant chunk grades 0 anyway, so the
-    answer could not change a metric. Otherwise "complete" is the implied "no"
-    (`not_asked`), or an error when relevance failed, at no cost."""
+    of a chunk judged relevant (`complete_after`)."""
     rel = await ask("relevant", criteria.relevant)
+    return rel, await complete_after(rel, lambda: ask("complete", criteria.complete))
+
+
+async def complete_after(
+    rel: CriterionVerdict, ask_complete: Callable[[], Awaitable[CriterionVerdict]]
+) -> CriterionVerdict:
+    """The "complete" verdict of a chunk whose relevance is `rel`: asked only of a chunk
+    judged relevant, since a complete but irrelevant chunk grades 0 anyway, so the answer
+    could not change a metric. Otherwise the implied "no" (`not_asked`), or an error when
+    relevance failed, at no cost."""
     if rel.value is True:
-        comp = await ask("complete", criteria.complete)
-    elif rel.error:
-        comp = CriterionVerdict("complete", None, error="not asked: relevance failed")
-    else:
-        comp = not_asked()
-    return rel, comp
+        return await ask_complete()
+    if rel.error:
+        return CriterionVerdict("complete", None, error="not asked: relevance failed")
+    return not_asked()
 
 
 class BaseJudge:

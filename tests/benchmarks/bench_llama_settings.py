@@ -47,7 +47,7 @@ from common import ROOT, print_table, quiet
 
 from harness.analysis import read_qrels
 from harness.config import CriteriaConfig
-from harness.judge import ChatJudge, JudgeStats, judge_pairs
+from harness.judge import ChatJudge, JudgeStats, grading, judge_pairs
 from harness.judge import chat as chat_module
 from harness.judge.prompts import ANSWER_REASON, ANSWER_SHORT, SYSTEM_PROMPT, fence
 from harness.llm.local import LlamaServer, resolve_model
@@ -57,23 +57,23 @@ from harness.pipeline import default_cache_dir
 TREC = ROOT.parent / "shared" / "data" / "trec-dl-2019-dev"
 
 
-def messages_task_in_system(
-    question: str, chunk_text: str, criterion_text: str, *, reasons: bool, variant: str = "main"
+def messages_question_first(
+    question: str,
+    chunk_text: str,
+    criterion_text: str,
+    *,
+    reasons: bool,
+    variant: str = "main",
 ) -> list[dict[str, str]]:
-    """A layout tried and measured: the task's wording in the system message, so only the
-    criterion follows the question and more of each prompt is a cached prefix."""
-    task = (
-        "You are shown a passage, a question and one criterion. Decide whether the passage "
-        "meets the criterion for the question. " + (ANSWER_REASON if reasons else ANSWER_SHORT)
-    )
+    """Prompt v2, the layout before: the question before the criterion for both criteria,
+    so a pair's two criteria share the passage and the question, judged a pair at a time."""
     user = (
         f"<passage>\n{fence(chunk_text)}\n</passage>\n\nQuestion:\n{question}\n\n"
-        f"Criterion: {criterion_text}\nDoes the passage meet it? Answer yes or no."
+        f"Criterion: {criterion_text}\n"
+        f"Does the passage meet the criterion for this question? "
+        f"{ANSWER_REASON if reasons else ANSWER_SHORT}"
     )
-    return [
-        {"role": "system", "content": f"{SYSTEM_PROMPT} {task}"},
-        {"role": "user", "content": user},
-    ]
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class Setting:
     slots: int = 4
     flags: tuple[str, ...] = ()
     pin: bool = True  # each worker's requests to a slot of its own (False: the server picks)
-    layout: str = "prompts"  # or "task-in-system": `messages_task_in_system`
+    layout: str = "prompts"  # or "question-first": `messages_question_first`
     mode: str = "pointwise"
     labels: bool = False  # also judge the labelled pairs (prompt or numerics differ)
     threads: int = field(default_factory=lambda: os.cpu_count() or 1)
@@ -95,7 +95,7 @@ SETTINGS = [
     Setting("before: 4 slots, the server picks", pin=False, labels=True),
     Setting("4 slots, a slot per worker"),
     Setting("2 slots, a slot per worker", slots=2),
-    Setting("prompt: task in the system message", layout="task-in-system", labels=True),
+    Setting("prompt v2: question first, a pair at a time", layout="question-first", labels=True),
     Setting("--cache-reuse 64", slots=1, flags=("--cache-reuse", "64")),
     Setting("batch 512 / ubatch 128", slots=1, flags=("-b", "512", "-ub", "128")),
     Setting(
@@ -159,14 +159,20 @@ def count_tokens(server: LlamaServer, texts: Sequence[str]) -> int:
 
 @contextmanager
 def layout(name: str) -> Iterator[None]:
-    """The judge's prompt builder for the setting's layout, restored after."""
-    original = chat_module.build_messages
-    if name == "task-in-system":
-        chat_module.build_messages = messages_task_in_system
+    """The judge's prompt builder and call order for the setting's layout, restored after."""
+    original, init = chat_module.build_messages, grading._Grader.__init__
+    if name == "question-first":
+
+        def pair_at_a_time(self, *args, **kwargs) -> None:
+            init(self, *args, **kwargs)
+            self.by_criterion = False
+
+        chat_module.build_messages = messages_question_first
+        grading._Grader.__init__ = pair_at_a_time
     try:
         yield
     finally:
-        chat_module.build_messages = original
+        chat_module.build_messages, grading._Grader.__init__ = original, init
 
 
 def judge_once(server: LlamaServer, s: Setting, pairs: list[tuple[str, str]]) -> tuple:

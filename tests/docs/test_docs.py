@@ -76,7 +76,7 @@ def word_overlap_judge(n: int, prompt: str) -> Act:
     from harness.config.schema import DEFAULT_COMPLETE
 
     passage = re.search(r"<passage>\n(.*?)\n</passage>", prompt, re.S)
-    question = re.search(r"\nQuestion:\n(.+)\n", prompt)
+    question = re.search(r"\nQuestion:\n(.+)(?:\n|$)", prompt)
     if not passage or not question or "yes" not in prompt:
         return answer_any(n, prompt)
     asked = _words(question.group(1))

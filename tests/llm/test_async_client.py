@@ -82,6 +82,33 @@ def test_each_worker_sends_a_chunk_to_one_server_slot_of_its_own():
         assert {slot for slot, _ in server.slots} == {None}
 
 
+def test_a_chunk_is_asked_one_criterion_at_a_time():
+    """Against a server with a prompt cache, a chunk's pairs are asked relevance first for
+    every question, then "complete" of the relevant ones; the prompt puts the question
+    last, so each repeats the one before it up to its question."""
+    from harness.config.schema import DEFAULT_COMPLETE, DEFAULT_RELEVANT
+
+    def kept_relevant(n: int, prompt: str) -> Act:
+        return Act(text="yes" if DEFAULT_COMPLETE in prompt or "kept" in prompt else "no")
+
+    pairs = [(f"question {q} {'kept' if q % 2 == 0 else 'left'}?", "one passage") for q in range(6)]
+    with FakeOpenAI(kept_relevant, latency_s=0.002) as server:
+        verdicts = judge_pairs(
+            pairs, _judge(server, prompt_cache=True, slots=1), criteria=CriteriaConfig(),
+            cache=None, stats=JudgeStats(), concurrency=1,
+        )  # fmt: skip
+        sent = [prompt for _, prompt in server.slots]
+    criteria = [DEFAULT_RELEVANT in p for p in sent]
+    asked = [next(q for q, _ in pairs if q in p) for p in sent]
+    assert criteria == [True] * 6 + [False] * 3  # relevance of each, then "complete"
+    kept = [q for q, _ in pairs[::2]]
+    assert asked == [q for q, _ in pairs] + kept
+    for before, after, q in zip(sent, sent[1:], asked[1:], strict=False):
+        if (DEFAULT_RELEVANT in before) == (DEFAULT_RELEVANT in after):  # same criterion
+            assert after.endswith(q) and before[: len(after) - len(q)] == after[: -len(q)]
+    assert [v.grade for v in verdicts] == [2, 0] * 3
+
+
 def test_retry_after_waits_overlap_on_the_loop():
     """Every prompt is rate limited once with Retry-After 0.3 s: each is retried after the
     wait, and the waits of the 8 requests in flight run at once, not one after another."""
