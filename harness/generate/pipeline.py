@@ -386,8 +386,10 @@ def _answered(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
         obj = _ask_json(
             gen,
             prompts.answered_messages(c.draft.question, near),
-            40,
-            prompts.object_grammar("on_topic", "answered", max_tokens=40, values="yesno"),
+            prompts.ANSWERED_MAX_TOKENS,
+            prompts.object_grammar(
+                "on_topic", "answered", max_tokens=prompts.ANSWERED_MAX_TOKENS, values="yesno"
+            ),
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"answered check failed: {exc.error}")
@@ -975,7 +977,7 @@ def _checks(c: Candidate, settings: GenerateConfig, spare: bool = False) -> tupl
         near = ["x" * (settings.passage_chars + 2 * WIDEN_CHARS)] * NEAREST  # widest windows
         p_tok = prompt_tokens(prompts.answered_messages(question, near))
         p_tok += prompt_tokens(prompts.quote_messages(question, near))
-        return 2, p_tok, 40 + extract_max_tokens(near)
+        return 2, p_tok, prompts.ANSWERED_MAX_TOKENS + extract_max_tokens(near)
     if settings.closed_book:
         p_tok = prompt_tokens(prompts.closed_book_messages(question))
         return 1, p_tok, prompts.CLOSED_BOOK_MAX_TOKENS

@@ -323,6 +323,10 @@ def quote_messages(question: str, passages: list[str]) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
+ANSWERED_MAX_TOKENS = 40
+"""The corpus check's answer: a JSON object of two yes/no fields."""
+
+
 def answered_messages(question: str, passages: list[str]) -> list[dict[str, str]]:
     """For an unanswerable question: do the corpus passages nearest to it answer it?"""
     user = (

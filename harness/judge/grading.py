@@ -381,7 +381,7 @@ class _Run:
             for i, verdict in await self.grader.listwise(self.pairs, indices):
                 self.put((i, verdict, None))
             return
-        if not chain and len(indices) > 1 and self.grader.by_criterion:
+        if not chain and self.grader.by_criterion:
             await self._by_criterion(indices)
             return
         got: list[Verdict] = []
