@@ -453,14 +453,10 @@ class _Grader:
 
     def prefetch(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Read the cached verdicts of both criteria of `pairs` in one query, so judging
-        them looks nothing up one by one."""
+        them looks nothing up one by one (and hash their keys, which the claims reuse)."""
         if self.cache is None:
             return
-        keys = [
-            verdict_key(self.identity, text, q, c)
-            for q, c in pairs
-            for text in (self.criteria.relevant, self.criteria.complete)
-        ]
+        keys = [k for q, c in pairs for k in self._keys(q, c)]  # hashed once, here
         self.known.update(self.cache.get_many(keys))
         self.missing.update(k for k in keys if k not in self.known)
 

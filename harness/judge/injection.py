@@ -80,6 +80,39 @@ _UNIT = re.compile(r"[^\n.!?]*[.!?]?|\n")
 """A sentence or a line: the patterns are matched within one (`^` is its start)."""
 
 
+_NEEDLES = (
+    *("ignore", "disregard", "forget", "override", "regardless", "irrespective"),
+    *("you are", "you're", "assistant", "system", "developer"),
+    *("grader", "evaluator", "rater", "annotator", "assessor", "judge", "llm"),
+    *("yes", "relevant", "complete", "the best answer", "the correct answer"),
+    *("<|", "[inst]", "[/inst]", "<<sys>>", "<</sys>>"),
+)
+_RARE = re.compile(
+    r"as an?\s+(?:ai|a\.i\.|large language model|language model|llm)"
+    r"|(?:note|attention|message|instructions?|dear|hey|hello)\s*(?:to|for)?\s*"
+    rf"(?:the\s+|any\s+|all\s+)?{_AUDIENCE}"
+    r"|ais?\s*[,:]|ais?\s+(?:note|instructions?|message)"
+    r"|be\s+(?:graded|rated|marked|judged|classified|labell?ed|scored|considered|treated|deemed)"
+    r"|(?:grade|rate|score|mark|judge)\s+(?:this|it|the)"
+)
+"""What some pattern needs to match, lowercase: a word of `_NEEDLES`, or a match of
+`_RARE` (the patterns' wordings whose only distinctive word is "ai", a number or an
+audience). Each pattern was checked by hand, and `tests/judge/test_injection.py`
+generates texts from every pattern to check that none gets past."""
+
+
+def may_address_grader(text: str) -> bool:
+    """False only when no pattern of the scan can match in `text` (so its sentences
+    need no scan): the text is ASCII and has no word a pattern needs. Ten times cheaper
+    than the scan on ordinary text; a text that is not ASCII always goes to the scan
+    (`re.IGNORECASE` matches letters such as the long s or the Kelvin sign that
+    lowercasing does not fold)."""
+    if not text.isascii():
+        return True
+    low = text.lower()
+    return any(n in low for n in _NEEDLES) or _RARE.search(low) is not None
+
+
 SCANNED_TEXTS = 8192
 """Chunk texts whose scan is remembered: a chunk is scanned again for every question that
 retrieves it and every trial of a sweep, and the scan (every sentence against every
@@ -89,7 +122,10 @@ pattern) cost a run more CPU than its judge calls."""
 @functools.lru_cache(maxsize=SCANNED_TEXTS)
 def _flagged_units(text: str) -> tuple[tuple[str, bool], ...]:
     """`text` cut into sentences or lines, each with whether it addresses the grader."""
-    return tuple((s, bool(s.strip() and _INJECTION.search(s))) for s in _UNIT.findall(text))
+    units = _UNIT.findall(text)
+    if not may_address_grader(text):
+        return tuple((s, False) for s in units)
+    return tuple((s, bool(s.strip() and _INJECTION.search(s))) for s in units)
 
 
 def find_injection(text: str) -> list[str]:
