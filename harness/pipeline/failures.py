@@ -9,7 +9,9 @@ BM25's top `pool_bm25` over the whole corpus (the top k left out: already judged
 - `split`: chunks are relevant, none complete, and a relevant chunk joined with its
   neighbour in the same document (adjacent by start_char) is judged complete: the answer
   crosses a chunk boundary (raise the overlap or the size);
-- `not-in-corpus`: nothing in the pool answers: a gap in the documents, not the retriever.
+- `not-in-corpus`: nothing in the pool answers: a gap in the documents, not the retriever
+  (its reason names the chunk the judge was likeliest to call relevant, to read by hand,
+  when the verdicts have probabilities).
 """
 
 from __future__ import annotations
@@ -209,10 +211,32 @@ def explain_failures(
                     f"no chunk of the top {k} or of the pool (dense top {pool.pool_dense}, "
                     f"BM25 top {pool.pool_bm25}: {len(p.pool)} more chunks), alone or "
                     "joined with a neighbour, answers it: a gap in the documents, not the "
-                    f"retriever{note}"
+                    f"retriever{note}{_likeliest(p)}"
                 ),
             )
     return [out[i] for i in range(len(plans))]
+
+
+def _likeliest(plan: _Plan) -> str:
+    """For a question nothing answered: the chunk of its top k and pool the judge was
+    likeliest to call relevant, to read by hand ("" when no verdict has a probability).
+    A small judge misses answers: of the quick-start's 9 answerable questions it called
+    not-in-corpus, 6 had the answer in the top-4 chunk it was likeliest to call relevant
+    (P(relevant) 0.41-0.57)."""
+    verdicts = [(jh.chunk.chunk_id, jh.verdict) for jh in plan.result.hits]
+    verdicts += list(zip(plan.pool, plan.pool_verdicts or [], strict=False))
+    scored = [
+        (v.relevant.p_yes, c)
+        for c, v in verdicts
+        if v.relevant.p_yes is not None and v.relevant.error is None
+    ]
+    if not scored:
+        return ""
+    p_rel, chunk_id = max(scored)
+    return (
+        f"; the judge's likeliest chunk was {chunk_id} (P(relevant) {p_rel:.2f}): if it "
+        "answers, the judge missed it"
+    )
 
 
 def pool_pairs(

@@ -4,6 +4,7 @@ scripted judge whose answers follow the text, the real local embedder, FAISS and
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,38 @@ def test_negative_pool_sizes_are_refused(setup, field):
     with pytest.raises(ConfigError) as exc:
         parse_experiment(data, overrides=[f"failures.{field}=-1"])
     assert exc.value.field == f"failures.{field}"
+
+
+class Unsure(ScriptedJudge):
+    """The scripted judge with a P(yes): 0.9 for its yes, and for its no a P under 0.5
+    that differs from chunk to chunk (by the chunk's length)."""
+
+    def grade(self, question, chunk_text, criterion, criterion_text):
+        v = super().grade(question, chunk_text, criterion, criterion_text)
+        return replace(v, p_yes=0.9 if v.value else 0.05 + (len(chunk_text) % 40) / 100)
+
+
+def test_not_in_corpus_names_the_chunk_the_judge_was_likeliest_to_call_relevant(setup):
+    data, qfile, tmp_path = setup
+    config = parse_experiment(data)
+    judge = Unsure(qfile)
+    run = run_experiment(config, results_dir=tmp_path / "r", cache_dir=tmp_path / "c", judge=judge)
+    q = next(q for q in run.questions if q.question.question_id == "parking")
+    assert q.failure is not None and q.failure.label == "not-in-corpus"
+    # every chunk the question's top k and pool showed the judge, with its P(relevant)
+    asked = {
+        c: 0.05 + (len(c) % 40) / 100
+        for qt, c, crit in judge.calls
+        if qt == q.question.text and crit == "relevant"
+    }
+    assert len(asked) > 1 and len(set(asked.values())) > 1
+    best_text = max(asked, key=asked.__getitem__)
+    best_id = next(c.chunk_id for c in load_inputs(config).chunks if c.text == best_text)
+    assert q.failure.reason.endswith(
+        f"; the judge's likeliest chunk was {best_id} (P(relevant) {asked[best_text]:.2f}): "
+        "if it answers, the judge missed it"
+    )
+    # without probabilities (the scripted judge) the reason names no chunk
+    _, _, plain = _run(data, qfile, tmp_path, name="plain")
+    gap = next(q.failure for q in plain.questions if q.question.question_id == "parking")
+    assert gap is not None and "likeliest" not in gap.reason
