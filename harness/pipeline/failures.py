@@ -234,8 +234,8 @@ def _likeliest(plan: _Plan) -> str:
         return ""
     p_rel, chunk_id = max(scored)
     return (
-        f"; the judge's likeliest chunk was {chunk_id} (P(relevant) {p_rel:.2f}): if it "
-        "answers, the judge missed it"
+        f", unless the judge missed it: the chunk it was likeliest to call relevant is "
+        f"{chunk_id} (P(relevant) {p_rel:.2f})"
     )
 
 

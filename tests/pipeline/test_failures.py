@@ -202,8 +202,8 @@ def test_not_in_corpus_names_the_chunk_the_judge_was_likeliest_to_call_relevant(
     best_text = max(asked, key=asked.__getitem__)
     best_id = next(c.chunk_id for c in load_inputs(config).chunks if c.text == best_text)
     assert q.failure.reason.endswith(
-        f"; the judge's likeliest chunk was {best_id} (P(relevant) {asked[best_text]:.2f}): "
-        "if it answers, the judge missed it"
+        "not the retriever, unless the judge missed it: the chunk it was likeliest to call "
+        f"relevant is {best_id} (P(relevant) {asked[best_text]:.2f})"
     )
     # without probabilities (the scripted judge) the reason names no chunk
     _, _, plain = _run(data, qfile, tmp_path, name="plain")
