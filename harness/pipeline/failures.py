@@ -94,11 +94,18 @@ class _Plan:
     """(relevant chunk, neighbour) pairs to judge joined."""
 
 
+def _judged(plan: _Plan) -> list[tuple[str, Verdict]]:
+    """(chunk id, verdict) of every chunk judged for the question: its top k, then its
+    pool (once the pool is judged)."""
+    assert plan.pool_verdicts is not None
+    return [(jh.chunk.chunk_id, jh.verdict) for jh in plan.result.hits] + list(
+        zip(plan.pool, plan.pool_verdicts, strict=True)
+    )
+
+
 def _pairs_for_joins(plan: _Plan, pool: FailurePool) -> list[tuple[str, str]]:
     """(relevant chunk, neighbour) for every relevant chunk of the top k and the pool."""
-    assert plan.pool_verdicts is not None
-    relevant = [jh.chunk.chunk_id for jh in plan.result.hits if jh.verdict.grade == 1]
-    relevant += [c for c, v in zip(plan.pool, plan.pool_verdicts, strict=True) if v.grade == 1]
+    relevant = [c for c, v in _judged(plan) if v.grade == 1]
     seen: set[frozenset[str]] = set()
     out = []
     for c in dict.fromkeys(relevant):
@@ -223,11 +230,9 @@ def _likeliest(plan: _Plan) -> str:
     A small judge misses answers: of the quick-start's 9 answerable questions it called
     not-in-corpus, 6 had the answer in the top-4 chunk it was likeliest to call relevant
     (P(relevant) 0.41-0.57)."""
-    verdicts = [(jh.chunk.chunk_id, jh.verdict) for jh in plan.result.hits]
-    verdicts += list(zip(plan.pool, plan.pool_verdicts or [], strict=False))
     scored = [
         (v.relevant.p_yes, c)
-        for c, v in verdicts
+        for c, v in _judged(plan)
         if v.relevant.p_yes is not None and v.relevant.error is None
     ]
     if not scored:
