@@ -8,13 +8,14 @@ pointwise+fewshot4: the default mode shown four worked examples from a judge exa
 packaged local judge: three retrievals of every question (no reranker, bm25 and hybrid
 over the dense top fetch_k), each judged at k = 4, which gives 12 configurations (k = 1..4
 x 3 rerankers). Printed per method and criterion: the judge's yes-rate against the
-labels', Cohen's kappa with its 95% interval, the AUC of the judge's probability, kappa
-after a calibration fitted on 40 random labelled pairs (measured on the other pairs),
-with --exam-calibration the yes-rate and kappa after a calibration fitted on the
-collection's judge exam alone (no labels) that re-cuts the verdicts (`harness calibrate
---exam --apply verdicts`), and the judged yes-rate as a run's trust line corrects it with
-the exam's error rates of the raw verdicts (what `harness calibrate --exam` writes by
-default),
+labels', the mean of the judge's probability (P(relevant), P(relevant and complete): a
+rate read from the probabilities rather than the yes/no verdicts), Cohen's kappa with
+its 95% interval, the AUC of the judge's probability, kappa after a calibration fitted
+on 40 random labelled pairs (measured on the other pairs), with --exam-calibration the
+yes-rate and kappa after a calibration fitted on the collection's judge exam alone (no
+labels) that re-cuts the verdicts (`harness calibrate --exam --apply verdicts`), and the
+judged yes-rate as a run's trust line corrects it with the exam's error rates of the raw
+verdicts (what `harness calibrate --exam` writes by default),
 Kendall tau between the judge's and the labels' ranking of the 12 configurations by MRR
 (hard, and soft MRR for the judge), the regret of the configuration each puts first (the
 labels' best MRR minus the labels' MRR of the pick; a tie at the top counts its worst),
@@ -302,6 +303,8 @@ def measure(
                 j = [bool(v.relevant.value) if c == 0 else v.grade == 2 for v, _ in pairs]
                 h = [g >= cut for _, g in pairs]
                 probs = [v.probabilities() for v, _ in pairs]
+                scored = [p[c] for p in probs if p is not None]
+                mean_p = sum(scored) / len(scored) if scored else None
                 kappa = cohen_kappa(j, h)
                 ci = bootstrap_ci(
                     len(j),
@@ -332,6 +335,7 @@ def measure(
                         len(j),
                         f"{sum(j) / len(j):.2f}",
                         f"{sum(h) / len(h):.2f}",
+                        "-" if mean_p is None else f"{mean_p:.2f}",
                         f"{kappa:.2f}",
                         f"[{ci[0]:.2f},{ci[1]:.2f}]" if ci else "-",
                         "-" if a is None else f"{a:.2f}",
@@ -373,6 +377,7 @@ HEAD = (
     "pairs",
     "judge_yes",
     "labels_yes",
+    "judge_mean_p",
     "kappa",
     "kappa_95%",
     "AUC",
