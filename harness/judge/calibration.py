@@ -447,6 +447,7 @@ def trust_summary(
     cal: Calibration | None,
     *,
     lazy: bool = False,
+    guessing: float | None = None,
 ) -> tuple[dict[str, Any], str | None]:
     """How far a run's judged rates can be trusted: (the run header's `stats["trust"]`,
     a warning line or None).
@@ -458,7 +459,13 @@ def trust_summary(
     (`metrics.trust.corrected_rate`) and a one-line statement; "trusted" when the raw
     rate lies inside the corrected rate's interval, "biased" when it does not,
     "untrusted" when the rates rest on fewer than MIN_MEASURED answers or non-answers
-    or cannot correct (TPR <= FPR). Without rates, the
+    or cannot correct (TPR <= FPR), or when the judge is guessing on this run's own
+    chunks: `guessing`, the share of its probabilities between 0.4 and 0.6 when the run
+    found it too high (`pipeline.run.VerdictTally.guessing`). Error rates measured on
+    an exam (or on labels of other questions) need not hold for a run the judge cannot
+    decide: on CISI's abstracts, where the small judge agrees with the labels at kappa
+    0.24, two of three runs had more than half their probabilities there, and none of
+    the TREC DL or handbook runs, where it agrees at 0.44-0.86. Without rates, the
     warning says what to run. Hit rate and MRR are not corrected: they are maxima over
     k chunks, not a share of chunks, and Rogan-Gladen does not apply to them. A lazily
     judged run's rates are over the chunks it chose to judge (it stops at the first
@@ -486,9 +493,17 @@ def trust_summary(
         if crit in cal.rates
     ]
     out.update({c.name: c.entry for c in checks})
+    lines = [c.line for c in checks]
     verdict = max((c.verdict for c in checks), key=_VERDICTS.index, default="trusted")
+    if guessing is not None:
+        out["guessing"] = round(guessing, 4)
+        lines.append(
+            f"the judge is guessing on this run ({guessing:.0%} of its probabilities lie "
+            f"between 0.4 and 0.6), so error rates measured elsewhere need not hold here"
+        )
+        verdict = "untrusted"
     out["verdict"] = verdict
-    out["statement"] = f"{verdict}: " + "; ".join(c.line for c in checks)
+    out["statement"] = f"{verdict}: " + "; ".join(lines)
     return out, None if verdict == "trusted" else out["statement"]
 
 

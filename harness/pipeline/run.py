@@ -244,8 +244,9 @@ def _judge_run(
     cost.run.update(judged.tally.to_stats())
     for w in judged.tally.warnings():
         logger.warning(w)
+    tally = judged.tally
     cost.run["trust"], note = trust_summary(
-        judged.tally.per_question, grading.calibration, lazy=judged.tally.lazy
+        tally.per_question, grading.calibration, lazy=tally.lazy, guessing=tally.guessing()
     )
     return judged, [note] if note else []
 
@@ -389,6 +390,14 @@ class VerdictTally:
             **({"hits_not_judged": self.not_judged} if self.lazy else {}),
         }
 
+    def guessing(self) -> float | None:
+        """The share of the judge's probabilities between 0.4 and 0.6 when it is above
+        UNSURE_SHARE (on at least 10 of them); None when the judge is not guessing, or
+        gave too few probabilities to tell."""
+        if self.with_p < 10 or self.unsure / self.with_p <= UNSURE_SHARE:
+            return None
+        return self.unsure / self.with_p
+
     def warnings(self) -> list[str]:
         """The saturation warnings this run deserves, each one line."""
         out = []
@@ -405,9 +414,10 @@ class VerdictTally:
                 "calibrate the judge on a few labels (harness label, harness calibrate), "
                 'try judge.mode = "graded", or use a stronger judge'
             )
-        if self.with_p >= 10 and self.unsure / self.with_p > UNSURE_SHARE:
+        guessing = self.guessing()
+        if guessing is not None:
             out.append(
-                f"{self.unsure / self.with_p:.0%} of the judge's probabilities lie between "
+                f"{guessing:.0%} of the judge's probabilities lie between "
                 "0.4 and 0.6: it is guessing; calibrate it or use a stronger judge"
             )
         return out

@@ -20,7 +20,13 @@ from harness.analysis.exam_calibration import (
 from harness.config import CriteriaConfig, load_experiment
 from harness.errors import HarnessError
 from harness.generate.exam import ExamItem
-from harness.judge.calibration import read_calibration, trust_summary, write_calibration
+from harness.judge.calibration import (
+    Calibration,
+    ErrorRates,
+    read_calibration,
+    trust_summary,
+    write_calibration,
+)
 from harness.judge.protocol import BaseJudge
 from harness.pipeline import run_experiment
 from harness.stores import VerdictCache
@@ -175,6 +181,23 @@ def test_trust_summary_without_rates_says_what_to_run():
     assert "harness generate" in warning
 
 
+def test_a_judge_guessing_on_the_run_is_untrusted_whatever_its_exam_says():
+    """Exam rates that would call the run trusted (the judged rate inside the corrected
+    interval) do not, when most of the run's probabilities sit between 0.4 and 0.6: the
+    statement says untrusted, gives the share, and keeps the corrected rates."""
+    rates = {c: ErrorRates(0.95, 0.05, 40, 40, basis="exam") for c in ("relevant", "complete")}
+    cal = Calibration(criteria={}, rates=rates, basis="exam", applies="rates")
+    per_question = [(2, 1, 4)] * 20
+    sure, warning = trust_summary(per_question, cal)
+    assert sure["verdict"] == "trusted" and warning is None and "guessing" not in sure
+    unsure, warning = trust_summary(per_question, cal, guessing=0.56)
+    assert unsure["verdict"] == "untrusted" and unsure["guessing"] == 0.56
+    assert unsure["statement"].startswith("untrusted: judged complete-rate 25%, corrected")
+    assert "the judge is guessing on this run (56% of its probabilities" in unsure["statement"]
+    assert warning == unsure["statement"]
+    assert unsure["complete_rate"] == sure["complete_rate"]
+
+
 def _exam_for_data() -> list[ExamItem]:
     """Exam items over the test corpus: the hive answer and an unrelated passage."""
     bees = (DATA / "corpus" / "bees.md").read_text(encoding="utf-8")
@@ -256,6 +279,31 @@ def test_a_run_with_an_exam_calibration_reports_corrected_rates(tmp_path):
     assert any("harness calibrate --exam" in w for w in plain.header.warnings)
     # the calibration applied to the rates only: the same verdicts as without it
     assert run.header.metrics and run.header.metrics == plain.header.metrics
+
+
+def _unsure(n: int, prompt: str) -> Act:
+    """P(yes) 0.55 of everything: a judge that cannot decide."""
+    return Act(text="yes", top_logprobs=(("yes", math.log(0.55)), ("no", math.log(0.45))))
+
+
+def test_a_run_whose_judge_is_guessing_says_untrusted_despite_its_exam(tmp_path):
+    """The same exam calibration, a run whose judge answers every chunk with P(yes) 0.55:
+    its trust statement is untrusted and says why, and the warning says it too."""
+    with FakeOpenAI(_graded_like) as server:
+        path, _ = _fitted_calibration(tmp_path, _fake_judge(server))
+    with FakeOpenAI(_unsure) as server:
+        run = run_experiment(
+            load_experiment(
+                DATA / "experiment.toml", [*_fake_judge(server), f"judge.calibration={path}"]
+            ),
+            results_dir=tmp_path / "r",
+            cache_dir=tmp_path / "unsure-cache",
+        )
+    trust = run.header.stats["trust"]
+    assert trust["basis"] == "exam" and trust["guessing"] == 1.0
+    assert trust["statement"].startswith("untrusted: ")
+    assert "the judge is guessing on this run (100% of its probabilities" in trust["statement"]
+    assert trust["statement"] in run.header.warnings
 
 
 def _constant(n: int, prompt: str) -> Act:
