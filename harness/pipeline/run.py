@@ -241,10 +241,10 @@ def _judge_run(
         grading.progress.stop()
         if grading.prepared.pool is not None:
             cost.run.update(_pool_stats(cost.pool, grading.config.judge))
-    cost.run.update(judged.tally.to_stats())
-    for w in judged.tally.warnings():
-        logger.warning(w)
     tally = judged.tally
+    cost.run.update(tally.to_stats())
+    for w in tally.warnings():
+        logger.warning(w)
     cost.run["trust"], note = trust_summary(
         tally.per_question, grading.calibration, lazy=tally.lazy, guessing=tally.guessing()
     )
