@@ -417,8 +417,10 @@ class VerdictTally:
         guessing = self.guessing()
         if guessing is not None:
             out.append(
-                f"{guessing:.0%} of the judge's probabilities lie between "
-                "0.4 and 0.6: it is guessing; calibrate it or use a stronger judge"
+                f"{guessing:.0%} of the judge's probabilities lie between 0.4 and 0.6: it "
+                "is guessing, and its yes/no verdicts are near coin flips; check it on a few "
+                "labels of your own (harness label, then harness validate) or use a "
+                "stronger judge"
             )
         return out
 

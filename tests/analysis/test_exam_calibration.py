@@ -304,6 +304,10 @@ def test_a_run_whose_judge_is_guessing_says_untrusted_despite_its_exam(tmp_path)
     assert trust["statement"].startswith("untrusted: ")
     assert "the judge is guessing on this run (100% of its probabilities" in trust["statement"]
     assert trust["statement"] in run.header.warnings
+    assert any(
+        w.startswith("100% of the judge's probabilities") and "harness validate" in w
+        for w in run.header.warnings
+    )
 
 
 def _constant(n: int, prompt: str) -> Act:
