@@ -499,7 +499,7 @@ def trust_summary(
         out["guessing"] = round(guessing, 4)
         lines.append(
             f"the judge is guessing on this run ({guessing:.0%} of its probabilities lie "
-            f"between 0.4 and 0.6), so error rates measured elsewhere need not hold here"
+            "between 0.4 and 0.6), so error rates measured elsewhere need not hold here"
         )
         verdict = "untrusted"
     out["verdict"] = verdict
