@@ -176,13 +176,17 @@ def test_negative_pool_sizes_are_refused(setup, field):
     assert exc.value.field == f"failures.{field}"
 
 
+def _p_of_no(chunk_text: str) -> float:
+    """`Unsure`'s P(yes) for a no: under 0.5, differing from chunk to chunk by length."""
+    return 0.05 + (len(chunk_text) % 40) / 100
+
+
 class Unsure(ScriptedJudge):
-    """The scripted judge with a P(yes): 0.9 for its yes, and for its no a P under 0.5
-    that differs from chunk to chunk (by the chunk's length)."""
+    """The scripted judge with a P(yes): 0.9 for its yes, `_p_of_no` for its no."""
 
     def grade(self, question, chunk_text, criterion, criterion_text):
         v = super().grade(question, chunk_text, criterion, criterion_text)
-        return replace(v, p_yes=0.9 if v.value else 0.05 + (len(chunk_text) % 40) / 100)
+        return replace(v, p_yes=0.9 if v.value else _p_of_no(chunk_text))
 
 
 def test_not_in_corpus_names_the_chunk_the_judge_was_likeliest_to_call_relevant(setup):
@@ -194,7 +198,7 @@ def test_not_in_corpus_names_the_chunk_the_judge_was_likeliest_to_call_relevant(
     assert q.failure is not None and q.failure.label == "not-in-corpus"
     # every chunk the question's top k and pool showed the judge, with its P(relevant)
     asked = {
-        c: 0.05 + (len(c) % 40) / 100
+        c: _p_of_no(c)
         for qt, c, crit in judge.calls
         if qt == q.question.text and crit == "relevant"
     }
