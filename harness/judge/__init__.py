@@ -26,6 +26,7 @@ from harness.judge.parsing import (
     parse_answer,
     parse_both,
     parse_list,
+    parse_short_answer,
 )
 from harness.judge.prompts import CRITERIA, PROMPT_VERSION, build_messages
 from harness.judge.protocol import BaseJudge, Judge
@@ -58,4 +59,5 @@ __all__ = [
     "parse_answer",
     "parse_both",
     "parse_list",
+    "parse_short_answer",
 ]

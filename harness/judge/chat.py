@@ -32,6 +32,7 @@ from harness.judge.parsing import (
     parse_extract,
     parse_grade,
     parse_list,
+    parse_short_answer,
     split_sentences,
 )
 from harness.judge.prompts import (
@@ -164,6 +165,12 @@ class ChatJudge(BaseJudge):
         # other endpoints may reject the unknown field, so it is opt-in.
         self.use_grammar = grammar
         self.grammar = (GRAMMAR_REASON if reasons else GRAMMAR_SHORT) if grammar else None
+        self.answer_tokens = 1 if self.grammar == GRAMMAR_SHORT else self.max_tokens
+        """The tokens a yes/no call asks for. Under the short grammar the answer is one
+        token (each casing of yes and no is one token for the packaged model), so the
+        second is always the end; asking for it cost the local server a decode pass of
+        about 50 ms a call. The answer is the same, so `max_tokens` in the identity (and
+        the verdict cache) is unchanged."""
         self.mode, self.variant, self.concurrency = mode, variant, concurrency
         self.prompt_cache = prompt_cache
         self.grade_cuts = (relevant_grade, complete_grade)
@@ -297,9 +304,9 @@ class ChatJudge(BaseJudge):
             build_messages(
                 question, chunk_text, criterion_text, reasons=self.reasons, variant=variant
             ),
-            parse_answer,
+            parse_short_answer if self.answer_tokens == 1 else parse_answer,
             grammar=self.grammar,
-            max_tokens=self.max_tokens,
+            max_tokens=self.answer_tokens,
         )
         if a.error:
             return CriterionVerdict(criterion, None, raw=a.raw, error=a.error, **a.costs)

@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 
 from harness.judge.markdown import strip_markdown
+from harness.judge.prompts import SHORT_ANSWERS
 from harness.llm.client import TopLogprobs
 
 
@@ -74,6 +75,17 @@ def parse_answer(raw: str) -> tuple[bool, str]:
     if rest_words and rest_words[0].strip(".,:;") in ("yes", "no") and len(rest_words) == 1:
         raise MalformedOutput(f"both yes and no in {raw[:200]!r}")
     return m.group(1).lower() == "yes", reason
+
+
+def parse_short_answer(raw: str) -> tuple[bool, str]:
+    """(answer, "") from a reply the short grammar constrained and one token ended: the
+    word, or where a model's tokenizer splits it, its first piece ("YE" of "YES"), which
+    already decides, as every allowed answer starts with y or n. MalformedOutput for
+    anything else."""
+    text = raw.strip()
+    if text and any(a.startswith(text) for a in SHORT_ANSWERS):
+        return text[0] in "yY", ""
+    raise MalformedOutput(f"expected yes or no, got {raw[:200]!r}")
 
 
 def p_yes_from_logprobs(top_logprobs: Sequence[tuple[str, float]] | None) -> float | None:

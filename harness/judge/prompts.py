@@ -65,7 +65,9 @@ ANSWER_REASON = (
 )
 # Every casing is allowed so that greedy decoding picks the model's own preference: a
 # grammar with only "yes" | "no" can force "yes" when the model wanted "No".
-_YES_NO = '("yes" | "no" | "Yes" | "No" | "YES" | "NO")'
+SHORT_ANSWERS = ("yes", "no", "Yes", "No", "YES", "NO")
+"""The answers the yes/no grammars allow (`GRAMMAR_SHORT` alone, or before a reason)."""
+_YES_NO = "(" + " | ".join(f'"{a}"' for a in SHORT_ANSWERS) + ")"
 GRAMMAR_SHORT = f"root ::= {_YES_NO}"
 GRAMMAR_REASON = f'root ::= {_YES_NO} ": " [^\\n]{{1,200}}'
 GRAMMAR_BOTH = f'root ::= "relevant: " yn "\\ncomplete: " yn\nyn ::= {_YES_NO}'

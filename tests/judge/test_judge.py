@@ -16,6 +16,7 @@ from harness.judge import (
     judge_pairs,
     p_yes_from_logprobs,
     parse_answer,
+    parse_short_answer,
 )
 from harness.stores import VerdictCache, verdict_key
 from harness.types import ComponentSpec, CriterionVerdict
@@ -59,6 +60,21 @@ MALFORMED = [
 def test_parse_answer_rejects_malformed(raw):
     with pytest.raises(MalformedOutput):
         parse_answer(raw)
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"), [("yes", True), ("No", False), (" YES", True), ("Y", True), ("N", False)]
+)
+def test_a_one_token_answer_under_the_grammar_is_read_by_its_first_piece(raw, value):
+    """The short grammar's answer is asked for as one token: a tokenizer that splits
+    "YES" (SmolLM2's "Y" + "ES") leaves its first piece, which already decides."""
+    assert parse_short_answer(raw) == (value, "")
+
+
+@pytest.mark.parametrize("raw", ["", "maybe", "yess", "E", "yes: it does"])
+def test_a_one_token_answer_rejects_what_the_grammar_cannot_start(raw):
+    with pytest.raises(MalformedOutput):
+        parse_short_answer(raw)
 
 
 def test_p_yes_from_logprobs():

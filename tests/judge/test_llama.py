@@ -24,7 +24,10 @@ def test_yes_no_with_confidence_and_usage(llama_server):
     assert v.error is None and v.value in (True, False)
     assert v.raw.strip().lower() in ("yes", "no")
     assert v.p_yes is not None and 0.0 <= v.p_yes <= 1.0
-    assert v.calls == 1 and v.prompt_tokens > 50 and v.completion_tokens >= 1 and v.latency_s > 0
+    assert v.calls == 1 and v.prompt_tokens > 50 and v.latency_s > 0
+    # the grammar's answer is one token: the end of the answer is not asked for (it cost
+    # the server a decode pass), so the server computes one token
+    assert v.completion_tokens == 1
 
 
 def test_reasons_mode(llama_server):
