@@ -1,14 +1,14 @@
 """Records passed between stages: frozen, and serialisable to plain JSON.
 
-Each record has `to_dict()` and `from_dict()`; the result log is made of these dicts, so
-the CLI, tests and notebooks all read the same typed values back.
+Each record is a `Record`: `to_dict()` and `from_dict()`; the result log is made of these
+dicts, so the CLI, tests and notebooks all read the same typed values back.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 LOG_VERSION = 1
 
@@ -42,8 +42,25 @@ def _record_fields(cls: type) -> tuple[str, ...] | None:
     return _FIELDS[cls]
 
 
+class Record:
+    """What every record shares: `to_dict()` as plain JSON values (`plain`), and
+    `from_dict()` back, as keyword arguments (a record whose dict needs reading
+    overrides it)."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """This record as plain JSON values."""
+        return plain(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Self:
+        """The record back from `to_dict()`."""
+        return cls(**d)
+
+
 @dataclass(frozen=True)
-class Document:
+class Document(Record):
     """A document of the corpus; `source` is the file, URL or file:line it came from."""
 
     doc_id: str
@@ -51,18 +68,9 @@ class Document:
     source: str
     title: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        """This record as plain JSON values."""
-        return plain(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Document:
-        """The record back from `to_dict()`."""
-        return cls(**d)
-
 
 @dataclass(frozen=True)
-class Chunk:
+class Chunk(Record):
     """A piece of one document; `start_char` is its offset in the document's text."""
 
     chunk_id: str
@@ -70,18 +78,9 @@ class Chunk:
     text: str
     start_char: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """This record as plain JSON values."""
-        return plain(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Chunk:
-        """The record back from `to_dict()`."""
-        return cls(**d)
-
 
 @dataclass(frozen=True)
-class SourceSpan:
+class SourceSpan(Record):
     """Where a generated question came from: characters `start`..`end` (end exclusive) of
     the document `doc_id`'s text. Spans are independent of any chunking; a chunk counts
     as the source when it overlaps the span (`harness.metrics.source`)."""
@@ -90,10 +89,6 @@ class SourceSpan:
     start: int
     end: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """This record as plain JSON values."""
-        return plain(self)
-
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SourceSpan:
         """The record back from `to_dict()`."""
@@ -101,7 +96,7 @@ class SourceSpan:
 
 
 @dataclass(frozen=True)
-class Question:
+class Question(Record):
     """One evaluation question.
 
     The optional fields come from generated question sets (`harness generate`): `type`
@@ -147,7 +142,7 @@ class Question:
 
 
 @dataclass(frozen=True)
-class Hit:
+class Hit(Record):
     """One retrieved chunk. `rank` is 1-based; `score` is the first-stage similarity
     (cosine, higher is better); `rerank_score` is set only when a reranker ran."""
 
@@ -156,26 +151,13 @@ class Hit:
     score: float
     rerank_score: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """This record as plain JSON values."""
-        return plain(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Hit:
-        """The record back from `to_dict()`."""
-        return cls(**d)
-
 
 @dataclass(frozen=True)
-class ComponentSpec:
+class ComponentSpec(Record):
     """A pluggable component as written to the log: enough to rebuild it."""
 
     name: str
     args: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """This record as plain JSON values."""
-        return plain(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ComponentSpec:
@@ -184,7 +166,7 @@ class ComponentSpec:
 
 
 @dataclass(frozen=True)
-class Cost:
+class Cost(Record):
     """What some LLM calls cost: HTTP requests, tokens, time, retries and failed attempts.
 
     `calls` counts every HTTP request (retried and failed ones included), `retries` the
@@ -245,7 +227,7 @@ _COST_FIELDS = tuple(f.name for f in dataclasses.fields(Cost))
 
 
 @dataclass(frozen=True)
-class CriterionVerdict:
+class CriterionVerdict(Record):
     """The judge's answer on one criterion for one (question, chunk).
 
     `value` is None exactly when `error` is set: a failed verdict is never "no".
@@ -280,10 +262,6 @@ class CriterionVerdict:
     """Of `calls`, the HTTP requests that brought no usable answer (429, 5xx, timeouts,
     dropped connections, malformed 200s), booked on error verdicts and successful alike."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """This record as plain JSON values."""
-        return plain(self)
-
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CriterionVerdict:
         """The record back from `to_dict()`."""
@@ -314,7 +292,7 @@ class CriterionVerdict:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Verdict(Record):
     """Both criteria for one (question, chunk)."""
 
     relevant: CriterionVerdict
@@ -378,7 +356,7 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class JudgedHit:
+class JudgedHit(Record):
     """A hit with its chunk and the judge's verdict on it."""
 
     hit: Hit
@@ -413,7 +391,7 @@ FAILURE_LABELS = ("missed", "split", "not-in-corpus")
 
 
 @dataclass(frozen=True)
-class Failure:
+class Failure(Record):
     """Why a question failed, from judging a wider pool than the top k.
 
     `label` is one of FAILURE_LABELS: "missed" (a pool chunk is relevant and complete: the
@@ -432,18 +410,9 @@ class Failure:
     reason: str = ""
     """One sentence for a reader: what was found, and what to try."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """This record as plain JSON values."""
-        return plain(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Failure:
-        """The record back from `to_dict()`."""
-        return cls(**d)
-
 
 @dataclass(frozen=True)
-class QuestionResult:
+class QuestionResult(Record):
     """One line of questions.jsonl: the question, its graded hits and its metrics.
 
     `metrics` maps `name@k` to this question's value; a metric whose top k holds a
