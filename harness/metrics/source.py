@@ -29,6 +29,18 @@ def overlaps(chunk: Chunk, span: SourceSpan) -> bool:
     return chunk.doc_id == span.doc_id and chunk.start_char < span.end and span.start < end
 
 
+def holds(chunk: Chunk, span: SourceSpan) -> bool:
+    """True when `chunk` holds the whole span: same document, and chunk.start_char <= start
+    and end <= chunk.start_char + len(chunk.text) (ranges half-open). Edge case: an empty
+    span (start = end) is held by any chunk of its document whose range includes that
+    position, its end included."""
+    return (
+        chunk.doc_id == span.doc_id
+        and chunk.start_char <= span.start
+        and span.end <= chunk.start_char + len(chunk.text)
+    )
+
+
 def source_flags(chunks: Sequence[Chunk], spans: Sequence[SourceSpan]) -> list[bool]:
     """Per ranked chunk, whether it overlaps any of the question's source spans."""
     return [any(overlaps(c, s) for s in spans) for c in chunks]

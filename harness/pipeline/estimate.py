@@ -101,6 +101,7 @@ def _plan(config: ExperimentConfig, cache_dir: Path, inputs: Inputs, *, with_poo
                 [[h.chunk_id for h in hits] for hits in prepared.hits],
                 prepared.pool,
                 lambda text: text_for_judge(text, config.judge.injection),
+                [q.source for q in prepared.questions],
             )
             if prepared.pool is not None
             else []

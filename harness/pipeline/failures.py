@@ -12,6 +12,19 @@ BM25's top `pool_bm25` over the whole corpus (the top k left out: already judged
 - `not-in-corpus`: nothing in the pool answers: a gap in the documents, not the retriever
   (its reason names the chunk the judge was likeliest to call relevant, to read by hand,
   when the verdicts have probabilities).
+
+A question with one source span (`Question.source`: a generated question's passage, or a
+hand-written set's answer span) says where its answer is, so its failure is read from
+the span and no pool is judged (`from_source`):
+
+- `judge-missed`: a chunk of the top k holds the whole span and the judge did not call
+  it complete: the answer was retrieved and the judge missed it (or the span does not
+  answer the question);
+- `missed`: a chunk outside the top k holds the span (its dense rank is recorded);
+- `split`: no chunk holds the whole span: it crosses a chunk boundary.
+
+A question with no span (unanswerable, or a set without spans) or with several
+(multi-passage) is explained from its pool as above.
 """
 
 from __future__ import annotations
@@ -19,7 +32,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.types import Chunk, Failure, QuestionResult, Verdict
+from harness.metrics.source import holds, overlaps
+from harness.types import Chunk, Failure, QuestionResult, SourceSpan, Verdict
 
 GradePairs = Callable[[Sequence[tuple[str, str]]], list[Verdict]]
 """Verdicts for (question text, chunk text) pairs, in order (the run's judge and cache)."""
@@ -39,17 +53,24 @@ class FailurePool:
         *,
         pool_dense: int,
         pool_bm25: int,
+        dense_rank: Callable[[int, str], int | None] | None = None,
     ) -> None:
+        """`dense_rank(question index, chunk id)`: the chunk's rank in dense retrieval over
+        the whole corpus (None below the depth it searches); without it, the rank within
+        the dense pool."""
         self.chunks = chunks
         self.documents = documents
         self.pool_dense = pool_dense
         self.pool_bm25 = pool_bm25
         self._dense = dense
+        self._dense_rank = dense_rank
         self._bm25_factory = bm25
         self._bm25: Callable[[str], list[str]] | None = None
         by_doc: dict[str, list[Chunk]] = {}
         for c in chunks.values():
             by_doc.setdefault(c.doc_id, []).append(c)
+        self._by_doc = by_doc
+        """Each document's chunks, by start_char (sorted below)."""
         self._neighbours: dict[str, list[str]] = {}
         for doc_chunks in by_doc.values():
             doc_chunks.sort(key=lambda c: c.start_char)
@@ -63,6 +84,22 @@ class FailurePool:
         if self._bm25 is None:
             self._bm25 = self._bm25_factory()
         return self._dense(question_index), self._bm25(question)
+
+    def holder(self, span: SourceSpan) -> str | None:
+        """The first chunk (by start_char) that holds the whole span, or None."""
+        return next((c.chunk_id for c in self._by_doc.get(span.doc_id, []) if holds(c, span)), None)
+
+    def overlapping(self, span: SourceSpan) -> list[str]:
+        """The chunks that share a character with the span, by start_char."""
+        return [c.chunk_id for c in self._by_doc.get(span.doc_id, []) if overlaps(c, span)]
+
+    def dense_rank(self, question_index: int, chunk_id: str) -> int | None:
+        """The chunk's dense rank for the question (`dense_rank`, else within the dense
+        pool); None when it ranks below what was searched."""
+        if self._dense_rank is not None:
+            return self._dense_rank(question_index, chunk_id)
+        dense = self._dense(question_index)
+        return dense.index(chunk_id) + 1 if chunk_id in dense else None
 
     def neighbours(self, chunk_id: str) -> list[str]:
         """The chunks just before and just after this one in its document (by start_char)."""
@@ -156,28 +193,35 @@ def explain_failures(
 ) -> list[Failure]:
     """A Failure for each (question index, result) of a question that failed at k.
 
-    Judges, with `grade` (the run's judge and cache, booked apart from the top k), each
-    question's pool in one batch, then the joined neighbours of relevant chunks of the
-    questions not yet explained in a second. `judge_text` is what the judge is shown of a
-    chunk (injection masking). Failed pool verdicts count as not answering, and the
-    reason says how many there were.
+    A question with one source span is explained from it (`from_source`), judging
+    nothing. For the others, judges with `grade` (the run's judge and cache, booked apart
+    from the top k) each question's pool in one batch, then the joined neighbours of
+    relevant chunks of the questions not yet explained in a second. `judge_text` is what
+    the judge is shown of a chunk (injection masking). Failed pool verdicts count as not
+    answering, and the reason says how many there were.
     """
-    plans = []
-    for qi, result in failed:
+    out: dict[int, Failure] = {}
+    plans: dict[int, _Plan] = {}
+    for i, (qi, result) in enumerate(failed):
+        by_source = from_source(qi, result, pool, k)
+        if by_source is not None:
+            out[i] = by_source
+            continue
         dense, bm25 = pool.candidates(qi, result.question.text)
         top = {jh.chunk.chunk_id for jh in result.hits}
         extra = [c for c in dict.fromkeys([*dense, *bm25]) if c not in top]
-        plans.append(_Plan(qi, result, dense, bm25, extra))
+        plans[i] = _Plan(qi, result, dense, bm25, extra)
     pairs = [
-        (p.result.question.text, judge_text(pool.chunks[c].text)) for p in plans for c in p.pool
+        (p.result.question.text, judge_text(pool.chunks[c].text))
+        for p in plans.values()
+        for c in p.pool
     ]
     verdicts = grade(pairs) if pairs else []
     at = 0
-    for p in plans:
+    for p in plans.values():
         p.pool_verdicts = verdicts[at : at + len(p.pool)]
         at += len(p.pool)
-    out: dict[int, Failure] = {}
-    for i, p in enumerate(plans):
+    for i, p in plans.items():
         missed = _missed(p, k)
         if missed is not None:
             out[i] = missed
@@ -185,13 +229,13 @@ def explain_failures(
             p.joins = _pairs_for_joins(p, pool)
     pairs = [
         (p.result.question.text, judge_text(pool.joined(a, b)))
-        for p in plans
+        for p in plans.values()
         if p.joins is not None
         for a, b in p.joins
     ]
     verdicts = grade(pairs) if pairs else []
     at = 0
-    for i, p in enumerate(plans):
+    for i, p in plans.items():
         if p.joins is None:
             continue
         joined = verdicts[at : at + len(p.joins)]
@@ -221,7 +265,58 @@ def explain_failures(
                     f"retriever{note}{_likeliest(p)}"
                 ),
             )
-    return [out[i] for i in range(len(plans))]
+    return [out[i] for i in range(len(failed))]
+
+
+def from_source(qi: int, result: QuestionResult, pool: FailurePool, k: int) -> Failure | None:
+    """Why a failed question failed, read from its one source span without judging; None
+    for a question with no span or several (multi-passage), or a span no chunk overlaps
+    (a file of questions that does not match the corpus): those are judged from the pool.
+
+    `judge-missed` when a chunk of the top k holds the whole span (the judge did not call
+    it complete), else `missed` when another chunk holds it (with its dense rank), else
+    `split` (the span crosses a chunk boundary; the first chunk it overlaps is named).
+    """
+    span = _one_span(result.question.source, pool)
+    if span is None:
+        return None
+    parts = pool.overlapping(span)
+    where = f"its source ({span.doc_id}, characters {span.start}-{span.end})"
+    for jh in result.hits:
+        if holds(jh.chunk, span):
+            return Failure(
+                "judge-missed",
+                rank=jh.hit.rank,
+                chunk_id=jh.chunk.chunk_id,
+                reason=(
+                    f"{jh.chunk.chunk_id} at rank {jh.hit.rank} holds {where}, and the judge "
+                    f"{_how_judged(jh.verdict)}: the retriever found the answer and the judge "
+                    "missed it, or the source does not answer the question (`harness "
+                    "validate RUN --sources` checks the judge against the sources)"
+                ),
+            )
+    holder = pool.holder(span)
+    if holder is not None:
+        rank = pool.dense_rank(qi, holder)
+        ranked = "below the ranks searched" if rank is None else str(rank)
+        return Failure(
+            "missed",
+            rank=rank,
+            chunk_id=holder,
+            reason=(
+                f"{holder} holds {where}; dense retrieval ranks it {ranked}, outside the "
+                f"top {k}: the answer is in the corpus and the retriever missed it"
+            ),
+        )
+    return Failure(
+        "split",
+        rank=pool.dense_rank(qi, parts[0]),
+        chunk_id=parts[0],
+        reason=(
+            f"no chunk holds all of {where}: it is cut across {', '.join(parts)}, so "
+            "no chunk can be complete; raise chunking.chunk_overlap or chunk_size"
+        ),
+    )
 
 
 def _likeliest(plan: _Plan) -> str:
@@ -244,17 +339,38 @@ def _likeliest(plan: _Plan) -> str:
     )
 
 
+def _how_judged(verdict: Verdict) -> str:
+    """What the judge said of a chunk that holds the answer, with its probability."""
+    rel, comp = verdict.relevant, verdict.complete
+    if rel.value is False:
+        said, p, name = "called it not relevant", rel.p_yes, "relevant"
+    else:
+        said, p, name = "did not call it complete", comp.p_yes, "complete"
+    return said if p is None else f"{said} (P({name}) {p:.2f})"
+
+
+def _one_span(spans: Sequence[SourceSpan], pool: FailurePool) -> SourceSpan | None:
+    """The question's source span when it has exactly one and a chunk overlaps it: what
+    `from_source` explains a failure from."""
+    return spans[0] if len(spans) == 1 and pool.overlapping(spans[0]) else None
+
+
 def pool_pairs(
     questions: Sequence[str],
     hits: Sequence[Sequence[str]],
     pool: FailurePool,
     judge_text: Callable[[str], str] = lambda text: text,
+    sources: Sequence[Sequence[SourceSpan]] | None = None,
 ) -> list[tuple[str, str]]:
     """Every pair explaining the failures could judge, every question assumed failed and
     every chunk relevant: each question's pool, and every chunk of its top k and pool
-    joined with each neighbour. An upper bound for the dry run."""
+    joined with each neighbour. An upper bound for the dry run. `sources`: the questions'
+    source spans; a question with one (that a chunk overlaps) is explained from it and
+    judges nothing (`from_source`)."""
     out: list[tuple[str, str]] = []
     for qi, (question, top) in enumerate(zip(questions, hits, strict=True)):
+        if sources is not None and _one_span(sources[qi], pool) is not None:
+            continue
         dense, bm25 = pool.candidates(qi, question)
         extra = [c for c in dict.fromkeys([*dense, *bm25]) if c not in set(top)]
         out += [(question, judge_text(pool.chunks[c].text)) for c in extra]

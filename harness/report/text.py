@@ -262,8 +262,9 @@ def format_question(q: QuestionResult, k: int, excerpt_chars: int = 300) -> str:
         f = q.failure
         where = "" if f.chunk_id is None else f"  {f.chunk_id}"
         rank = ""
-        if f.label == "missed":
-            rank = "  bm25 only" if f.rank is None else f"  rank {f.rank}"
+        if f.label in ("missed", "judge-missed"):
+            # the reason says where a chunk without a dense rank was found
+            rank = "" if f.rank is None else f"  rank {f.rank}"
         lines.append(f"    failure: {f.label}{rank}{where}")
         lines.extend(
             textwrap.wrap(f.reason, 100, initial_indent="      ", subsequent_indent="      ")

@@ -128,7 +128,7 @@ def test_each_failure_is_labelled(setup, capsys):
     assert f"failure: missed  rank {missed.rank}  {missed.chunk_id}" in out
     assert f"failure: split  {split.chunk_id}" in out
     assert "failure: not-in-corpus" in out
-    assert "failures at k=1: 1 missed, 1 split, 1 not-in-corpus" in out
+    assert "failures at k=1: 1 missed, 1 split, 0 judge-missed, 1 not-in-corpus" in out
     assert f"({pool_calls} of the judge calls went to their pools)" in out
 
     # a rerun pays nothing: the pool's verdicts are in the cache
@@ -164,6 +164,101 @@ def test_the_dry_run_bounds_the_pool(setup):
     )
     assert "failure_pool_calls_max" not in off
     assert off["judge_calls_max"] == est["judge_calls_max"]
+
+
+def _span(doc: str, text: str) -> dict:
+    """The source span of `text` in DOCS[doc]."""
+    start = DOCS[doc].index(text)
+    return {"doc_id": doc, "start": start, "end": start + len(text)}
+
+
+SPANNED = [
+    # outside the top 1 (the FAQ's near copy outranks it): missed, with its dense rank
+    {**QUESTIONS[0], "source": [_span("choir.md", "every Tuesday at 7 pm")]},
+    # across the chunk boundary after "always": split
+    {
+        **QUESTIONS[1],
+        "source": [_span("shed.md", "The shed key is always kept with the treasurer")],
+    },
+    # in the top chunk, which the judge does not call complete: judge-missed
+    {
+        "id": "swap-time",
+        "text": "At what time does the plant swap start?",
+        "topic": ["swap"],
+        "answer": "at 10 am",
+        "source": [_span("swap.md", "The plant swap is held on 14 May")],
+    },
+    QUESTIONS[2],  # no span: its pool is judged, as before
+]
+
+
+def test_a_failure_with_a_source_span_is_read_from_it_without_judging_a_pool(setup, capsys):
+    """A question's one source span says where its answer is: the failure is labelled from
+    it (judge-missed, missed or split) and only the question without a span pays for a
+    pool; the dry run's bound leaves the spanned questions out."""
+    data, _, tmp_path = setup
+    qfile = tmp_path / "spanned.jsonl"
+    qfile.write_text("".join(json.dumps(q) + "\n" for q in SPANNED), encoding="utf-8")
+    data = {**data, "questions": {"file": str(qfile)}}
+    config, judge, run = _run(data, qfile, tmp_path, name="spanned")
+    chunks = {c.chunk_id: c for c in load_inputs(config).chunks}
+    by_id = {q.question.question_id: q for q in run.questions}
+
+    missed = by_id["choir"].failure
+    assert missed is not None and missed.label == "missed"
+    assert "every Tuesday at 7 pm" in chunks[missed.chunk_id].text
+    assert missed.rank is not None and missed.rank >= 2
+    assert f"dense retrieval ranks it {missed.rank}, outside the top 1" in missed.reason
+
+    split = by_id["key"].failure
+    assert split is not None and split.label == "split"
+    assert chunks[split.chunk_id].doc_id == "shed.md"
+    assert "chunk_overlap" in split.reason and "no chunk holds all of its source" in split.reason
+
+    top = by_id["swap-time"]
+    judged = top.failure
+    assert judged is not None and judged.label == "judge-missed"
+    assert judged.rank == 1 and judged.chunk_id == top.hits[0].chunk.chunk_id
+    # the scripted judge calls it relevant (its topic) but not complete (no answer text)
+    assert "and the judge did not call it complete: the retriever found" in judged.reason
+
+    gap = by_id["parking"].failure
+    assert gap is not None and gap.label == "not-in-corpus"
+
+    # only the question without a span was asked about chunks beyond its top 1
+    asked = {}
+    for q, c, _ in judge.calls:
+        asked.setdefault(q, set()).add(c)
+    for q in run.questions:
+        extra = asked.get(q.question.text, set()) - {jh.chunk.text for jh in q.hits}
+        assert bool(extra) == (q.question.question_id == "parking"), q.question.question_id
+    h = run.header
+    assert h.metrics["failures@1"] == 4
+    assert [h.metrics[f"failures_{n}@1"] for n in ("missed", "split", "judge_missed")] == [1, 1, 1]
+    assert h.metrics["failures_not_in_corpus@1"] == 1
+
+    assert main(["show", str(run.run_dir), "--failures"]) == 0
+    out = capsys.readouterr().out
+    assert f"failure: judge-missed  rank 1  {judged.chunk_id}" in out
+    assert "failures at k=1: 1 missed, 1 split, 1 judge-missed, 1 not-in-corpus" in out
+
+    # with probabilities the reason says how sure the judge was
+    unsure = run_experiment(
+        config, results_dir=tmp_path / "u", cache_dir=tmp_path / "uc", judge=Unsure(qfile)
+    )
+    q = next(q for q in unsure.questions if q.question.question_id == "swap-time")
+    p = _p_of_no(q.hits[0].chunk.text)
+    assert q.failure is not None and f"did not call it complete (P(complete) {p:.2f})" in (
+        q.failure.reason
+    )
+
+    # the dry run's bound counts the pool of the question without a span only
+    fake = ["judge.base_url=http://127.0.0.1:9/v1", "judge.model=fake"]  # never called
+    spanned = estimate_run(parse_experiment(data, overrides=fake), cache_dir=tmp_path / "c2")
+    plain_data = {**data, "questions": {"file": str(tmp_path / "questions.jsonl")}}
+    plain = estimate_run(parse_experiment(plain_data, overrides=fake), cache_dir=tmp_path / "c2")
+    assert 0 < spanned["failure_pool_pairs"] < plain["failure_pool_pairs"]
+    assert h.stats["failure_pool_calls"] <= spanned["failure_pool_calls_max"]
 
 
 @pytest.mark.parametrize("field", ["pool_dense", "pool_bm25"])
