@@ -85,9 +85,10 @@ class FailurePool:
             self._bm25 = self._bm25_factory()
         return self._dense(question_index), self._bm25(question)
 
-    def holder(self, span: SourceSpan) -> str | None:
-        """The first chunk (by start_char) that holds the whole span, or None."""
-        return next((c.chunk_id for c in self._by_doc.get(span.doc_id, []) if holds(c, span)), None)
+    def holders(self, span: SourceSpan) -> list[str]:
+        """The chunks that hold the whole span (several where chunks overlap), by
+        start_char."""
+        return [c.chunk_id for c in self._by_doc.get(span.doc_id, []) if holds(c, span)]
 
     def overlapping(self, span: SourceSpan) -> list[str]:
         """The chunks that share a character with the span, by start_char."""
@@ -295,9 +296,10 @@ def from_source(qi: int, result: QuestionResult, pool: FailurePool, k: int) -> F
                     "validate RUN --sources` checks the judge against the sources)"
                 ),
             )
-    holder = pool.holder(span)
-    if holder is not None:
-        rank = pool.dense_rank(qi, holder)
+    holders = {c: pool.dense_rank(qi, c) for c in pool.holders(span)}
+    if holders:  # the best ranked of them (overlapping chunks may both hold it)
+        holder = min(holders, key=lambda c: (holders[c] is None, holders[c] or 0))
+        rank = holders[holder]
         ranked = "below the ranks searched" if rank is None else str(rank)
         return Failure(
             "missed",
@@ -342,6 +344,8 @@ def _likeliest(plan: _Plan) -> str:
 def _how_judged(verdict: Verdict) -> str:
     """What the judge said of a chunk that holds the answer, with its probability."""
     rel, comp = verdict.relevant, verdict.complete
+    if not verdict.judged:
+        return "never judged it (lazy judging stopped before its rank)"
     if rel.value is False:
         said, p, name = "called it not relevant", rel.p_yes, "relevant"
     else:
