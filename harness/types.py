@@ -397,21 +397,20 @@ class Failure(Record):
 
     `label` is one of FAILURE_LABELS: "missed" (the answer is in the corpus, ranked below
     k: a pool chunk is relevant and complete, or a chunk outside the top k holds the
-    source span), "split" (a chunk-boundary problem: a relevant chunk joined with its
-    neighbour in the document is complete, or no chunk holds the whole source span),
-    "judge-missed" (a chunk of the top k holds the source span and the judge did not call
-    it complete) or "not-in-corpus" (nothing in the pool answers: a gap in the documents).
+    source span), "split" (chunks are relevant but none complete, and one joined with its
+    neighbour in the document is: a chunk-boundary problem), "judge-missed" (a chunk of
+    the top k holds the source span and the judge did not call it complete) or
+    "not-in-corpus" (nothing in the pool answers: a gap in the documents).
     """
 
     label: str
     rank: int | None = None
     """missed: the answering chunk's rank in the dense list over the whole corpus (None:
-    found by BM25 only, or below the ranks searched); split: the relevant (or first
-    overlapping) chunk's dense rank, if it has one; judge-missed: its rank in the top k."""
+    found by BM25 only, or below the ranks searched); split: the relevant chunk's dense
+    rank, if it has one; judge-missed: its rank in the top k."""
     chunk_id: str | None = None
-    """missed: the answering chunk; split: the relevant chunk that answers with its
-    neighbour (or the first chunk the span overlaps); judge-missed: the chunk holding the
-    span."""
+    """missed: the answering chunk (or the one holding the span); split: the relevant
+    chunk that answers with its neighbour; judge-missed: the chunk holding the span."""
     reason: str = ""
     """One sentence for a reader: what was found, and what to try."""
 

@@ -14,17 +14,18 @@ BM25's top `pool_bm25` over the whole corpus (the top k left out: already judged
   when the verdicts have probabilities).
 
 A question with one source span (`Question.source`: a generated question's passage, or a
-hand-written set's answer span) says where its answer is, so its failure is read from
-the span and no pool is judged (`from_source`):
+hand-written set's answer span) that one chunk holds whole says where its answer is, so
+its failure is read from the span and no pool is judged (`from_source`):
 
-- `judge-missed`: a chunk of the top k holds the whole span and the judge did not call
-  it complete: the answer was retrieved and the judge missed it (or the span does not
+- `judge-missed`: a chunk of the top k holds the span and the judge did not call it
+  complete: the answer was retrieved and the judge missed it (or the span does not
   answer the question);
-- `missed`: a chunk outside the top k holds the span (its dense rank is recorded);
-- `split`: no chunk holds the whole span: it crosses a chunk boundary.
+- `missed`: a chunk outside the top k holds the span (its dense rank is recorded).
 
-A question with no span (unanswerable, or a set without spans) or with several
-(multi-passage) is explained from its pool as above.
+A question with no span (unanswerable, or a set without spans), with several
+(multi-passage), or with a span no single chunk holds (where in it the answer lies is
+not known) is explained from its pool as above; a not-in-corpus reason then adds that
+its source lies in the corpus, when it has one.
 """
 
 from __future__ import annotations
@@ -263,25 +264,24 @@ def explain_failures(
                     f"no chunk of the top {k} or of the pool (dense top {pool.pool_dense}, "
                     f"BM25 top {pool.pool_bm25}: {len(p.pool)} more chunks), alone or "
                     "joined with a neighbour, answers it: a gap in the documents, not the "
-                    f"retriever{note}{_likeliest(p)}"
+                    f"retriever{note}{_likeliest(p)}{_in_corpus_note(p, pool)}"
                 ),
             )
     return [out[i] for i in range(len(failed))]
 
 
 def from_source(qi: int, result: QuestionResult, pool: FailurePool, k: int) -> Failure | None:
-    """Why a failed question failed, read from its one source span without judging; None
-    for a question with no span or several (multi-passage), or a span no chunk overlaps
-    (a file of questions that does not match the corpus): those are judged from the pool.
-
+    """Why a failed question failed, read from its one source span without judging:
     `judge-missed` when a chunk of the top k holds the whole span (the judge did not call
-    it complete), else `missed` when another chunk holds it (with its dense rank), else
-    `split` (the span crosses a chunk boundary; the first chunk it overlaps is named).
+    it complete), else `missed` when another chunk holds it (the best ranked, with its
+    dense rank). None, to be judged from the pool, for a question with no span or several
+    (multi-passage), or a span no single chunk holds: a generated question's span is the
+    whole passage it was written from, which often crosses a chunk boundary, and where in
+    it the answer lies is not known.
     """
     span = _one_span(result.question.source, pool)
     if span is None:
         return None
-    parts = pool.overlapping(span)
     where = f"its source ({span.doc_id}, characters {span.start}-{span.end})"
     for jh in result.hits:
         if holds(jh.chunk, span):
@@ -297,28 +297,32 @@ def from_source(qi: int, result: QuestionResult, pool: FailurePool, k: int) -> F
                 ),
             )
     holders = {c: pool.dense_rank(qi, c) for c in pool.holders(span)}
-    if holders:  # the best ranked of them (overlapping chunks may both hold it)
-        holder = min(holders, key=lambda c: (holders[c] is None, holders[c] or 0))
-        rank = holders[holder]
-        ranked = "below the ranks searched" if rank is None else str(rank)
-        return Failure(
-            "missed",
-            rank=rank,
-            chunk_id=holder,
-            reason=(
-                f"{holder} holds {where}; dense retrieval ranks it {ranked}, outside the "
-                f"top {k}: the answer is in the corpus and the retriever missed it"
-            ),
-        )
+    # the best ranked of them (overlapping chunks may both hold it)
+    holder = min(holders, key=lambda c: (holders[c] is None, holders[c] or 0))
+    rank = holders[holder]
+    ranked = "below the ranks searched" if rank is None else str(rank)
     return Failure(
-        "split",
-        rank=pool.dense_rank(qi, parts[0]),
-        chunk_id=parts[0],
+        "missed",
+        rank=rank,
+        chunk_id=holder,
         reason=(
-            f"no chunk holds all of {where}: it is cut across {', '.join(parts)}, so "
-            "no chunk can be complete; raise chunking.chunk_overlap or chunk_size"
+            f"{holder} holds {where}; dense retrieval ranks it {ranked}, outside the "
+            f"top {k}: the answer is in the corpus and the retriever missed it"
         ),
     )
+
+
+def _in_corpus_note(plan: _Plan, pool: FailurePool) -> str:
+    """For a not-in-corpus question that has source spans: that its source is in the
+    corpus after all ("" without spans, or spans no chunk overlaps)."""
+    spans = [s for s in plan.result.question.source if pool.overlapping(s)]
+    if not spans:
+        return ""
+    where = "; ".join(
+        f"{s.doc_id}, characters {s.start}-{s.end} ({', '.join(pool.overlapping(s))})"
+        for s in spans
+    )
+    return f"; yet its source lies in the corpus ({where}), so the judge more likely missed it"
 
 
 def _likeliest(plan: _Plan) -> str:
@@ -354,9 +358,9 @@ def _how_judged(verdict: Verdict) -> str:
 
 
 def _one_span(spans: Sequence[SourceSpan], pool: FailurePool) -> SourceSpan | None:
-    """The question's source span when it has exactly one and a chunk overlaps it: what
-    `from_source` explains a failure from."""
-    return spans[0] if len(spans) == 1 and pool.overlapping(spans[0]) else None
+    """The question's source span when it has exactly one and a chunk holds all of it:
+    what `from_source` explains a failure from."""
+    return spans[0] if len(spans) == 1 and pool.holders(spans[0]) else None
 
 
 def pool_pairs(
@@ -369,7 +373,7 @@ def pool_pairs(
     """Every pair explaining the failures could judge, every question assumed failed and
     every chunk relevant: each question's pool, and every chunk of its top k and pool
     joined with each neighbour. An upper bound for the dry run. `sources`: the questions'
-    source spans; a question with one (that a chunk overlaps) is explained from it and
+    source spans; a question with one that a chunk holds whole is explained from it and
     judges nothing (`from_source`)."""
     out: list[tuple[str, str]] = []
     for qi, (question, top) in enumerate(zip(questions, hits, strict=True)):

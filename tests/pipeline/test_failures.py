@@ -172,13 +172,20 @@ def _span(doc: str, text: str) -> dict:
     return {"doc_id": doc, "start": start, "end": start + len(text)}
 
 
+SHED_KEY = "The shed key is always kept with the treasurer"
 SPANNED = [
     # outside the top 1 (the FAQ's near copy outranks it): missed, with its dense rank
     {**QUESTIONS[0], "source": [_span("choir.md", "every Tuesday at 7 pm")]},
-    # across the chunk boundary after "always": split
+    # across the chunk boundary after "always": no chunk holds it, so the pool is judged
+    # (and finds the split)
+    {**QUESTIONS[1], "source": [_span("shed.md", SHED_KEY)]},
+    # the same span, and a judge that finds nothing anywhere: not-in-corpus, with a note
     {
-        **QUESTIONS[1],
-        "source": [_span("shed.md", "The shed key is always kept with the treasurer")],
+        "id": "shed-who",
+        "text": "Which member of the society holds the spare key?",
+        "topic": ["spare"],
+        "answer": "no such answer",
+        "source": [_span("shed.md", SHED_KEY)],
     },
     # in the top chunk, which the judge does not call complete: judge-missed
     {
@@ -193,9 +200,10 @@ SPANNED = [
 
 
 def test_a_failure_with_a_source_span_is_read_from_it_without_judging_a_pool(setup, capsys):
-    """A question's one source span says where its answer is: the failure is labelled from
-    it (judge-missed, missed or split) and only the question without a span pays for a
-    pool; the dry run's bound leaves the spanned questions out."""
+    """A question's one source span, held whole by a chunk, says where its answer is: the
+    failure is labelled from it (judge-missed or missed) and judges no pool; a question
+    without a span or with one no chunk holds is judged from its pool, as before, and the
+    dry run's bound leaves out only the first kind."""
     data, _, tmp_path = setup
     qfile = tmp_path / "spanned.jsonl"
     qfile.write_text("".join(json.dumps(q) + "\n" for q in SPANNED), encoding="utf-8")
@@ -210,10 +218,17 @@ def test_a_failure_with_a_source_span_is_read_from_it_without_judging_a_pool(set
     assert missed.rank is not None and missed.rank >= 2
     assert f"dense retrieval ranks it {missed.rank}, outside the top 1" in missed.reason
 
-    split = by_id["key"].failure
+    split = by_id["key"].failure  # from the pool: the relevant chunk joined with its neighbour
     assert split is not None and split.label == "split"
-    assert chunks[split.chunk_id].doc_id == "shed.md"
-    assert "chunk_overlap" in split.reason and "no chunk holds all of its source" in split.reason
+    assert chunks[split.chunk_id].doc_id == "shed.md" and "joined with its neighbour" in (
+        split.reason
+    )
+
+    lost = by_id["shed-who"].failure
+    assert lost is not None and lost.label == "not-in-corpus"
+    start = DOCS["shed.md"].index(SHED_KEY)
+    assert f"yet its source lies in the corpus (shed.md, characters {start}-" in lost.reason
+    assert "so the judge more likely missed it" in lost.reason
 
     top = by_id["swap-time"]
     judged = top.failure
@@ -225,22 +240,23 @@ def test_a_failure_with_a_source_span_is_read_from_it_without_judging_a_pool(set
     gap = by_id["parking"].failure
     assert gap is not None and gap.label == "not-in-corpus"
 
-    # only the question without a span was asked about chunks beyond its top 1
+    # only the questions without a span held whole were asked about chunks beyond their top 1
     asked = {}
     for q, c, _ in judge.calls:
         asked.setdefault(q, set()).add(c)
+    pooled = {"key", "shed-who", "parking"}
     for q in run.questions:
         extra = asked.get(q.question.text, set()) - {jh.chunk.text for jh in q.hits}
-        assert bool(extra) == (q.question.question_id == "parking"), q.question.question_id
+        assert bool(extra) == (q.question.question_id in pooled), q.question.question_id
     h = run.header
-    assert h.metrics["failures@1"] == 4
+    assert h.metrics["failures@1"] == 5
     assert [h.metrics[f"failures_{n}@1"] for n in ("missed", "split", "judge_missed")] == [1, 1, 1]
-    assert h.metrics["failures_not_in_corpus@1"] == 1
+    assert h.metrics["failures_not_in_corpus@1"] == 2
 
     assert main(["show", str(run.run_dir), "--failures"]) == 0
     out = capsys.readouterr().out
     assert f"failure: judge-missed  rank 1  {judged.chunk_id}" in out
-    assert "failures at k=1: 1 missed, 1 split, 1 judge-missed, 1 not-in-corpus" in out
+    assert "failures at k=1: 1 missed, 1 split, 1 judge-missed, 2 not-in-corpus" in out
 
     # with probabilities the reason says how sure the judge was
     unsure = run_experiment(
