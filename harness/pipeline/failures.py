@@ -1,4 +1,5 @@
-"""Why a failed question failed: judge a wider pool than the top k, and label it.
+"""Why a failed question failed: read its source span, or judge a wider pool than the
+top k, and label it.
 
 A question fails when no chunk of its top k is relevant and complete. `explain_failures`
 judges, through the run's own judge and verdict cache, the dense top `pool_dense` and
