@@ -268,10 +268,16 @@ def test_a_failure_with_a_source_span_is_read_from_it_without_judging_a_pool(set
         q.failure.reason
     )
 
-    # the dry run's bound counts the pool of the question without a span only
+    # the dry run's bound leaves out the pools of the questions a span explains: below the
+    # bound of the same questions without their spans
     fake = ["judge.base_url=http://127.0.0.1:9/v1", "judge.model=fake"]  # never called
     spanned = estimate_run(parse_experiment(data, overrides=fake), cache_dir=tmp_path / "c2")
-    plain_data = {**data, "questions": {"file": str(tmp_path / "questions.jsonl")}}
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text(
+        "".join(json.dumps({k: v for k, v in q.items() if k != "source"}) + "\n" for q in SPANNED),
+        encoding="utf-8",
+    )
+    plain_data = {**data, "questions": {"file": str(bare)}}
     plain = estimate_run(parse_experiment(plain_data, overrides=fake), cache_dir=tmp_path / "c2")
     assert 0 < spanned["failure_pool_pairs"] < plain["failure_pool_pairs"]
     assert h.stats["failure_pool_calls"] <= spanned["failure_pool_calls_max"]
