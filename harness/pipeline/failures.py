@@ -37,6 +37,10 @@ from dataclasses import dataclass
 from harness.metrics.source import holds, overlaps
 from harness.types import Chunk, Failure, QuestionResult, SourceSpan, Verdict
 
+DENSE_RANK_DEPTH = 1000
+"""How deep the chunk holding a failure's source span is looked for in dense retrieval
+(`FailurePool.dense_order`); below it its rank is unknown (None)."""
+
 GradePairs = Callable[[Sequence[tuple[str, str]]], list[Verdict]]
 """Verdicts for (question text, chunk text) pairs, in order (the run's judge and cache)."""
 
@@ -50,22 +54,19 @@ class FailurePool:
         self,
         chunks: Mapping[str, Chunk],
         documents: Mapping[str, str],
-        dense: Callable[[int], list[str]],
+        dense: Callable[[int, int], list[str]],
         bm25: Callable[[], Callable[[str], list[str]]],
         *,
         pool_dense: int,
         pool_bm25: int,
-        dense_rank: Callable[[int, str], int | None] | None = None,
     ) -> None:
-        """`dense_rank(question index, chunk id)`: the chunk's rank in dense retrieval over
-        the whole corpus (None below the depth it searches); without it, the rank within
-        the dense pool."""
+        """`dense(question index, depth)`: the chunk ids of the question's dense top
+        `depth` over the whole corpus, best first."""
         self.chunks = chunks
         self.documents = documents
         self.pool_dense = pool_dense
         self.pool_bm25 = pool_bm25
         self._dense = dense
-        self._dense_rank = dense_rank
         self._bm25_factory = bm25
         self._bm25: Callable[[str], list[str]] | None = None
         by_doc: dict[str, list[Chunk]] = {}
@@ -85,7 +86,7 @@ class FailurePool:
         """(dense top pool_dense, BM25 top pool_bm25) chunk ids of a question, best first."""
         if self._bm25 is None:
             self._bm25 = self._bm25_factory()
-        return self._dense(question_index), self._bm25(question)
+        return self._dense(question_index, self.pool_dense), self._bm25(question)
 
     def holders(self, span: SourceSpan) -> list[str]:
         """The chunks that hold the whole span (several where chunks overlap), by
@@ -96,13 +97,10 @@ class FailurePool:
         """The chunks that share a character with the span, by start_char."""
         return [c.chunk_id for c in self._by_doc.get(span.doc_id, []) if overlaps(c, span)]
 
-    def dense_rank(self, question_index: int, chunk_id: str) -> int | None:
-        """The chunk's dense rank for the question (`dense_rank`, else within the dense
-        pool); None when it ranks below what was searched."""
-        if self._dense_rank is not None:
-            return self._dense_rank(question_index, chunk_id)
-        dense = self._dense(question_index)
-        return dense.index(chunk_id) + 1 if chunk_id in dense else None
+    def dense_order(self, question_index: int) -> list[str]:
+        """The question's dense top DENSE_RANK_DEPTH chunk ids, best first: where a chunk
+        outside the pool ranks (`rank_in`)."""
+        return self._dense(question_index, DENSE_RANK_DEPTH)
 
     def neighbours(self, chunk_id: str) -> list[str]:
         """The chunks just before and just after this one in its document (by start_char)."""
@@ -157,8 +155,13 @@ def _pairs_for_joins(plan: _Plan, pool: FailurePool) -> list[tuple[str, str]]:
     return out
 
 
+def rank_in(order: Sequence[str], chunk_id: str) -> int | None:
+    """The chunk's 1-based rank in `order`, or None when it is not there."""
+    return order.index(chunk_id) + 1 if chunk_id in order else None
+
+
 def _dense_rank(plan: _Plan, chunk_id: str) -> int | None:
-    return plan.dense.index(chunk_id) + 1 if chunk_id in plan.dense else None
+    return rank_in(plan.dense, chunk_id)
 
 
 def _missed(plan: _Plan, k: int) -> Failure | None:
@@ -280,9 +283,10 @@ def from_source(qi: int, result: QuestionResult, pool: FailurePool, k: int) -> F
     whole passage it was written from, which often crosses a chunk boundary, and where in
     it the answer lies is not known.
     """
-    span = _one_span(result.question.source, pool)
-    if span is None:
+    held = _held_span(result.question.source, pool)
+    if held is None:
         return None
+    span, holders = held
     where = f"its source ({span.doc_id}, characters {span.start}-{span.end})"
     for jh in result.hits:
         if holds(jh.chunk, span):
@@ -297,10 +301,11 @@ def from_source(qi: int, result: QuestionResult, pool: FailurePool, k: int) -> F
                     "validate RUN --sources` checks the judge against the sources)"
                 ),
             )
-    holders = {c: pool.dense_rank(qi, c) for c in pool.holders(span)}
+    order = pool.dense_order(qi)
+    ranks = {c: rank_in(order, c) for c in holders}
     # the best ranked of them (overlapping chunks may both hold it)
-    holder = min(holders, key=lambda c: (holders[c] is None, holders[c] or 0))
-    rank = holders[holder]
+    holder = min(ranks, key=lambda c: (ranks[c] is None, ranks[c] or 0))
+    rank = ranks[holder]
     ranked = "below the ranks searched" if rank is None else str(rank)
     return Failure(
         "missed",
@@ -316,13 +321,14 @@ def from_source(qi: int, result: QuestionResult, pool: FailurePool, k: int) -> F
 def _in_corpus_note(plan: _Plan, pool: FailurePool) -> str:
     """For a not-in-corpus question that has source spans: that its source is in the
     corpus after all ("" without spans, or spans no chunk overlaps)."""
-    spans = [s for s in plan.result.question.source if pool.overlapping(s)]
-    if not spans:
-        return ""
+    found = [(s, pool.overlapping(s)) for s in plan.result.question.source]
     where = "; ".join(
-        f"{s.doc_id}, characters {s.start}-{s.end} ({', '.join(pool.overlapping(s))})"
-        for s in spans
+        f"{s.doc_id}, characters {s.start}-{s.end} ({', '.join(parts)})"
+        for s, parts in found
+        if parts
     )
+    if not where:
+        return ""
     return f"; yet its source lies in the corpus ({where}), so the judge more likely missed it"
 
 
@@ -358,10 +364,15 @@ def _how_judged(verdict: Verdict) -> str:
     return said if p is None else f"{said} (P({name}) {p:.2f})"
 
 
-def _one_span(spans: Sequence[SourceSpan], pool: FailurePool) -> SourceSpan | None:
-    """The question's source span when it has exactly one and a chunk holds all of it:
-    what `from_source` explains a failure from."""
-    return spans[0] if len(spans) == 1 and pool.holders(spans[0]) else None
+def _held_span(
+    spans: Sequence[SourceSpan], pool: FailurePool
+) -> tuple[SourceSpan, list[str]] | None:
+    """The question's source span and the chunks that hold all of it, when it has exactly
+    one span and a chunk holds it: what `from_source` explains a failure from."""
+    if len(spans) != 1:
+        return None
+    holders = pool.holders(spans[0])
+    return (spans[0], holders) if holders else None
 
 
 def pool_pairs(
@@ -378,7 +389,7 @@ def pool_pairs(
     judges nothing (`from_source`)."""
     out: list[tuple[str, str]] = []
     for qi, (question, top) in enumerate(zip(questions, hits, strict=True)):
-        if sources is not None and _one_span(sources[qi], pool) is not None:
+        if sources is not None and _held_span(sources[qi], pool) is not None:
             continue
         dense, bm25 = pool.candidates(qi, question)
         extra = [c for c in dict.fromkeys([*dense, *bm25]) if c not in set(top)]

@@ -302,38 +302,25 @@ def _retrieve(
     return _Retrieved(tuple(hits), tuple(latencies_ms))
 
 
-DENSE_RANK_DEPTH = 1000
-"""How deep a failure's source chunk is looked for in dense retrieval
-(`FailurePool.dense_rank`); below it the rank is unknown (None)."""
-
-
 def _failure_pool(config: ExperimentConfig, inputs: Inputs, indexed: _Indexed) -> FailurePool:
     """Where a failed question's answer may be (failures.explain): its dense pool over
     the whole index, the BM25 pool and each chunk's neighbours in its document."""
     index, qvecs = indexed.index, indexed.qvecs
-    n_dense = min(config.failures.pool_dense, len(inputs.chunks))
 
-    def dense_pool(qi: int) -> list[str]:
-        if n_dense < 1:
-            return []
-        hits = retrieve_stage.retrieve(index.store, [qvecs[qi]], n_dense)[0]
-        return [h.chunk_id for h in hits]
-
-    def dense_rank(qi: int, chunk_id: str) -> int | None:
-        depth = min(DENSE_RANK_DEPTH, len(index.chunks))
+    def dense(qi: int, depth: int) -> list[str]:
+        depth = min(depth, len(index.chunks))
         if depth < 1:
-            return None
+            return []
         hits = retrieve_stage.retrieve(index.store, [qvecs[qi]], depth)[0]
-        return next((h.rank for h in hits if h.chunk_id == chunk_id), None)
+        return [h.chunk_id for h in hits]
 
     return FailurePool(
         index.chunks,
         {d.doc_id: d.text for d in inputs.docs},
-        dense_pool,
+        dense,
         lambda: retrieve_stage.bm25_search(list(index.chunks.values()), config.failures.pool_bm25),
         pool_dense=config.failures.pool_dense,
         pool_bm25=config.failures.pool_bm25,
-        dense_rank=dense_rank,
     )
 
 
