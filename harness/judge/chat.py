@@ -228,6 +228,10 @@ class ChatJudge(BaseJudge):
         other._streak = self._streak.fork()
         return other
 
+    def warm(self, calls: int) -> None:
+        """See `Judge.warm`: the endpoint's connections start opening."""
+        self.client.warm(calls)
+
     def _count_failure(self, error: str) -> None:
         """One more verdict failed in a row; past the limit the endpoint is declared down."""
         failures = self._streak.failed()

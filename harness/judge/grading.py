@@ -338,7 +338,8 @@ class _Run:
         Claims are taken ahead: as a worker takes an item, the first pair of the item
         `width` places further is claimed, so a worker seldom waits for a claim's round
         trip (a claim held ahead lasts about one call). What was claimed and never asked
-        is given up once the work is over."""
+        is given up once the work is over. When the first items have a verdict to pay,
+        the judge opens its connections (`Judge.warm`) while the rest is looked up."""
         todo = collections.deque(items)
         workers = width
         if width > 1 and _shares_permits(self.grader.judge, items):
@@ -346,6 +347,12 @@ class _Run:
             # call permits, so no worker's second call leaves a permit idle at the end
             workers = 2 * width
             self.grader.permits = asyncio.Semaphore(width)
+        # the pairs the workers start with are looked up first: if one is to be paid,
+        # the judge opens its connections while the rest is looked up and claimed
+        head = [self.pairs[indices[0]] for indices, _ in items[:workers]]
+        await asyncio.to_thread(self.grader.prefetch, head)
+        if self.grader.to_pay(head):
+            self.grader.judge.warm(min(width, len(items)))
         await asyncio.to_thread(self.grader.prefetch, self.pairs)
         claimed = 0  # items whose first pair is claimed ahead
 
@@ -456,9 +463,16 @@ class _Grader:
         them looks nothing up one by one (and hash their keys, which the claims reuse)."""
         if self.cache is None:
             return
-        keys = [k for q, c in pairs for k in self._keys(q, c)]  # hashed once, here
+        looked = self.known.keys() | self.missing
+        # hashed once, here; what an earlier prefetch looked up is not read again
+        keys = [k for q, c in pairs for k in self._keys(q, c) if k not in looked]
         self.known.update(self.cache.get_many(keys))
         self.missing.update(k for k in keys if k not in self.known)
+
+    def to_pay(self, pairs: Sequence[tuple[str, str]]) -> bool:
+        """Whether a call may be paid for `pairs`: no cache, or a key `prefetch` found
+        absent (a verdict paid meanwhile by another worker is found by its claim)."""
+        return self.cache is None or any(k in self.missing for p in pairs for k in self._keys(*p))
 
     def _lookup(self, key: str) -> CriterionVerdict | None:
         """The cached verdict of `key`: from `prefetch` when it looked, else the cache."""
@@ -584,10 +598,14 @@ class _Grader:
         return verdict
 
     async def _call(self, ask: Callable[[], Awaitable[_T]]) -> _T:
-        """One call to the judge, under a shared call permit when the workers share them."""
+        """One call to the judge, under a shared call permit when the workers share them.
+        A judge over HTTP gives the permit up as its answer arrives (`aio.CallPermit`),
+        so the next worker's request goes out while this answer is parsed and stored."""
         if self.permits is None:
             return await ask()
-        async with self.permits:
+        permit = aio.CallPermit(self.permits)
+        await permit.hold()
+        with aio.holding(permit):
             return await ask()
 
     async def pointwise(self, q: str, c: str) -> Verdict:

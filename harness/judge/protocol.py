@@ -92,6 +92,12 @@ class Judge(Protocol):
         """The same judge (endpoint, model, key) with another mode or prompt variant."""
         ...
 
+    def warm(self, calls: int) -> None:
+        """On the event loop of `harness.llm.aio`, before up to `calls` calls in flight:
+        get ready for them without waiting (a judge over HTTP starts opening as many
+        connections); nothing for a judge that needs no preparing."""
+        ...
+
 
 NOT_ASKED = "not asked: judged not relevant"
 """The reason of the implied "no" for "complete" of a chunk judged not relevant."""
@@ -193,6 +199,9 @@ class BaseJudge:
     ) -> list[Pair]:
         """See `Judge.grade_list`."""
         return aio.run(self.agrade_list(question, chunk_texts, criteria))
+
+    def warm(self, calls: int) -> None:
+        """See `Judge.warm`: nothing to prepare."""
 
     def with_options(self, *, mode: str | None = None, variant: str | None = None) -> BaseJudge:
         """A shallow copy with another mode or variant, both recorded in `spec`."""

@@ -6,6 +6,10 @@ loop lives as long as the process, so HTTP connections (and a hosted endpoint's 
 sessions) are reused from one batch of questions to the next. A forked child gets a
 loop of its own.
 
+A call that holds one of a shared limit's permits (`CallPermit`, under `holding`) lets
+the HTTP layer give the permit up the moment the endpoint's answer has arrived, so the
+next call waiting for it is sent while this one's answer is still being read.
+
 Blocking code meets the loop in two places: `run` waits for a coroutine from a thread
 without a loop (the blocking facade of a judge or client), and `in_thread` runs a
 blocking function for a coroutine (a judge that only has a blocking `grade`), on a
@@ -36,6 +40,9 @@ _own_thread: contextvars.ContextVar[ThreadPoolExecutor | None] = contextvars.Con
 )
 _shared_threads: dict[int, ThreadPoolExecutor] = {}
 _worker: contextvars.ContextVar[int | None] = contextvars.ContextVar("harness_worker", default=None)
+_permit: contextvars.ContextVar[CallPermit | None] = contextvars.ContextVar(
+    "harness_call_permit", default=None
+)
 
 
 def loop() -> asyncio.AbstractEventLoop:
@@ -121,6 +128,51 @@ def own_thread(index: int | None = None) -> Iterator[None]:
 def worker_index() -> int | None:
     """The number of the worker the current task is (`own_thread(index)`), else None."""
     return _worker.get()
+
+
+class CallPermit:
+    """A call's hold on one permit of a shared limit (an `asyncio.Semaphore` of calls in
+    flight), which it may give up before the call ends: `harness.llm.http.Pool.post`
+    lets go when the answer's last byte arrives (before the caller parses it), and takes
+    a permit again before it sends once more (a retry, a re-ask). Only the requests on
+    the wire count against the limit, and a permit passes to the next call as soon as
+    the endpoint has answered, not one loop turn later once the answer is read. Make it,
+    use it and let go of it on one event loop."""
+
+    __slots__ = ("_held", "_limit")
+
+    def __init__(self, limit: asyncio.Semaphore) -> None:
+        self._limit = limit
+        self._held = False
+
+    async def hold(self) -> None:
+        """Hold a permit (wait for one unless this call holds one already)."""
+        if not self._held:
+            await self._limit.acquire()
+            self._held = True
+
+    def let_go(self) -> None:
+        """Give the permit back, if held (safe to call again)."""
+        if self._held:
+            self._held = False
+            self._limit.release()
+
+
+@contextlib.contextmanager
+def holding(permit: CallPermit) -> Iterator[None]:
+    """Within it, the current task's requests send under `permit` (`call_permit`); it is
+    let go at the end, whatever the requests did with it."""
+    token = _permit.set(permit)
+    try:
+        yield
+    finally:
+        _permit.reset(token)
+        permit.let_go()
+
+
+def call_permit() -> CallPermit | None:
+    """The permit the current task's calls hold (`holding`), else None."""
+    return _permit.get()
 
 
 def on_exit(close: Callable[[], Coroutine[Any, Any, None]]) -> None:

@@ -418,6 +418,12 @@ class ChatClient:
         else:
             self.sleep(seconds)  # a test's recorder: instant
 
+    def warm(self, calls: int) -> None:
+        """On the loop, before a burst of `calls` requests in flight: start opening as
+        many connections (none for a local server not started yet)."""
+        if self._url:
+            self._open_pool().warm(calls)
+
     def _open_pool(self) -> http.Pool:
         """This client's keep-alive connections on the loop (a forked child makes its
         own), through the environment's proxy if it names one for the URL."""

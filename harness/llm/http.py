@@ -34,8 +34,11 @@ import time
 import urllib.parse
 import urllib.request
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
+
+from harness.llm import aio
 
 IDLE_S = 15.0
 """An idle kept connection older than this is closed rather than reused: servers drop
@@ -88,6 +91,7 @@ class _Connection(asyncio.Protocol):
         self._in_chunk = False
         self._body = bytearray()
         self._keep_alive = False
+        self._on_answer: Callable[[], None] | None = None
 
     # asyncio.Protocol
 
@@ -125,12 +129,22 @@ class _Connection(asyncio.Protocol):
 
     # requests
 
-    def request(self, data: bytes, limit: int, *, no_body: bool = False) -> asyncio.Future:
+    def request(
+        self,
+        data: bytes,
+        limit: int,
+        *,
+        no_body: bool = False,
+        on_answer: Callable[[], None] | None = None,
+    ) -> asyncio.Future:
         """Send `data` (a whole request) and return the future of its response, whose
-        body is kept up to `limit` bytes; `no_body` for a CONNECT's answer."""
+        body is kept up to `limit` bytes; `no_body` for a CONNECT's answer. `on_answer()`
+        is called once, the moment the request is settled (answered, failed or lost),
+        before the future's waiter wakes."""
         assert self.transport is not None and self._waiter is None
         self._waiter = asyncio.get_running_loop().create_future()
         self._limit, self._no_body, self.reusable = limit, no_body, False
+        self._on_answer = on_answer
         self.transport.write(data)
         return self._waiter
 
@@ -141,6 +155,9 @@ class _Connection(asyncio.Protocol):
             self.transport.abort()
 
     def _settle(self, result: Response | Exception) -> None:
+        on_answer, self._on_answer = self._on_answer, None
+        if on_answer is not None:
+            on_answer()
         waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():
             if isinstance(result, Exception):
@@ -348,29 +365,84 @@ class Pool:
             head += proxy.auth
         self._head = head.encode("latin-1")
         self._idle: deque[_Connection] = deque()
+        self._opening: deque[asyncio.Task[_Connection]] = deque()
+        """Connections `warm` is opening, for the next requests to take."""
+
+    def warm(self, n: int) -> None:
+        """Start opening connections until `n` are kept or opening, without waiting for
+        them: the first requests of a burst then find them open instead of each paying
+        a connection (and a TLS handshake) of its own. One that fails is dropped; the
+        request that would have used it connects itself and reports the failure."""
+        now = time.monotonic()
+        while self._idle and (self._idle[0].closed or now - self._idle[0].idle_since >= IDLE_S):
+            self._idle.popleft().close()  # the oldest first: what `_take` would drop
+        for _ in range(n - len(self._idle) - len(self._opening)):
+            task = asyncio.ensure_future(self._connect())
+            self._opening.append(task)
+            task.add_done_callback(self._opened)
+
+    def _opened(self, task: asyncio.Task[_Connection]) -> None:
+        """A warmed connection no request took while it opened: kept for the next."""
+        if task not in self._opening:
+            return  # a request took it
+        self._opening.remove(task)
+        if task.cancelled() or task.exception() is not None:
+            return
+        conn = task.result()
+        conn.idle_since = time.monotonic()
+        self._idle.append(conn)
 
     async def post(self, body: bytes, limit: int) -> Response:
-        """POST `body` to the URL; the response's body is kept up to `limit` bytes."""
-        conn = self._take()
-        if conn is None:
-            conn = await self._connect()
+        """POST `body` to the URL; the response's body is kept up to `limit` bytes.
+
+        The moment the answer's last byte is in, the connection is kept for the next
+        request (if it can carry one) and, under a call permit (`harness.llm.aio.holding`),
+        the permit is given up: the next request waiting for it goes out at once, on this
+        connection, while this answer is still to be read. The permit is taken (again)
+        before the request is sent."""
+        permit = aio.call_permit()
+        if permit is not None:
+            await permit.hold()
+        conn = self._take() or await self._next_connection()
         data = self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+        kept = False
+
+        def answered() -> None:
+            nonlocal kept
+            if conn.reusable and not conn.closed:
+                conn.idle_since = time.monotonic()
+                self._idle.append(conn)
+                kept = True
+            if permit is not None:
+                permit.let_go()
+
         try:
-            response = await conn.request(data, limit)
-        except BaseException:
-            conn.close()  # failed or cancelled mid-way: its state is unknown
-            raise
-        if conn.reusable and not conn.closed:
-            conn.idle_since = time.monotonic()
-            self._idle.append(conn)
-        else:
-            conn.close()
+            response = await conn.request(data, limit, on_answer=answered)
+        finally:
+            if not kept:  # failed, cancelled mid-way or not reusable: closed, never reused
+                conn.close()
         return response
 
     async def close(self) -> None:
-        """Close every kept connection."""
+        """Close every kept connection (and stop opening more)."""
+        while self._opening:
+            task = self._opening.pop()
+            if not task.done():
+                task.cancel()
+            elif not task.cancelled() and task.exception() is None:
+                task.result().close()
         while self._idle:
             self._idle.pop().close()
+
+    async def _next_connection(self) -> _Connection:
+        """A connection `warm` is opening (the earliest), else a new one."""
+        while self._opening:
+            task = self._opening.popleft()
+            try:
+                return await task  # cancelled with this request if it is still opening
+            except HttpError:
+                continue  # warmed in vain: try the next, or connect anew
+        return await self._connect()
 
     def _take(self) -> _Connection | None:
         now = time.monotonic()

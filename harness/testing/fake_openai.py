@@ -255,6 +255,8 @@ class FakeOpenAI(LoopbackServer):
         """(`id_slot`, prompt) of each chat request, in arrival order."""
         self.in_flight = 0
         self.max_in_flight = 0
+        self.peers: set[tuple[str, int]] = set()
+        """The client addresses (one per connection) that sent a request."""
         self.reported_prompt_tokens = 0
         self.reported_completion_tokens = 0
         self.answered = 0
@@ -283,8 +285,16 @@ class FakeOpenAI(LoopbackServer):
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
                 self.end_headers()
+                self._answered()  # before the last byte: the client may send again at once
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(body)  # the client may have given up (a provoked timeout)
+
+            def _answered(self) -> None:
+                """This request no longer counts as in flight (once)."""
+                if getattr(self, "_in_flight", False):
+                    self._in_flight = False
+                    with fake._lock:
+                        fake.in_flight -= 1
 
             def _hostile(self, act: Act) -> None:
                 """A 200 answer that is too big, a gzip bomb, or sent drop by drop."""
@@ -320,10 +330,12 @@ class FakeOpenAI(LoopbackServer):
                 prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
                 with fake._lock:
                     fake.requests += 1
+                    fake.peers.add(self.client_address)
                     fake.slots.append((request.get("id_slot"), prompt))
                     n = fake.requests
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                self._in_flight = True
                 try:
                     if fake.refuse_logprobs and request.get("logprobs"):
                         with fake._lock:
@@ -393,8 +405,7 @@ class FakeOpenAI(LoopbackServer):
                             fake.answered += 1
                         self._send(200, json.dumps(body).encode())
                 finally:
-                    with fake._lock:
-                        fake.in_flight -= 1
+                    self._answered()
 
         self._listen(Handler)
 

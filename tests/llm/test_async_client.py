@@ -46,6 +46,35 @@ def test_in_flight_is_the_concurrency_and_a_shared_chunk_is_no_critical_path():
         assert server.max_in_flight == 1
 
 
+def test_a_burst_opens_one_connection_per_call_in_flight_and_keeps_each(tmp_path):
+    """Relevance then completeness of 24 pairs, 6 in flight: the connections are opened
+    while the work is set up (`Judge.warm`), and each answer hands its connection and
+    its call permit to the next request together, so no request opens a connection of
+    its own; a rerun from the cache opens none."""
+    from harness.stores import VerdictCache
+
+    pairs = [(f"question {i}?", f"passage {i}") for i in range(24)]
+    cache = VerdictCache(tmp_path / "verdicts.sqlite")
+    with FakeOpenAI(lambda n, p: Act(text="yes"), latency_s=0.02) as server:
+        judge = _judge(server)
+        warmed: list[int] = []
+        warm = judge.warm
+        judge.warm = lambda calls: (warmed.append(calls), warm(calls))  # type: ignore[method-assign]
+        stats = JudgeStats()
+        judge_pairs(
+            pairs, judge, criteria=CriteriaConfig(), cache=cache, stats=stats, concurrency=6
+        )
+        assert stats.calls == 48 and server.max_in_flight == 6
+        assert len(server.peers) == 6
+        assert warmed == [6]
+        stats = JudgeStats()
+        judge_pairs(
+            pairs, judge, criteria=CriteriaConfig(), cache=cache, stats=stats, concurrency=6
+        )
+        assert stats.calls == 0 and warmed == [6]  # nothing to pay: nothing opened
+    cache.close()
+
+
 def test_each_worker_sends_a_chunk_to_one_server_slot_of_its_own():
     """Against a llama.cpp server with 3 slots, 3 workers each own a slot: every request
     names one (`id_slot`), a chunk's requests all name the same and come in a row (both

@@ -254,6 +254,79 @@ def test_a_call_cancelled_mid_way_closes_its_connection():
     run(go())
 
 
+def test_warm_opens_the_connections_a_burst_then_takes():
+    async def go():
+        async with Scripted(lambda r: [_reply()]) as server:
+            pool = http.Pool(server.url(), {})
+            pool.warm(3)
+            pool.warm(3)  # counts those still opening: no more
+            got = await asyncio.gather(*(pool.post(b"{}", 100) for _ in range(3)))
+            opened = server.connections
+            pool.warm(2)  # three kept already
+            await asyncio.sleep(0.02)
+            await pool.close()
+            return opened, server.connections, got
+
+    opened, total, got = run(go())
+    assert [r.status for r in got] == [200] * 3
+    assert opened == 3 and total == 3  # the burst took the warmed ones; none was added
+
+
+def test_warm_against_a_dead_endpoint_leaves_the_error_to_the_request():
+    async def go():
+        async with Scripted(lambda r: []) as server:
+            url = server.url()
+        pool = http.Pool(url, {})
+        pool.warm(2)
+        await asyncio.sleep(0.02)  # both failed, quietly
+        assert not pool._opening and not pool._idle
+        pool.warm(2)
+        with pytest.raises(http.HttpError, match="cannot connect"):
+            await pool.post(b"{}", 100)  # takes a failing warm one, then connects itself
+        await pool.close()
+
+    run(go())
+
+
+def test_a_call_permit_passes_on_when_the_answer_arrives_not_when_it_is_read():
+    """Two calls, one permit: the second is sent (over the first's connection) while the
+    first still holds its answer unread; a request sent again takes the permit again."""
+    from harness.llm import aio
+
+    async def go():
+        async with Scripted(lambda r: [_reply()]) as server:
+            pool = http.Pool(server.url(), {})
+            limit = asyncio.Semaphore(1)
+            second_answered = asyncio.Event()
+            order: list[str] = []
+
+            async def call(name: str, then: Callable[[], Awaitable[object]]) -> None:
+                permit = aio.CallPermit(limit)
+                await permit.hold()
+                with aio.holding(permit):
+                    await pool.post(b"{}", 100)
+                    order.append(f"{name} answered")
+                    await then()
+
+            async def first_then() -> None:
+                await second_answered.wait()  # still inside its call: the permit is free
+                await pool.post(b"{}", 100)  # a retry: takes the permit again
+                order.append("first sent again")
+
+            async def second_then() -> None:
+                second_answered.set()
+
+            async with asyncio.timeout(5):
+                await asyncio.gather(call("first", first_then), call("second", second_then))
+            await pool.close()
+            return order, server.connections, limit.locked()
+
+    order, connections, locked = run(go())
+    assert order == ["first answered", "second answered", "first sent again"]
+    assert connections == 1  # the first's connection was back before the second was sent
+    assert not locked
+
+
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, ssl.SSLContext]:
     """(a server context with a self-signed certificate for 127.0.0.1, a client context
