@@ -240,6 +240,8 @@ def judge_pairs(
     grader = _Grader(judge, cache, stats, criteria)
     run = _Run(grader, pairs, lazy.settled if lazy is not None else None, done.put)
     future = aio.submit(run.all(items, width)) if items else None
+    if future is not None:  # a failure before any worker starts (the cache's first read)
+        future.add_done_callback(functools.partial(_hand_over, put=done.put))
     # on an exception the cache's writer (and its close) store what was paid
     verdicts = _collect(done, len(pairs), future, on_done)
     if cache is not None:
@@ -248,6 +250,16 @@ def judge_pairs(
 
 
 _T = TypeVar("_T")
+
+
+def _hand_over(future: Future[None], put: Callable[[_Done], None]) -> None:
+    """Hand the exception `future` ended with to the collecting thread, which raises the
+    first it gets (the workers hand theirs over themselves; the look-up before they start
+    has no one else to): without it a cache that fails its first read left the caller
+    waiting for verdicts forever."""
+    if not future.cancelled() and future.exception() is not None:
+        put((0, None, future.exception()))
+
 
 _Done = tuple[int, Verdict | None, BaseException | None]
 """(pair index, its verdict, or the exception that stops the work)."""

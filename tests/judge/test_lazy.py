@@ -355,6 +355,34 @@ def test_the_first_claim_batch_reaches_past_the_pairs_in_flight(tmp_path):
     cache.close()
 
 
+def test_a_cache_that_fails_its_first_read_fails_the_judging_with_its_error(tmp_path):
+    """The look-up before the workers start that fails reaches the caller as the store's
+    error; it left the caller waiting for verdicts forever."""
+    pairs = [(q, c) for q, chunks in RANKED.items() for c in chunks]
+    cache = VerdictCache(tmp_path / "v.sqlite")
+
+    def broken(keys):
+        raise HarnessError("v.sqlite: cannot read this cache (disk I/O error)")
+
+    cache.get_many = broken  # type: ignore[method-assign]
+    outcome: list[BaseException] = []
+
+    def judge_all() -> None:
+        try:
+            judge_pairs(
+                pairs, GradeJudge(), criteria=CriteriaConfig(), cache=cache, stats=JudgeStats()
+            )
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=judge_all, daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive(), "judging hung on a cache that cannot be read"
+    assert len(outcome) == 1 and "disk I/O error" in str(outcome[0])
+    cache.close()
+
+
 def test_a_claim_store_that_fails_fails_the_judging_with_its_error(tmp_path):
     """Claims taken ahead that fail reach the caller as the store's error, not a hang."""
     pairs = [(q, c) for q, chunks in RANKED.items() for c in chunks]
