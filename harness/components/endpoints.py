@@ -12,6 +12,7 @@ rule instead: a setting called `base_url` / `api_key_env`, or ending `_base_url`
 from __future__ import annotations
 
 import copy
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,23 @@ SETTINGS_TABLES = ("retrieval", "embedder", "judge")
 def endpoint_fields() -> tuple[EndpointFields, ...]:
     """The endpoint fields of every component: the one list strippers and checks use."""
     return ENDPOINTS
+
+
+def url_flaw(url: str) -> str | None:
+    """Why `url` cannot be an endpoint's base URL, or None: it must be an http:// or
+    https:// URL with a host ("localhost:8000/v1", without its scheme, is not). The
+    reason shows the URL with its credentials masked."""
+    from harness.secrets import redact_url  # this package imports no harness at import
+
+    try:
+        parts = urllib.parse.urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        _ = parts.port  # a port that is no number raises here
+    except ValueError:
+        ok = False
+    if ok:
+        return None
+    return f"expected an http:// or https:// URL with a host, got {redact_url(url)!r}"
 
 
 def is_endpoint_setting(name: str) -> bool:

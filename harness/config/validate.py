@@ -11,6 +11,7 @@ import dataclasses
 import math
 from typing import Any
 
+from harness.components.endpoints import endpoint_fields, url_flaw
 from harness.components.registry import EMBEDDERS, JUDGES, RERANKERS, load
 from harness.config.schema import (
     CRITERIA_PRESETS,
@@ -173,6 +174,7 @@ def validate(config: ExperimentConfig) -> None:
         )
     if j.lazy:
         _validate_lazy(config, where)
+    _validate_endpoint_urls(config, where)
     f = config.failures
     for name in ("pool_dense", "pool_bm25"):
         if getattr(f, name) < 0:
@@ -230,6 +232,18 @@ def _validate_generate(g: GenerateConfig, where: str) -> None:
         raise ConfigError(
             where, "generate.max_overlap", f"expected a share 0 < x <= 1, got {g.max_overlap:g}"
         )
+
+
+def _validate_endpoint_urls(config: ExperimentConfig, where: str) -> None:
+    """Every component's base URL (`endpoint_fields`) that is set is an http(s) URL: a
+    mistyped one ("localhost:8000/v1") is refused here, before anything is loaded or
+    paid, rather than failing the first request."""
+    for fields in endpoint_fields():
+        section = getattr(config, fields.table, None)
+        url = getattr(section, fields.url, "") if section is not None else ""
+        flaw = url_flaw(url) if isinstance(url, str) and url else None
+        if flaw:
+            raise ConfigError(where, fields.dotted, flaw)
 
 
 def _validate_sweep(sweep: SweepConfig, where: str) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.components.endpoints import url_flaw
 from harness.config import ExperimentConfig, JudgeConfig, RetrievalConfig
 from harness.errors import ConfigError
 from harness.llm.ratelimit import RateLimiter
@@ -128,9 +129,14 @@ def has_judge_endpoint(config: JudgeConfig) -> bool:
 
 
 def check_judge_endpoint(config: JudgeConfig, where: str) -> None:
-    """Refuse a judge endpoint without a model before anything is loaded, indexed or
-    paid; the error names `where` (the experiment file) and `judge.model`."""
+    """Refuse a judge endpoint without a model, or with a base URL that is no http(s)
+    URL, before anything is loaded, indexed or paid; the error names `where` (the
+    experiment file) and the field (or the environment variable it came from)."""
     base_url, model = _judge_url_and_model(config)
+    flaw = url_flaw(base_url) if base_url else None
+    if flaw:
+        field = "judge.base_url" if config.base_url else "HARNESS_JUDGE_BASE_URL"
+        raise ConfigError(where, field, flaw)
     if base_url and not model:
         raise ConfigError(
             where, "judge.model", "a judge endpoint needs a model name (or HARNESS_JUDGE_MODEL)"

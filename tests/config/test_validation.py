@@ -112,6 +112,41 @@ def test_a_non_utf8_experiment_file_names_the_file(tmp_path):
     assert err.value.where == str(path)
 
 
+@pytest.mark.parametrize("field", ["judge.base_url", "generate.base_url", "retrieval.llm_base_url"])
+@pytest.mark.parametrize(
+    "url", ["localhost:8000/v1", "127.0.0.1:8000", "ftp://host/v1", "http://", "http://h:port/v1"]
+)
+def test_a_base_url_that_is_no_http_url_is_refused_up_front(field, url):
+    # it used to pass, then fail the first request with a traceback
+    with pytest.raises(ConfigError) as err:
+        models = ["judge.model=m", "generate.model=m", "retrieval.llm_model=m"]
+        parse_experiment(BASE, "exp.toml", [f"{field}={url}", *models])
+    assert err.value.field == field and "expected an http:// or https:// URL" in str(err.value)
+
+
+def test_a_refused_base_url_is_shown_with_its_credentials_masked():
+    with pytest.raises(ConfigError) as err:
+        parse_experiment(BASE, "exp.toml", ["judge.base_url=api.example.com/v1?code=sekret1234"])
+    assert "sekret1234" not in str(err.value) and "code=***" in str(err.value)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1", "https://api.example.com/v1"])
+def test_http_base_urls_pass(url):
+    parse_experiment(BASE, "exp.toml", [f"judge.base_url={url}", "judge.model=m"])
+
+
+def test_a_judge_base_url_from_the_environment_is_checked_too(tmp_path, monkeypatch, capsys):
+    from harness.cli import main
+    from tests.conftest import DATA
+
+    monkeypatch.setenv("HARNESS_JUDGE_BASE_URL", "localhost:9/v1")
+    monkeypatch.setenv("HARNESS_JUDGE_MODEL", "m")
+    code = main(["run", str(DATA / "experiment.toml"), "--dry-run"])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "HARNESS_JUDGE_BASE_URL: expected an http:// or https://" in err[0]
+
+
 @pytest.mark.parametrize("value", ["1e308", "101", "0.5"])
 def test_generate_oversample_out_of_range_is_one_config_error(value):
     with pytest.raises(ConfigError) as err:
