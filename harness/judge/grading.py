@@ -682,21 +682,33 @@ class _Grader:
         cached = self._from_cache(q, c)
         if cached is not None:
             return cached
-        key = "both\0" + verdict_key(self.identity, self.criteria.relevant, q, c)
-        (rel, comp), shared = await self._once(
-            key, lambda: self._call(lambda: self.judge.agrade_both(q, c, self.criteria))
-        )
+
+        async def pay() -> Verdict:
+            paid = await self._claim_pair(q, c)
+            if paid is not None:
+                return paid
+            try:
+                graded = await self._call(lambda: self.judge.agrade_both(q, c, self.criteria))
+            except BaseException:
+                self._release_pair(q, c)
+                raise
+            return self._store(q, c, graded)
+
+        key = "both\0" + self._key(self.criteria.relevant, q, c)
+        verdict, shared = await self._once(key, pay)
         if not shared:
-            return self._store(q, c, (rel, comp))
-        rel, comp = _shared_copy(rel), _shared_copy(comp)
+            return verdict
+        rel, comp = _shared_copy(verdict.relevant), _shared_copy(verdict.complete)
         for v in (rel, comp):
-            self.stats.record(v)
+            if v.asked:  # a "complete" never asked is no cache hit
+                self.stats.record(v)
         return Verdict(relevant=rel, complete=comp)
 
     async def listwise(
         self, pairs: Sequence[tuple[str, str]], indices: list[int]
     ) -> list[tuple[int, Verdict]]:
-        """A question's pairs: the cached ones, then one call for the rest."""
+        """A question's pairs: the cached ones, those another worker paid meanwhile
+        (`_claim_pair`), then one call for the rest."""
         out: list[tuple[int, Verdict]] = []
         todo: list[int] = []
         for i in indices:
@@ -706,17 +718,54 @@ class _Grader:
             else:
                 todo.append(i)
         if todo:
+            claims = await asyncio.gather(
+                *(self._claim_pair(*pairs[i]) for i in todo), return_exceptions=True
+            )
+            failed = next((r for r in claims if isinstance(r, BaseException)), None)
+            if failed is not None:
+                for i, r in zip(todo, claims, strict=True):
+                    if r is None:  # held: given up, as nobody pays it now
+                        self._release_pair(*pairs[i])
+                raise failed
+            out += [(i, r) for i, r in zip(todo, claims, strict=True) if isinstance(r, Verdict)]
+            todo = [i for i, r in zip(todo, claims, strict=True) if r is None]
+        if todo:
             q = pairs[todo[0]][0]
-            graded = await self.judge.agrade_list(q, [pairs[i][1] for i in todo], self.criteria)
+            try:
+                graded = await self.judge.agrade_list(q, [pairs[i][1] for i in todo], self.criteria)
+            except BaseException:
+                for i in todo:
+                    self._release_pair(*pairs[i])
+                raise
             out += [(i, self._store(*pairs[i], g)) for i, g in zip(todo, graded, strict=True)]
         return out
 
-    def _from_cache(self, q: str, c: str) -> Verdict | None:
-        """Both criteria from the cache, or None if either is missing (a relevant "no"
-        needs no "complete")."""
+    async def _claim_pair(self, q: str, c: str) -> Verdict | None:
+        """Before paying both criteria of a pair in one call (pairwise and listwise
+        modes): claim the pair across workers (`VerdictCache.claim`) by its relevance
+        key, which stands for both (they are stored together). None: this grader holds
+        the claim and pays (`_store` releases it, `_release_pair` if paying fails); else
+        the pair another worker paid meanwhile, read from the store (a cache hit)."""
+        if self.cache is None or await self._claim(self._key(self.criteria.relevant, q, c)) is None:
+            return None
+        cache = self.cache
+        # read again, past what `prefetch` found missing; None (its "complete" is not
+        # stored) leaves it to be paid here
+        return await asyncio.to_thread(self._from_cache, q, c, cache.get)
+
+    def _release_pair(self, q: str, c: str) -> None:
+        """Give up the claim `_claim_pair` took, when paying failed."""
+        if self.cache is not None:
+            self.cache.release(self._key(self.criteria.relevant, q, c))
+
+    def _from_cache(
+        self, q: str, c: str, get: Callable[[str], CriterionVerdict | None] | None = None
+    ) -> Verdict | None:
+        """Both criteria from the cache (through `get`, default what `prefetch` read),
+        or None if either is missing (a relevant "no" needs no "complete")."""
         if self.cache is None:
             return None
-        rel, comp = _pair_from(self._lookup, self.identity, self.criteria, q, c)
+        rel, comp = _pair_from(get or self._lookup, self.identity, self.criteria, q, c)
         if rel is None or (rel.value and comp is None):
             return None
         rel = replace(rel, cached=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import pytest
 
@@ -283,6 +284,64 @@ class Rounds(BaseJudge):
         self.rounds.append([(c, crit) for c, crit, _ in batch])
         for *_, fut in batch:
             fut.set_result(None)
+
+
+class SlowPairs(BaseJudge):
+    """Grades both criteria of a pair in one call (mode "both") or all of a question's
+    chunks in one (mode "listwise"), slowly; records every chunk it is asked about."""
+
+    spec = ComponentSpec(name="slow-pairs")
+    prompt_cache = False
+    concurrency = 2
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.asked: list[str] = []
+        self._lock = threading.Lock()
+
+    def identity(self):
+        return f"slow-pairs-{self.mode}"
+
+    async def agrade_both(self, question, chunk_text, criteria):
+        import asyncio
+
+        with self._lock:
+            self.asked.append(chunk_text)
+        await asyncio.sleep(0.3)
+        relevant = not chunk_text.endswith("0")
+        return (
+            CriterionVerdict("relevant", relevant, calls=1),
+            CriterionVerdict("complete", relevant and chunk_text.endswith("1")),
+        )
+
+    async def agrade_list(self, question, chunk_texts, criteria):
+        return [await self.agrade_both(question, c, criteria) for c in chunk_texts]
+
+
+@pytest.mark.parametrize("mode", ["both", "listwise"])
+def test_two_workers_sharing_a_cache_pay_a_one_call_pair_once(tmp_path, mode):
+    # as two sweep workers on one cache folder: each found the pairs missing when it
+    # looked, and both paid, since only pointwise judging claimed what it paid for
+    pairs = [("q", f"chunk {i}") for i in range(4)]
+    judge = SlowPairs(mode)
+    caches = [VerdictCache(tmp_path / "v.sqlite") for _ in range(2)]
+    grades: list[list[int | None]] = []
+
+    def work(cache: VerdictCache) -> None:
+        verdicts = judge_pairs(
+            pairs, judge, criteria=CriteriaConfig(), cache=cache, stats=JudgeStats()
+        )
+        grades.append([v.grade for v in verdicts])
+
+    threads = [threading.Thread(target=work, args=(c,)) for c in caches]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(judge.asked) == [c for _, c in pairs]  # each pair paid once
+    assert grades == [[0, 2, 1, 1]] * 2  # the worker that waited reads what was paid
+    for cache in caches:
+        cache.close()
 
 
 def test_a_pairs_second_call_leaves_no_call_permit_idle():
