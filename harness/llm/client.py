@@ -226,12 +226,15 @@ class ChatClient:
         return f"judge endpoint {redact_url(self.base_url)} (model {self.model!r})"
 
     def _drop_logprobs(self, exc: Exception, kwargs: dict[str, Any]) -> bool:
-        """True (and logprobs off from now on) when the endpoint refused logprobs: the
-        calls go on without them rather than failing one after another."""
-        if not (self.logprobs and "logprob" in str(exc).lower()):
+        """True (and logprobs off from now on) when the endpoint refused the logprobs this
+        request asked for: the calls go on without them rather than failing one after
+        another. Decided by the request, not by the client: the requests in flight when
+        the first refusal came back asked for them too, and are asked again without."""
+        if "logprobs" not in kwargs or "logprob" not in str(exc).lower():
             return False
-        logger.warning("{} does not offer logprobs; judging without P(yes)", self.describe())
-        self.logprobs = False
+        if self.logprobs:
+            logger.warning("{} does not offer logprobs; judging without P(yes)", self.describe())
+            self.logprobs = False
         kwargs.pop("logprobs", None)
         kwargs.pop("top_logprobs", None)
         return True

@@ -332,6 +332,22 @@ def test_an_endpoint_without_logprobs_is_judged_without_p_yes(status):
     assert stats.failed_attempts == 1 and stats.retries == 0
 
 
+@pytest.mark.parametrize("status", [400, 500])
+def test_requests_in_flight_when_logprobs_are_refused_are_asked_again_without(status):
+    # the first refusal turned logprobs off for the client, and each request already
+    # sent with them then failed as an error verdict (9 or more in flight: the run
+    # stopped, "failed 8 verdicts in a row")
+    with FakeOpenAI(refuse_logprobs=status, latency_s=0.2) as server:
+        judge = judge_for(server, max_retries=0)
+        stats = JudgeStats()
+        verdicts = judge_pairs(
+            PAIRS[:12], judge, criteria=CriteriaConfig(), cache=None, stats=stats, concurrency=12
+        )
+    assert server.refused_logprobs > 1  # several were in flight with logprobs
+    assert stats.errors == 0
+    assert all(v.relevant.value is True and v.relevant.p_yes is None for v in verdicts)
+
+
 def test_dry_run_with_a_paid_embedder_embeds_nothing_and_bounds_questions_x_k(tmp_path):
     from harness.pipeline import estimate_run
 
