@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import functools
 import queue
 import statistics
@@ -239,11 +238,19 @@ def judge_pairs(
     done: queue.SimpleQueue[_Done] = queue.SimpleQueue()  # a put costs the loop no lock
     grader = _Grader(judge, cache, stats, criteria)
     run = _Run(grader, pairs, lazy.settled if lazy is not None else None, done.put)
-    future = aio.submit(run.all(items, width)) if items else None
+    ended = threading.Event()  # the workers are done, or gone after a cancel
+
+    async def run_all() -> None:
+        try:
+            await run.all(items, width)
+        finally:
+            ended.set()
+
+    future = aio.submit(run_all()) if items else None
     if future is not None:  # a failure before any worker starts (the cache's first read)
         future.add_done_callback(functools.partial(_hand_over, put=done.put))
     # on an exception the cache's writer (and its close) store what was paid
-    verdicts = _collect(done, len(pairs), future, on_done)
+    verdicts = _collect(done, len(pairs), future, on_done, ended)
     if cache is not None:
         cache.flush()  # what was judged is stored when this returns
     return verdicts
@@ -307,9 +314,11 @@ def _collect(
     n: int,
     future: Future[None] | None,
     on_done: Callable[[int, Verdict], None] | None,
+    ended: threading.Event,
 ) -> list[Verdict]:
     """The n verdicts as the workers hand them over, passed to `on_done` on this thread;
-    the first exception cancels the rest and is raised here."""
+    the first exception cancels the rest and is raised here, once they are gone (or 5 s
+    have passed), so the caller closes its cache after their last claim and verdict."""
     results: list[Verdict | None] = [None] * n
     try:
         for _ in range(n):
@@ -322,10 +331,11 @@ def _collect(
                 on_done(i, verdict)
     except BaseException:
         if future is not None:
+            # a cancelled future is done at once, its task is not: wait for the workers
+            # to unwind (the requests in flight end at once; a blocking judge's thread
+            # is left to finish)
             future.cancel()
-            # the requests in flight end at once; a thread of a blocking judge is left
-            with contextlib.suppress(BaseException):
-                future.result(timeout=5)
+            ended.wait(timeout=5)
         raise
     if future is not None:
         future.result()

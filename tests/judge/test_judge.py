@@ -344,6 +344,43 @@ def test_two_workers_sharing_a_cache_pay_a_one_call_pair_once(tmp_path, mode):
         cache.close()
 
 
+class FailsOne(BaseJudge):
+    """Raises (a fault, not an error verdict) on "chunk 0"; every other call waits, and
+    when cancelled takes a moment to unwind (as a request's cleanup does)."""
+
+    spec = ComponentSpec(name="fails-one")
+    concurrency = 4
+
+    def __init__(self) -> None:
+        self.unwound = 0
+
+    def identity(self):
+        return "fails-one"
+
+    async def agrade(self, question, chunk_text, criterion, criterion_text):
+        import asyncio
+
+        if chunk_text == "chunk 0":
+            await asyncio.sleep(0.05)
+            raise RuntimeError("a fault of the judge's")
+        try:
+            await asyncio.sleep(30)
+        finally:
+            await asyncio.sleep(0.2)
+            self.unwound += 1
+        return CriterionVerdict(criterion, True)
+
+
+def test_a_failed_judging_returns_once_the_calls_in_flight_have_unwound():
+    # the cancelled future was done at once and its wait for the workers did not wait:
+    # the caller closed its cache while they were still claiming and storing
+    judge = FailsOne()
+    pairs = [("q", f"chunk {i}") for i in range(4)]
+    with pytest.raises(RuntimeError, match="a fault"):
+        judge_pairs(pairs, judge, criteria=CriteriaConfig(), cache=None, stats=JudgeStats())
+    assert judge.unwound == 3
+
+
 def test_a_pairs_second_call_leaves_no_call_permit_idle():
     # three relevant chunks are six calls; two workers asking each chunk's criteria one
     # after the other would need four rounds of two in flight (the last with one call)
