@@ -24,9 +24,10 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from loguru import logger
 
@@ -181,14 +182,16 @@ def _libc_prctl() -> Callable[..., int] | None:
 def die_with_parent(signum: int = signal.SIGKILL) -> Callable[[], None] | None:
     """A `preexec_fn` that makes a child get `signum` (SIGKILL) when this process dies: a server must
     not outlive a harness killed with -9, holding gigabytes. Linux only (prctl
-    PR_SET_PDEATHSIG); None elsewhere, when libc's prctl cannot be found, or off the main
-    thread (the signal comes when the *thread* that started the child ends, and a worker
-    thread may end while the server is still in use): the child then starts without.
+    PR_SET_PDEATHSIG); None elsewhere, when libc's prctl cannot be found, or off a thread
+    that lasts as long as the process (the main thread, or `popen_tied`'s): the signal
+    comes when the *thread* that started the child ends, and a worker thread may end
+    while the server is still in use. The child then starts without.
 
     libc is looked up here, in the parent: between fork and exec the child should only
     make the call, not load libraries (another thread may have held a lock at the fork)."""
     prctl = _libc_prctl()
-    if prctl is None or threading.current_thread() is not threading.main_thread():
+    lasting = threading.current_thread() is threading.main_thread() or _LASTING.on
+    if prctl is None or not lasting:
         return None
     parent = os.getpid()
     sig = int(signum)
@@ -200,6 +203,40 @@ def die_with_parent(signum: int = signal.SIGKILL) -> Callable[[], None] | None:
             os._exit(1)
 
     return preexec
+
+
+class _Lasting(threading.local):
+    on = False
+    """True on `popen_tied`'s thread."""
+
+
+_LASTING = _Lasting()
+_spawners: dict[int, ThreadPoolExecutor] = {}
+_spawners_lock = threading.Lock()
+
+
+def _mark_lasting() -> None:
+    _LASTING.on = True
+
+
+def popen_tied(cmd: list[str], signum: int = signal.SIGKILL, **kwargs: Any) -> subprocess.Popen:
+    """`subprocess.Popen(cmd, **kwargs)` of a child that gets `signum` when this process
+    dies (`die_with_parent`), from any thread: off the main thread the child is started
+    by a thread kept for that as long as the process lives, since the signal comes when
+    the thread that started it ends (the local judge starts on the first request that
+    needs it, on a worker thread). A forked child makes a thread of its own."""
+    if threading.current_thread() is threading.main_thread():
+        return subprocess.Popen(cmd, preexec_fn=die_with_parent(signum), **kwargs)
+    with _spawners_lock:
+        spawner = _spawners.get(os.getpid())
+        if spawner is None:
+            _spawners.clear()  # a forked child's copy has no thread
+            spawner = _spawners[os.getpid()] = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="harness-spawner", initializer=_mark_lasting
+            )
+    return spawner.submit(
+        lambda: subprocess.Popen(cmd, preexec_fn=die_with_parent(signum), **kwargs)
+    ).result()
 
 
 _START_ATTEMPTS = 3
@@ -289,15 +326,9 @@ class LlamaServer:
             self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         out = self._log_file or subprocess.DEVNULL
         logger.info("starting local judge {} on 127.0.0.1:{}", self.alias, self.port)
-        self._proc = subprocess.Popen(
-            cmd,
-            stdout=out,
-            stderr=out,
-            stdin=subprocess.DEVNULL,
-            # Safe despite threads: the function makes one prctl call through a pointer
-            # looked up before the fork.
-            preexec_fn=die_with_parent(),
-        )
+        # dies with this process from whichever thread starts it; the preexec function
+        # is safe despite threads: one prctl call through a pointer looked up before the fork
+        self._proc = popen_tied(cmd, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:

@@ -274,18 +274,11 @@ def run_workers(argv: Sequence[str], n: int, cwd: Path | None = None) -> list[in
     statuses. Ctrl-C (or SIGTERM, which the CLI turns into it) stops them the same way,
     and they die with this process even when it is killed with -9: the kernel sends them
     SIGTERM (Linux), and each also watches its parent (`watch_parent`)."""
-    from harness.llm.local import die_with_parent
+    from harness.llm.local import popen_tied
 
     env = {**os.environ, PARENT_ENV: str(os.getpid())}
     procs = [
-        subprocess.Popen(
-            list(argv),
-            stdout=subprocess.DEVNULL,
-            cwd=cwd,
-            env=env,
-            # One prctl call through a pointer looked up before the fork: safe with threads.
-            preexec_fn=die_with_parent(signal.SIGTERM),
-        )
+        popen_tied(list(argv), signal.SIGTERM, stdout=subprocess.DEVNULL, cwd=cwd, env=env)
         for _ in range(n)
     ]
     try:

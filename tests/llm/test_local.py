@@ -46,15 +46,21 @@ def _kill(pid: int | None) -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
-def test_the_server_dies_with_a_harness_killed_with_sigkill(smollm_path, tmp_path):
+@pytest.mark.parametrize("started_on", ["the main thread", "a worker thread"])
+def test_the_server_dies_with_a_harness_killed_with_sigkill(smollm_path, tmp_path, started_on):
+    # a run starts its local judge on the first request that needs it, on a worker
+    # thread, whose children the kernel did not tie to the process: they outlived it
+    start = "server.start()"
+    if started_on == "a worker thread":
+        start = "t = threading.Thread(target=server.start); t.start(); t.join()"
     code = textwrap.dedent(
         f"""
-        import time
+        import threading, time
         from harness.llm.local import LlamaServer
 
         server = LlamaServer({str(smollm_path)!r}, alias="smollm2-135m", parallel=1,
                              ctx_per_slot=512, log_path={str(tmp_path / "server.log")!r})
-        server.start()
+        {start}
         print(server._proc.pid, flush=True)
         time.sleep(600)
         """
