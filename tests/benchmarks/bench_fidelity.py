@@ -41,6 +41,7 @@ The handbook's labels are graded from the answer spans (`handbook_qrels`).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import random
 import sys
@@ -253,8 +254,11 @@ def measure(
     injection_sample: int = 0,
     shared: Path | None = None,
     exam_calibration: bool = False,
+    ranking: list[list[Any]] | None = None,
 ) -> list[list[Any]]:
-    """The table rows of one collection."""
+    """The table rows of one collection; with `ranking`, one row per method and judge
+    statistic (`RANKING_STATISTICS`) appended to it: Kendall tau and regret of the 12
+    configurations ordered by that statistic against the labels' MRR."""
     folder = DATA / collection
     qrels = {} if collection == HANDBOOK else read_qrels(folder / "qrels.tsv")
     unjudged = SETTINGS[collection]["unjudged"]
@@ -283,14 +287,29 @@ def measure(
             pairs = pairs_of(runs, qrels, unjudged)
             # 12 configurations: each run at k = 1..4
             judge_mrr, judge_soft, human_mrr = [], [], []
+            judged: dict[str, list[float]] = {name: [] for name in RANKING_STATISTICS}
             for run in runs:
                 for k in range(1, K + 1):
                     v = validate_run(run, qrels, k=k, unjudged=unjudged)
                     judge_mrr.append(v["metrics"]["judge"].get(f"mrr@{k}", 0.0))
                     judge_soft.append(v["metrics"]["judge"].get(f"soft_mrr@{k}", 0.0))
                     human_mrr.append(v["metrics"]["human"].get(f"mrr@{k}", 0.0))
+                    for name, values in judged.items():
+                        values.append(v["metrics"]["judge"].get(f"{name}@{k}", math.nan))
             tau = kendall_tau(judge_mrr, human_mrr)
             tau_soft = kendall_tau(judge_soft, human_mrr)
+            if ranking is not None:
+                for name, values in judged.items():
+                    if not any(math.isnan(x) for x in values):
+                        ranking.append(
+                            [
+                                collection,
+                                method,
+                                name,
+                                f"{kendall_tau(values, human_mrr):.2f}",
+                                f"{regret(values, human_mrr):.3f}",
+                            ]
+                        )
             regrets = f"{regret(judge_mrr, human_mrr):.3f}/{regret(judge_soft, human_mrr):.3f}"
             examcal = (
                 exam_calibrated(
@@ -370,6 +389,41 @@ def measure(
     return rows
 
 
+RANKING_STATISTICS = (
+    "mrr",
+    "soft_mrr",
+    "hit_rate",
+    "soft_hit_rate",
+    "relevancy_mrr",
+    "soft_relevancy_mrr",
+    "ndcg",
+    "ap",
+    "precision",
+)
+"""The judge's statistics a sweep could decide on, each measured at ordering the 12
+configurations as the labels' MRR orders them (issue 22: decide on what ranks best)."""
+
+RANKING_HEAD = ("collection", "method", "judge statistic", "tau vs labels' MRR", "regret")
+
+
+def worst_case(ranking: list[list[Any]]) -> list[list[Any]]:
+    """Per method and statistic: tau on each collection and the lowest of them (the
+    worst case the defaults are chosen by), best worst case first."""
+    by: dict[tuple[str, str], dict[str, float]] = {}
+    for collection, method, name, tau, _ in ranking:
+        by.setdefault((method, name), {})[collection] = float(tau)
+    out = [
+        [
+            method,
+            name,
+            " ".join(f"{c} {t:.2f}" for c, t in taus.items()),
+            f"{min(taus.values()):.2f}",
+        ]
+        for (method, name), taus in by.items()
+    ]
+    return sorted(out, key=lambda row: -float(row[3]))
+
+
 HEAD = (
     "collection",
     "method",
@@ -434,6 +488,7 @@ def main() -> None:
         collections = [c for c in collections if c not in missing]
     shared = default_cache_dir()  # indexes and embeddings are reused across invocations
     rows: list[list[Any]] = []
+    ranking: list[list[Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         cache = bench_cache(Path(tmp), shared)
         for c in collections:
@@ -450,10 +505,19 @@ def main() -> None:
                 args.injection_sample if not rows else 0,
                 shared=shared,
                 exam_calibration=args.exam_calibration,
+                ranking=ranking,
             )
     if rows:
         print()
         print_table("judge fidelity against human labels (local Qwen2.5-Coder-1.5B)", HEAD, rows)
+        print()
+        print_table("which judge statistic ranks the 12 configurations", RANKING_HEAD, ranking)
+        print()
+        print_table(
+            "judge statistics by their worst case over the collections",
+            ("method", "judge statistic", "tau per collection", "worst"),
+            worst_case(ranking),
+        )
 
 
 if __name__ == "__main__":
