@@ -21,7 +21,8 @@
    verdicts/s over the run's judging time, its ratio to the ideal (in flight / 50 ms),
    and the client's CPU per verdict (the run's CPU less that of the same run again with
    every verdict cached). Medians of `--repeats`; with `--before REV` the same rows for
-   the source tree of that git revision first, in the same invocation. First, the
+   the source tree of that git revision, in the same invocation, its repetitions
+   alternating with this tree's. First, the
    floor: a minimal asyncio client's ratio against the same fake (`raw_client_ratio`),
    which says how much of the gap to the ideal is the machine's.
 
@@ -432,14 +433,19 @@ def run_rows(tmp: Path, emit, concurrencies: list[int], repeats: int, before: st
                     "-",
                 )
             )
+        warm: dict[str, Path] = {}
         for label, tree in trees:
-            warm = tmp / f"warm-{len(label)}-{n}"
-            _harness_run(tree, url, "fake-warm", 4, warm, tmp / "results")  # builds the index
-            for concurrency in concurrencies:
-                got: list[tuple[float, float, float, float, int]] = []
-                for _ in range(repeats):
+            warm[label] = tmp / f"warm-{len(warm)}"
+            _harness_run(tree, url, "fake-warm", 4, warm[label], tmp / "results")  # the index
+        for concurrency in concurrencies:
+            got: dict[str, list[tuple[float, float, float, float, int]]] = {
+                label: [] for label, _ in trees
+            }
+            # the trees' repetitions alternate, so a shared machine's drift hits each alike
+            for _ in range(repeats):
+                for label, tree in trees:
                     n += 1
-                    cache = _fresh_cache(warm, tmp / f"cache-{n}")
+                    cache = _fresh_cache(warm[label], tmp / f"cache-{n}")
                     s0 = _cpu_s(server_pid)
                     stats, cpu = _harness_run(
                         tree, url, f"fake-run-{n}", concurrency, cache, tmp / "results"
@@ -450,7 +456,7 @@ def run_rows(tmp: Path, emit, concurrencies: list[int], repeats: int, before: st
                     )
                     paid = stats["judge_paid_verdicts"]
                     vps = paid / stats["judge_s"]
-                    got.append(
+                    got[label].append(
                         (
                             vps,
                             vps / (concurrency / latency),
@@ -460,8 +466,10 @@ def run_rows(tmp: Path, emit, concurrencies: list[int], repeats: int, before: st
                         )
                     )
                     shutil.rmtree(cache)
+            for label, _ in trees:
+                runs = got[label]
                 vps, ratio, cpu_ms, server_ms = (
-                    statistics.median(g[i] for g in got) for i in range(4)
+                    statistics.median(g[i] for g in runs) for i in range(4)
                 )
                 emit(
                     (
@@ -471,8 +479,8 @@ def run_rows(tmp: Path, emit, concurrencies: list[int], repeats: int, before: st
                         f"{vps:.0f}",
                         f"{ratio:.2f}",
                         f"client cpu/verdict {cpu_ms:.2f} ms (fake endpoint {server_ms:.2f} ms "
-                        f"a request); median of {repeats}, {got[0][4]} verdicts; ratios "
-                        + " ".join(f"{g[1]:.2f}" for g in got),
+                        f"a request); median of {repeats}, {runs[0][4]} verdicts; ratios "
+                        + " ".join(f"{g[1]:.2f}" for g in runs),
                         "-",
                     )
                 )
