@@ -56,21 +56,19 @@ def endpoint_fields() -> tuple[EndpointFields, ...]:
     return ENDPOINTS
 
 
-def url_flaw(url: str) -> str | None:
-    """Why `url` cannot be an endpoint's base URL, or None: it must be an http:// or
-    https:// URL with a host ("localhost:8000/v1", without its scheme, is not). The
-    reason shows the URL with its credentials masked."""
-    from harness.secrets import redact_url  # this package imports no harness at import
+URL_EXPECTED = "expected an http:// or https:// URL with a host"
+"""What a base URL must be (`is_http_url`), for the error that refuses one."""
 
+
+def is_http_url(url: str) -> bool:
+    """Whether `url` can be an endpoint's base URL: an http:// or https:// URL with a host
+    ("localhost:8000/v1", without its scheme, is not; nor is a port that is no number)."""
     try:
         parts = urllib.parse.urlsplit(url)
-        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
-        _ = parts.port  # a port that is no number raises here
+        _ = parts.port  # raises for a port that is no number
     except ValueError:
-        ok = False
-    if ok:
-        return None
-    return f"expected an http:// or https:// URL with a host, got {redact_url(url)!r}"
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def is_endpoint_setting(name: str) -> bool:

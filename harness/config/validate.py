@@ -11,7 +11,7 @@ import dataclasses
 import math
 from typing import Any
 
-from harness.components.endpoints import endpoint_fields, url_flaw
+from harness.components.endpoints import URL_EXPECTED, endpoint_fields, is_http_url
 from harness.components.registry import EMBEDDERS, JUDGES, RERANKERS, load
 from harness.config.schema import (
     CRITERIA_PRESETS,
@@ -27,6 +27,7 @@ from harness.config.schema import (
 )
 from harness.errors import ConfigError
 from harness.metrics.ids import OBJECTIVE_NAMES, parse_metric_id
+from harness.secrets import redact_url
 
 OVERSAMPLE_MAX = 100.0
 """The largest `generate.oversample`: n x oversample candidates are generated."""
@@ -241,9 +242,8 @@ def _validate_endpoint_urls(config: ExperimentConfig, where: str) -> None:
     for fields in endpoint_fields():
         section = getattr(config, fields.table, None)
         url = getattr(section, fields.url, "") if section is not None else ""
-        flaw = url_flaw(url) if isinstance(url, str) and url else None
-        if flaw:
-            raise ConfigError(where, fields.dotted, flaw)
+        if isinstance(url, str) and url and not is_http_url(url):
+            raise ConfigError(where, fields.dotted, f"{URL_EXPECTED}, got {redact_url(url)!r}")
 
 
 def _validate_sweep(sweep: SweepConfig, where: str) -> None:

@@ -355,16 +355,24 @@ def test_the_first_claim_batch_reaches_past_the_pairs_in_flight(tmp_path):
     cache.close()
 
 
-def test_a_cache_that_fails_its_first_read_fails_the_judging_with_its_error(tmp_path):
-    """The look-up before the workers start that fails reaches the caller as the store's
-    error; it left the caller waiting for verdicts forever."""
+@pytest.mark.parametrize(
+    "fails, why",
+    [
+        # the look-up before the workers start: it left the caller waiting forever
+        ("get_many", "cannot read this cache"),
+        # claims taken ahead
+        ("claim_many", "cannot update cache claims"),
+    ],
+)
+def test_a_cache_store_that_fails_fails_the_judging_with_its_error(tmp_path, fails, why):
+    """The store's error reaches the caller, not a hang."""
     pairs = [(q, c) for q, chunks in RANKED.items() for c in chunks]
     cache = VerdictCache(tmp_path / "v.sqlite")
 
     def broken(keys):
-        raise HarnessError("v.sqlite: cannot read this cache (disk I/O error)")
+        raise HarnessError(f"v.sqlite: {why} (disk I/O error)")
 
-    cache.get_many = broken  # type: ignore[method-assign]
+    setattr(cache, fails, broken)
     outcome: list[BaseException] = []
 
     def judge_all() -> None:
@@ -378,33 +386,6 @@ def test_a_cache_that_fails_its_first_read_fails_the_judging_with_its_error(tmp_
     thread = threading.Thread(target=judge_all, daemon=True)
     thread.start()
     thread.join(timeout=30)
-    assert not thread.is_alive(), "judging hung on a cache that cannot be read"
-    assert len(outcome) == 1 and "disk I/O error" in str(outcome[0])
-    cache.close()
-
-
-def test_a_claim_store_that_fails_fails_the_judging_with_its_error(tmp_path):
-    """Claims taken ahead that fail reach the caller as the store's error, not a hang."""
-    pairs = [(q, c) for q, chunks in RANKED.items() for c in chunks]
-    cache = VerdictCache(tmp_path / "v.sqlite")
-
-    def broken(keys):
-        raise HarnessError("v.sqlite: cannot update cache claims (disk I/O error)")
-
-    cache.claim_many = broken  # type: ignore[method-assign]
-    outcome: list[BaseException] = []
-
-    def judge_all() -> None:
-        try:
-            judge_pairs(
-                pairs, GradeJudge(), criteria=CriteriaConfig(), cache=cache, stats=JudgeStats()
-            )
-        except BaseException as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=judge_all, daemon=True)
-    thread.start()
-    thread.join(timeout=30)
-    assert not thread.is_alive(), "judging hung on a failing claim store"
-    assert len(outcome) == 1 and "disk I/O error" in str(outcome[0])
+    assert not thread.is_alive(), f"judging hung on a store whose {fails} fails"
+    assert len(outcome) == 1 and f"{why} (disk I/O error)" in str(outcome[0])
     cache.close()
