@@ -44,6 +44,10 @@ GRID = [
 ]
 
 
+EMBED_KEY = "embed-key-not-secret"
+"""Every worker's embedder key (their judge keys tell them apart)."""
+
+
 class Endpoint:
     """FakeOpenAI that counts answered judge prompts, and can hold one worker's requests
     (by its key) without answering them."""
@@ -54,6 +58,8 @@ class Endpoint:
         self.by_key: collections.Counter[str] = collections.Counter()
         self.hold_key: str | None = None
         self.held = threading.Event()
+        self.crawl = threading.Event()
+        """Set once the worker to hold has started: the others crawl until it is held."""
         self.release = threading.Event()
         self._lock = threading.Lock()
         self.server = FakeOpenAI(self.behave)
@@ -65,9 +71,12 @@ class Endpoint:
             self.held.set()
             self.release.wait(120)
             return Act(kind="drop")  # never answered: the worker is dead by then
-        # slow until the held worker is caught mid-trial, so the sweep is not over first
+        # slow until the held worker is caught mid-trial, so the sweep is not over first;
+        # slower still while it starts (its process, its own index), or the others could
+        # finish the budget, or pay all it would, before its first request
         slow = self.hold_key is not None and not self.held.is_set()
-        time.sleep(0.4 if slow else self.latency_s)
+        crawl = self.crawl.is_set() and key != EMBED_KEY  # the held one's index is not held up
+        time.sleep((2.0 if crawl else 0.4) if slow else self.latency_s)
         with self._lock:
             self.answered[hashlib.sha256(prompt.encode()).hexdigest()] += 1
             self.by_key[key] += 1
@@ -103,7 +112,7 @@ def worker(tmp_path: Path, label: str, key: str, args: list[str]) -> subprocess.
         **os.environ,
         "HF_HUB_OFFLINE": "1",
         "HARNESS_TEST_JUDGE_KEY": key,
-        "HARNESS_TEST_EMBED_KEY": "embed-key-not-secret",
+        "HARNESS_TEST_EMBED_KEY": EMBED_KEY,
     }
     log = open(tmp_path / f"{label}.log", "w")  # noqa: SIM115 - closed by the process's end
     return subprocess.Popen(
@@ -158,6 +167,7 @@ def test_three_workers_one_killed_mid_trial_finish_the_budget_paying_each_verdic
         wait_for(lambda: len(finished_in(db, name)) >= 1, 120, "a finished trial", procs)
         b = worker(tmp_path, "b", b_key, ["--join", name, *common])
         procs.append(b)
+        endpoint.crawl.set()
         wait_for(endpoint.held.is_set, 120, "worker B to be mid-trial", procs)
         time.sleep(1.0)  # B's other grading thread stores what it was answered
         study = optuna.load_study(study_name=name, storage=sqlalchemy_url(pg_url))
