@@ -335,8 +335,8 @@ def test_an_endpoint_without_logprobs_is_judged_without_p_yes(status):
 @pytest.mark.parametrize("status", [400, 500])
 def test_requests_in_flight_when_logprobs_are_refused_are_asked_again_without(status):
     # the first refusal turned logprobs off for the client, and each request already
-    # sent with them then failed as an error verdict (9 or more in flight: the run
-    # stopped, "failed 8 verdicts in a row")
+    # sent with them then failed as an error verdict (enough of them in a row, and the
+    # consecutive-failure limit stops the run)
     with FakeOpenAI(refuse_logprobs=status, latency_s=0.2) as server:
         judge = judge_for(server, max_retries=0)
         stats = JudgeStats()
