@@ -21,7 +21,9 @@ Kendall tau between the judge's and the labels' ranking of the 12 configurations
 labels' best MRR minus the labels' MRR of the pick; a tie at the top counts its worst),
 the calls and seconds each method cost, and (first collection) the flip rate when a line
 telling the grader to answer yes is appended to 30 sampled chunks: masked as harness
-judges them / unmasked.
+judges them / unmasked. Then, per method, every statistic of the judge a sweep could
+decide on (`RANKING_STATISTICS`) with its tau and regret against the labels' MRR, and
+the same by its worst case over the collections (which the defaults are chosen by).
 
 A method "MODE+fewshotN" is MODE with judge.few_shot = N from the collection's judge exam:
 the exam `harness generate` writes for EXAM_QUESTIONS questions generated from the
