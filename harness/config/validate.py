@@ -235,6 +235,14 @@ def _validate_generate(g: GenerateConfig, where: str) -> None:
         )
 
 
+def check_endpoint_url(url: str, where: str, field: str) -> None:
+    """Refuse a base URL that is set but is no http(s) URL with a host (`is_http_url`):
+    a ConfigError naming `where` and `field` (a setting, or the environment variable it
+    came from), the URL shown with its credentials masked."""
+    if url and not is_http_url(url):
+        raise ConfigError(where, field, f"{URL_EXPECTED}, got {redact_url(url)!r}")
+
+
 def _validate_endpoint_urls(config: ExperimentConfig, where: str) -> None:
     """Every component's base URL (`endpoint_fields`) that is set is an http(s) URL: a
     mistyped one ("localhost:8000/v1") is refused here, before anything is loaded or
@@ -242,8 +250,8 @@ def _validate_endpoint_urls(config: ExperimentConfig, where: str) -> None:
     for fields in endpoint_fields():
         section = getattr(config, fields.table, None)
         url = getattr(section, fields.url, "") if section is not None else ""
-        if isinstance(url, str) and url and not is_http_url(url):
-            raise ConfigError(where, fields.dotted, f"{URL_EXPECTED}, got {redact_url(url)!r}")
+        if isinstance(url, str):
+            check_endpoint_url(url, where, fields.dotted)
 
 
 def _validate_sweep(sweep: SweepConfig, where: str) -> None:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.components.endpoints import URL_EXPECTED, is_http_url
 from harness.config import ExperimentConfig, JudgeConfig, RetrievalConfig
+from harness.config.validate import check_endpoint_url
 from harness.errors import ConfigError
 from harness.llm.ratelimit import RateLimiter
 from harness.secrets import key_flaw, read_key, redact_url
@@ -133,9 +133,9 @@ def check_judge_endpoint(config: JudgeConfig, where: str) -> None:
     URL, before anything is loaded, indexed or paid; the error names `where` (the
     experiment file) and the field (or the environment variable it came from)."""
     base_url, model = _judge_url_and_model(config)
-    if base_url and not is_http_url(base_url):
-        field = "judge.base_url" if config.base_url else "HARNESS_JUDGE_BASE_URL"
-        raise ConfigError(where, field, f"{URL_EXPECTED}, got {redact_url(base_url)!r}")
+    check_endpoint_url(
+        base_url, where, "judge.base_url" if config.base_url else "HARNESS_JUDGE_BASE_URL"
+    )
     if base_url and not model:
         raise ConfigError(
             where, "judge.model", "a judge endpoint needs a model name (or HARNESS_JUDGE_MODEL)"

@@ -225,8 +225,12 @@ def popen_tied(cmd: list[str], signum: int = signal.SIGKILL, **kwargs: Any) -> s
     by a thread kept for that as long as the process lives, since the signal comes when
     the thread that started it ends (the local judge starts on the first request that
     needs it, on a worker thread). A forked child makes a thread of its own."""
-    if threading.current_thread() is threading.main_thread():
+
+    def start() -> subprocess.Popen:  # on the thread the child is tied to
         return subprocess.Popen(cmd, preexec_fn=die_with_parent(signum), **kwargs)
+
+    if threading.current_thread() is threading.main_thread():
+        return start()
     with _spawners_lock:
         spawner = _spawners.get(os.getpid())
         if spawner is None:
@@ -234,9 +238,7 @@ def popen_tied(cmd: list[str], signum: int = signal.SIGKILL, **kwargs: Any) -> s
             spawner = _spawners[os.getpid()] = ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="harness-spawner", initializer=_mark_lasting
             )
-    return spawner.submit(
-        lambda: subprocess.Popen(cmd, preexec_fn=die_with_parent(signum), **kwargs)
-    ).result()
+    return spawner.submit(start).result()
 
 
 _START_ATTEMPTS = 3
