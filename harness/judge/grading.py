@@ -201,6 +201,7 @@ def judge_pairs(
     concurrency: int | None = None,
     on_done: Callable[[int, Verdict], None] | None = None,
     lazy: LazyPlan | None = None,
+    on_idle: Callable[[], None] | None = None,
 ) -> list[Verdict]:
     """Verdicts for (question text, chunk text) pairs, in the order given.
 
@@ -228,7 +229,8 @@ def judge_pairs(
     skips come back as `not_judged()` (listwise judging asks all of a question's chunks
     in one call, so it ignores `lazy`). `on_done(i, verdict)` is called from the calling
     thread as each pair finishes (skipped ones included), so the caller can write results
-    as they come. An exception (a judge that is down, Ctrl-C) stops the work at once;
+    as they come; `on_idle()` each time those handed over so far are all it has, before
+    it waits for more (the caller writes what they finished in one go). An exception (a judge that is down, Ctrl-C) stops the work at once;
     verdicts already paid are in the cache (stored by its writer within its flush
     interval). The cache's writes are batched off the judging path (`VerdictCache`);
     every verdict is stored before this returns.
@@ -250,7 +252,7 @@ def judge_pairs(
     if future is not None:  # a failure before any worker starts (the cache's first read)
         future.add_done_callback(functools.partial(_hand_over, put=done.put))
     # on an exception the cache's writer (and its close) store what was paid
-    verdicts = _collect(done, len(pairs), future, on_done, ended)
+    verdicts = _collect(done, len(pairs), future, on_done, on_idle, ended)
     if cache is not None:
         cache.flush()  # what was judged is stored when this returns
     return verdicts
@@ -314,10 +316,11 @@ def _collect(
     n: int,
     future: Future[None] | None,
     on_done: Callable[[int, Verdict], None] | None,
+    on_idle: Callable[[], None] | None,
     ended: threading.Event,
 ) -> list[Verdict]:
-    """The n verdicts as the workers hand them over, passed to `on_done` on this thread;
-    the first exception cancels the rest and is raised here, once they are gone (or 5 s
+    """The n verdicts as the workers hand them over, passed to `on_done` on this thread
+    (and `on_idle()` whenever none is waiting after it); the first exception cancels the rest and is raised here, once they are gone (or 5 s
     have passed), so the caller closes its cache after their last claim and verdict."""
     results: list[Verdict | None] = [None] * n
     try:
@@ -329,6 +332,8 @@ def _collect(
             results[i] = verdict
             if on_done:
                 on_done(i, verdict)
+            if on_idle and done.empty():
+                on_idle()
     except BaseException:
         if future is not None:
             # a cancelled future is done at once, its task is not: wait for the workers

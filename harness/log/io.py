@@ -25,7 +25,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -194,9 +194,16 @@ class RunWriter:
 
     def append(self, result: QuestionResult) -> None:
         """Append one question's line, flushed and fsynced."""
+        self.append_many([result])
+
+    def append_many(self, results: Sequence[QuestionResult]) -> None:
+        """Append the questions' lines in one write, flushed and fsynced once (the
+        questions that finish together cost one sync, not one each)."""
+        if not results:
+            return
         try:
-            line = json.dumps(redact_obj(result.to_dict()), ensure_ascii=False)
-            self._questions.write(line + "\n")
+            lines = [json.dumps(redact_obj(r.to_dict()), ensure_ascii=False) for r in results]
+            self._questions.write("\n".join(lines) + "\n")
             self._questions.flush()
             os.fsync(self._questions.fileno())
         except OSError as exc:

@@ -513,9 +513,9 @@ def question_result(
 
 
 class _Grading:
-    """Judging one run's questions batch by batch: each question's line is written the
-    moment its last verdict is in (or, when it failed and failure analysis is on, after
-    its batch, with why it failed)."""
+    """Judging one run's questions batch by batch: each question's line is written once
+    its last verdict is in, together with the others finished by then (or, when it
+    failed and failure analysis is on, after its batch, with why it failed)."""
 
     def __init__(
         self,
@@ -540,6 +540,7 @@ class _Grading:
         self.policy = config.judge.injection
         self.tally = VerdictTally(policy=self.policy, lazy=self.plan is not None)
         self.pending: list[tuple[int, QuestionResult]] = []  # failures to explain
+        self._finished: list[QuestionResult] = []  # lines not yet written
         self._got: dict[int, dict[int, Verdict]] = {}  # question -> pair index -> verdict
         self._owner: list[int] = []
 
@@ -571,16 +572,25 @@ class _Grading:
                 return is_settled([v.grade for v in got], *plan)
 
             lazy = judge_stage.LazyPlan(chains=list(chains.values()), settled=settled)
-        judge_stage.judge_pairs(
-            batch.pairs,
-            self.judge,
-            criteria=self.config.judge.criteria,
-            cache=self.cache,
-            stats=self.stats,
-            concurrency=self.judge.concurrency,
-            on_done=self._on_done,
-            lazy=lazy,
-        )
+        try:
+            judge_stage.judge_pairs(
+                batch.pairs,
+                self.judge,
+                criteria=self.config.judge.criteria,
+                cache=self.cache,
+                stats=self.stats,
+                concurrency=self.judge.concurrency,
+                on_done=self._on_done,
+                lazy=lazy,
+                on_idle=self.write_finished,
+            )
+        except BaseException:
+            # Ctrl-C or a failure: the questions already finished keep their lines (a
+            # store that cannot be written leaves them to the rerun, which pays nothing)
+            with contextlib.suppress(Exception):
+                self.write_finished()
+            raise
+        self.write_finished()
 
     def _on_done(self, i: int, verdict: Verdict) -> None:
         qi = self._owner[i]
@@ -619,10 +629,19 @@ class _Grading:
         )
 
     def _write(self, result: QuestionResult) -> None:
-        """A question's line, written only once its verdicts are stored in the cache (the
-        cache writes behind): a kill -9 then loses no verdict a written line refers to."""
+        """A question's line, written by the next `write_finished`."""
+        self._finished.append(result)
+
+    def write_finished(self) -> None:
+        """The lines of the questions finished since the last call, in one write, once
+        their verdicts are stored in the cache (the cache writes behind): a kill -9 then
+        loses no verdict a written line refers to. The questions that finish together
+        (a burst of answers at 256 in flight) cost one store flush and one sync."""
+        if not self._finished:
+            return
         self.cache.flush()
-        self.writer.append(result)
+        results, self._finished = self._finished, []
+        self.writer.append_many(results)
 
     def _grade_pool(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
         verdicts = judge_stage.judge_pairs(
@@ -657,6 +676,7 @@ class _Grading:
             self.per_question[qi] = m
             self._write(replace(result, metrics=m, failure=failure))
         self.pending.clear()
+        self.write_finished()
 
     def done(self) -> list[dict[str, float]]:
         """The metrics of every question finished so far, in question order."""

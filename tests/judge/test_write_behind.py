@@ -21,7 +21,7 @@ from pathlib import Path
 from harness.stores import VerdictCache
 from harness.stores.verdicts import FLUSH_EVERY_S
 from harness.testing import Act, FakeOpenAI, answer_any
-from harness.types import CriterionVerdict
+from harness.types import CriterionVerdict, Verdict
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,3 +134,50 @@ def test_a_claim_is_released_only_once_its_verdict_is_stored(tmp_path):
     assert waiter.claim_many(["b"]) == ({"b"}, {})
     waiter.close()
     payer.close()
+
+
+def test_the_verdicts_handed_over_together_are_followed_by_one_idle_call():
+    """`judge_pairs` calls `on_idle` only when no verdict is waiting: the caller writes
+    the questions of a burst of answers in one go (one store flush, one sync)."""
+    import queue
+
+    from harness.judge.grading import _collect
+
+    def verdict() -> Verdict:
+        return Verdict(
+            relevant=CriterionVerdict("relevant", True), complete=CriterionVerdict("complete", True)
+        )
+
+    done: queue.SimpleQueue = queue.SimpleQueue()
+    for i in range(3):  # the first burst, waiting before the collector starts
+        done.put((i, verdict(), None))
+    events: list[str] = []
+
+    def idle() -> None:
+        events.append("idle")
+        if len(events) == 4:  # the second burst arrives while the first is written
+            done.put((3, verdict(), None))
+            done.put((4, verdict(), None))
+
+    got = _collect(done, 5, None, lambda i, v: events.append(f"done {i}"), idle, threading.Event())
+    assert len(got) == 5
+    assert events == ["done 0", "done 1", "done 2", "idle", "done 3", "done 4", "idle"]
+
+
+def test_lines_written_together_are_synced_once_and_read_back_in_order(tmp_path, monkeypatch):
+    from harness.log import RunWriter, read_run
+    from harness.log import io as log_io
+
+    source = read_run(DATA / "logs" / "v1" / "run")
+    assert len(source.questions) > 1
+    writer = RunWriter(tmp_path / "run")
+    writer.write_header(source.header)
+    syncs: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(log_io.os, "fsync", lambda fd: (syncs.append(fd), real(fd))[1])
+    writer.append_many(source.questions)
+    writer.append_many([])  # nothing to write: no sync
+    writer.close()
+    assert len(syncs) == 1
+    back = read_run(tmp_path / "run").questions
+    assert [q.to_dict() for q in back] == [q.to_dict() for q in source.questions]
