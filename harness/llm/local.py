@@ -276,6 +276,7 @@ class LlamaServer:
         self.port = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_file: BinaryIO | None = None
+        self._cancelled = threading.Event()
 
     @property
     def base_url(self) -> str:
@@ -333,6 +334,9 @@ class LlamaServer:
         self._proc = popen_tied(cmd, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
+            if self._cancelled.is_set():
+                self.stop()
+                raise HarnessError("the local judge server was stopped while it started")
             if self._proc.poll() is not None:
                 self.stop()
                 if not last and port_taken(self.port):
@@ -348,11 +352,17 @@ class LlamaServer:
                         return True
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
-            time.sleep(0.25)
+            self._cancelled.wait(0.25)
         self.stop()
         raise HarnessError(
             f"the local judge server did not get ready in {self.startup_timeout_s:.0f} s"
         )
+
+    def cancel(self) -> None:
+        """Make a `start` under way on another thread give up at its next look at the
+        server (within 0.25 s, or the 2 s of a health check): it stops the process it
+        started and raises HarnessError. A later `start` gives up the same way."""
+        self._cancelled.set()
 
     def stop(self) -> None:
         """Terminate the server (killed after 10 s) and close its log; safe to call twice."""
@@ -416,6 +426,9 @@ class OnDemandServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        # A start under way on a worker thread holds the lock while the model loads: it
+        # gives up first, so Ctrl-C does not wait for a server it is about to stop.
+        self._server.cancel()
         with self._lock:
             self._failed = self._failed or HarnessError("the local judge server was stopped")
             self._server.stop()

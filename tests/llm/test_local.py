@@ -120,6 +120,9 @@ def test_an_on_demand_server_checks_its_model_then_starts_once_and_only_when_cal
         def stop(self):
             events.append("stop")
 
+        def cancel(self):
+            pass
+
     def check():
         events.append("check")
 
@@ -150,3 +153,44 @@ def test_an_on_demand_server_checks_its_model_then_starts_once_and_only_when_cal
     with pytest.raises(local.HarnessError, match="stopped"):  # a late request starts none
         ended()
     assert events == ["stop"]
+
+
+def test_leaving_an_on_demand_server_while_a_worker_starts_it_does_not_wait_for_the_start(
+    tmp_path, monkeypatch
+):
+    """Ctrl-C while a worker thread starts the local judge: the run's exit stack leaves
+    the on-demand server, which used to wait for the start to finish (the model's load,
+    up to the start timeout) before stopping it. The start now gives up at once, its
+    process is stopped, and the worker gets the error."""
+    import threading
+
+    pid_file = tmp_path / "pid"
+    fake = tmp_path / "llama-server"  # starts, never answers /health
+    fake.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 120\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(local, "llama_server_binary", lambda: fake)
+    server = LlamaServer(tmp_path / "model.gguf", alias="m", parallel=1, startup_timeout_s=100)
+    got: list[BaseException] = []
+
+    def request() -> None:
+        try:
+            on_demand()
+        except BaseException as exc:
+            got.append(exc)
+
+    with local.OnDemandServer(server) as on_demand:
+        worker = threading.Thread(target=request)
+        worker.start()
+        deadline = time.monotonic() + 30
+        while not (pid_file.is_file() and pid_file.read_text().strip()):
+            assert time.monotonic() < deadline, "the fake server never started"
+            time.sleep(0.05)
+        pid = int(pid_file.read_text())
+        left = time.monotonic()
+    waited = time.monotonic() - left
+    worker.join(timeout=10)
+    assert not worker.is_alive()
+    assert waited < 20  # the start's timeout is 100 s: it did not wait for it
+    assert len(got) == 1 and isinstance(got[0], local.HarnessError)
+    assert "stopped" in str(got[0])
+    assert not _alive(pid)
