@@ -386,28 +386,31 @@ class JudgedHit(Record):
         )
 
 
-FAILURE_LABELS = ("missed", "split", "judge-missed", "not-in-corpus")
+FAILURE_LABELS = ("missed", "split", "judge-missed", "multi-part", "not-in-corpus")
 """Why a question with no relevant-and-complete chunk in the top k failed (see Failure)."""
 
 
 @dataclass(frozen=True)
 class Failure(Record):
-    """Why a question failed: from its one source span when it has one, else from judging
-    a wider pool than the top k (`harness.pipeline.failures`).
+    """Why a question failed: from its source spans when they say, else from judging a
+    wider pool than the top k (`harness.pipeline.failures`).
 
     `label` is one of FAILURE_LABELS: "missed" (the answer is in the corpus, ranked below
     k: a pool chunk is relevant and complete, or a chunk outside the top k holds the
     source span), "split" (chunks are relevant but none complete, and one joined with its
     neighbour in the document is: a chunk-boundary problem), "judge-missed" (a chunk of
-    the top k holds the source span and the judge did not call it complete) or
-    "not-in-corpus" (nothing in the pool answers: a gap in the documents).
+    the top k holds the source span and the judge did not call it complete),
+    "multi-part" (the answer needs several source spans and the top k holds a chunk of
+    each: no single chunk can be complete) or "not-in-corpus" (nothing in the pool
+    answers: a gap in the documents).
     """
 
     label: str
     rank: int | None = None
     """missed: the answering chunk's rank in the dense list over the whole corpus (None:
     found by BM25 only, or below the ranks searched); split: the relevant chunk's dense
-    rank, if it has one; judge-missed: its rank in the top k."""
+    rank, if it has one; judge-missed: its rank in the top k; multi-part: None (the reason
+    gives each part's chunk and rank)."""
     chunk_id: str | None = None
     """missed: the answering chunk (or the one holding the span); split: the relevant
     chunk that answers with its neighbour; judge-missed: the chunk holding the span."""

@@ -363,7 +363,8 @@ class FailuresConfig:
     cache): the dense top `pool_dense` plus BM25's top `pool_bm25` over the whole corpus,
     and the failure is labelled missed, split or not-in-corpus. A question with one
     source span that a chunk holds whole is explained from it instead, judging nothing:
-    judge-missed (a chunk of the top k holds it) or missed."""
+    judge-missed (a chunk of the top k holds it) or missed; one with several spans that
+    chunks touch, multi-part (the top k touches each) or missed."""
 
     explain: bool = True
     """Judge the wider pool of every failed question and label the failure."""

@@ -311,9 +311,10 @@ def aggregate(per_question: Sequence[Mapping[str, float]], ks: Sequence[int]) ->
       the means so a judge outage never reads as "not relevant").
     With no question having a metric, that metric is absent rather than 0.
     Where questions carry why they failed (`failures_missed@k`, `failures_split@k`,
-    `failures_judge_missed@k` or `failures_not_in_corpus@k` = 1 on a failed question
-    whose failure was explained, see `failure_count_name`), those four are counted at
-    that k too, 0 included; without any, they are absent (failures not explained).
+    `failures_judge_missed@k`, `failures_multi_part@k` or `failures_not_in_corpus@k` = 1
+    on a failed question whose failure was explained, see `failure_count_name`), those
+    five are counted at that k too, 0 included; without any, they are absent (failures
+    not explained).
     """
     out: dict[str, float] = {}
     for k in ks:

@@ -23,10 +23,18 @@ its failure is read from the span and no pool is judged (`from_source`):
   answer the question);
 - `missed`: a chunk outside the top k holds the span (its dense rank is recorded).
 
-A question with no span (unanswerable, or a set without spans), with several
-(multi-passage), or with a span no single chunk holds (where in it the answer lies is
-not known) is explained from its pool as above; a not-in-corpus reason then adds that
-its source lies in the corpus, when it has one.
+A question with several spans (multi-passage: its answer needs facts from several
+passages) is read from them too, when each shares characters with some chunk:
+
+- `multi-part`: the top k holds a chunk of every span: the retriever found each part,
+  but no single chunk holds the whole answer, so no chunk can be judged complete;
+- `missed`: a span no chunk of the top k touches (the best ranked chunk that does,
+  with its dense rank).
+
+A question with no span (unanswerable, or a set without spans), or with one span no
+single chunk holds (where in it the answer lies is not known), or a span outside every
+chunk, is explained from its pool as above; a not-in-corpus reason then adds that its
+source lies in the corpus, when it has one.
 """
 
 from __future__ import annotations
@@ -275,19 +283,22 @@ def explain_failures(
 
 
 def from_source(qi: int, result: QuestionResult, pool: FailurePool, k: int) -> Failure | None:
-    """Why a failed question failed, read from its one source span without judging:
-    `judge-missed` when a chunk of the top k holds the whole span (the judge did not call
-    it complete), else `missed` when another chunk holds it (the best ranked, with its
-    dense rank). None, to be judged from the pool, for a question with no span or several
-    (multi-passage), or a span no single chunk holds: a generated question's span is the
-    whole passage it was written from, which often crosses a chunk boundary, and where in
-    it the answer lies is not known.
+    """Why a failed question failed, read from its source spans without judging.
+
+    One span: `judge-missed` when a chunk of the top k holds the whole span (the judge
+    did not call it complete), else `missed` when another chunk holds it (the best
+    ranked, with its dense rank). Several (`_from_parts`): `multi-part` or `missed`.
+    None, to be judged from the pool, for a question with no span, or one span no single
+    chunk holds: a generated question's span is the whole passage it was written from,
+    which often crosses a chunk boundary, and where in it the answer lies is not known.
     """
+    if len(result.question.source) > 1:
+        return _from_parts(qi, result, pool, k)
     held = _held_span(result.question.source, pool)
     if held is None:
         return None
     span, holders = held
-    where = f"its source ({span.doc_id}, characters {span.start}-{span.end})"
+    where = f"its source ({_at(span)})"
     for jh in result.hits:
         if holds(jh.chunk, span):
             return Failure(
@@ -301,32 +312,89 @@ def from_source(qi: int, result: QuestionResult, pool: FailurePool, k: int) -> F
                     "validate RUN --sources` checks the judge against the sources)"
                 ),
             )
-    order = pool.dense_order(qi)
-    ranks = {c: rank_in(order, c) for c in holders}
-    # the best ranked of them (overlapping chunks may both hold it)
-    holder = min(ranks, key=lambda c: (ranks[c] is None, ranks[c] or 0))
-    rank = ranks[holder]
-    ranked = "below the ranks searched" if rank is None else str(rank)
+    holder, rank = _best_ranked(qi, holders, pool)
     return Failure(
         "missed",
         rank=rank,
         chunk_id=holder,
         reason=(
-            f"{holder} holds {where}; dense retrieval ranks it {ranked}, outside the "
-            f"top {k}: the answer is in the corpus and the retriever missed it"
+            f"{holder} holds {where}; dense retrieval ranks it {_ranked(rank)}, outside "
+            f"the top {k}: the answer is in the corpus and the retriever missed it"
         ),
     )
+
+
+def _from_parts(qi: int, result: QuestionResult, pool: FailurePool, k: int) -> Failure | None:
+    """A question whose answer needs several source spans (multi-passage), each sharing
+    characters with some chunk (else None: its pool is judged): `multi-part` when a chunk
+    of the top k touches every span, since then the retriever found each part and no
+    single chunk holds the whole answer, so none can be judged complete; else `missed`
+    for the first span the top k does not touch (the best ranked chunk that does, with
+    its dense rank)."""
+    spans = result.question.source
+    if not all(pool.overlapping(s) for s in spans):
+        return None
+    found = [next((jh for jh in result.hits if overlaps(jh.chunk, s)), None) for s in spans]
+    n = len(spans)
+    for i, (span, jh) in enumerate(zip(spans, found, strict=True), 1):
+        if jh is None:
+            chunk_id, rank = _best_ranked(qi, pool.overlapping(span), pool)
+            return Failure(
+                "missed",
+                rank=rank,
+                chunk_id=chunk_id,
+                reason=(
+                    f"its answer needs {n} passages; part {i} ({_at(span)}) is in "
+                    f"{chunk_id}, which dense retrieval ranks {_ranked(rank)}, outside the "
+                    f"top {k}: the retriever missed that part"
+                ),
+            )
+    parts = "; ".join(
+        f"{_at(s)} in {jh.chunk.chunk_id} at rank {jh.hit.rank}"
+        for s, jh in zip(spans, found, strict=True)
+        if jh is not None
+    )
+    return Failure(
+        "multi-part",
+        reason=(
+            f"its answer needs {n} passages and the top {k} holds a chunk of each ({parts}): "
+            "the retriever found every part, but no single chunk holds the whole answer, "
+            "so none can be judged complete"
+        ),
+    )
+
+
+def _at(span: SourceSpan) -> str:
+    return f"{span.doc_id}, characters {span.start}-{span.end}"
+
+
+def _ranked(rank: int | None) -> str:
+    return "below the ranks searched" if rank is None else str(rank)
+
+
+def _best_ranked(qi: int, chunk_ids: Sequence[str], pool: FailurePool) -> tuple[str, int | None]:
+    """The best ranked of `chunk_ids` in the question's dense order, with its rank (None:
+    below the ranks searched); overlapping chunks may hold the same span."""
+    order = pool.dense_order(qi)
+    ranks = {c: rank_in(order, c) for c in chunk_ids}
+    best = min(ranks, key=lambda c: (ranks[c] is None, ranks[c] or 0))
+    return best, ranks[best]
+
+
+def by_source(spans: Sequence[SourceSpan], pool: FailurePool) -> bool:
+    """Whether a failure of a question with these source spans is read from them
+    (`from_source`), judging no pool: one span a chunk holds whole, or several that each
+    share characters with a chunk."""
+    if len(spans) > 1:
+        return all(pool.overlapping(s) for s in spans)
+    return _held_span(spans, pool) is not None
 
 
 def _in_corpus_note(plan: _Plan, pool: FailurePool) -> str:
     """For a not-in-corpus question that has source spans: that its source is in the
     corpus after all ("" without spans, or spans no chunk overlaps)."""
     found = [(s, pool.overlapping(s)) for s in plan.result.question.source]
-    where = "; ".join(
-        f"{s.doc_id}, characters {s.start}-{s.end} ({', '.join(parts)})"
-        for s, parts in found
-        if parts
-    )
+    where = "; ".join(f"{_at(s)} ({', '.join(parts)})" for s, parts in found if parts)
     if not where:
         return ""
     return f"; yet its source lies in the corpus ({where}), so the judge more likely missed it"
@@ -385,11 +453,10 @@ def pool_pairs(
     """Every pair explaining the failures could judge, every question assumed failed and
     every chunk relevant: each question's pool, and every chunk of its top k and pool
     joined with each neighbour. An upper bound for the dry run. `sources`: the questions'
-    source spans; a question with one that a chunk holds whole is explained from it and
-    judges nothing (`from_source`)."""
+    source spans; a question whose spans explain its failure judges nothing (`by_source`)."""
     out: list[tuple[str, str]] = []
     for qi, (question, top) in enumerate(zip(questions, hits, strict=True)):
-        if sources is not None and _held_span(sources[qi], pool) is not None:
+        if sources is not None and by_source(sources[qi], pool):
             continue
         dense, bm25 = pool.candidates(qi, question)
         extra = [c for c in dict.fromkeys([*dense, *bm25]) if c not in set(top)]

@@ -128,7 +128,9 @@ def test_each_failure_is_labelled(setup, capsys):
     assert f"failure: missed  rank {missed.rank}  {missed.chunk_id}" in out
     assert f"failure: split  {split.chunk_id}" in out
     assert "failure: not-in-corpus" in out
-    assert "failures at k=1: 1 missed, 1 split, 0 judge-missed, 1 not-in-corpus" in out
+    assert (
+        "failures at k=1: 1 missed, 1 split, 0 judge-missed, 0 multi-part, 1 not-in-corpus" in out
+    )
     assert f"({pool_calls} of the judge calls went to their pools)" in out
 
     # a rerun pays nothing: the pool's verdicts are in the cache
@@ -256,7 +258,9 @@ def test_a_failure_with_a_source_span_is_read_from_it_without_judging_a_pool(set
     assert main(["show", str(run.run_dir), "--failures"]) == 0
     out = capsys.readouterr().out
     assert f"failure: judge-missed  rank 1  {judged.chunk_id}" in out
-    assert "failures at k=1: 1 missed, 1 split, 1 judge-missed, 2 not-in-corpus" in out
+    assert (
+        "failures at k=1: 1 missed, 1 split, 1 judge-missed, 0 multi-part, 2 not-in-corpus" in out
+    )
 
     # with probabilities the reason says how sure the judge was
     unsure = run_experiment(
@@ -330,3 +334,102 @@ def test_not_in_corpus_names_the_chunk_the_judge_was_likeliest_to_call_relevant(
     _, _, plain = _run(data, qfile, tmp_path, name="plain")
     gap = next(q.failure for q in plain.questions if q.question.question_id == "parking")
     assert gap is not None and "likeliest" not in gap.reason
+
+
+MULTI = [
+    # both parts in the top 2 (the swap's chunk and the shed's first): multi-part
+    {
+        "id": "swap-shed",
+        "text": "When is the plant swap, and where does the tool shed stand?",
+        "topic": ["swap", "shed"],
+        "answer": "no single chunk says both",
+        "source": [
+            _span("swap.md", "held on 14 May"),
+            _span("shed.md", "The tool shed stands behind the greenhouse"),
+        ],
+    },
+    # the FAQ's near copy takes a place of the top 2 and the choir's answer is left out
+    {
+        "id": "choir-swap",
+        "text": "When does the choir rehearse? When is the plant swap?",
+        "topic": ["choir", "swap"],
+        "answer": "no single chunk says both",
+        "source": [
+            _span("choir.md", "every Tuesday at 7 pm"),
+            _span("swap.md", "held on 14 May"),
+        ],
+    },
+    # a part outside every chunk (a stale span): its pool is judged, as before
+    {
+        "id": "stale",
+        "text": "Who keeps the key of the tool shed?",
+        "topic": ["nothing"],
+        "answer": "no such answer",
+        "source": [_span("swap.md", "held on 14 May"), {"doc_id": "gone.md", "start": 0, "end": 9}],
+    },
+]
+
+
+def test_a_multi_passage_failure_is_read_from_its_parts(setup, capsys):
+    """A question whose answer needs several passages cannot have a complete chunk: with
+    a chunk of every part in the top k it is `multi-part` (no pool judged), with a part
+    the top k does not touch it is `missed` naming that part's chunk and dense rank."""
+    data, _, tmp_path = setup
+    qfile = tmp_path / "multi.jsonl"
+    qfile.write_text("".join(json.dumps(q) + "\n" for q in MULTI), encoding="utf-8")
+    data = {**data, "questions": {"file": str(qfile)}, "retrieval": {"k": 2}}
+    config, judge, run = _run(data, qfile, tmp_path, name="multi")
+    chunks = {c.chunk_id: c for c in load_inputs(config).chunks}
+    by_id = {q.question.question_id: q for q in run.questions}
+
+    both = by_id["swap-shed"]
+    assert {chunks[jh.chunk.chunk_id].doc_id for jh in both.hits} == {"swap.md", "shed.md"}
+    multi = both.failure
+    assert multi is not None and multi.label == "multi-part"
+    assert multi.rank is None and multi.chunk_id is None
+    for jh in both.hits:
+        assert f"in {jh.chunk.chunk_id} at rank {jh.hit.rank}" in multi.reason
+    assert "its answer needs 2 passages and the top 2 holds a chunk of each" in multi.reason
+
+    part = by_id["choir-swap"]
+    assert "choir.md" not in {jh.chunk.doc_id for jh in part.hits}
+    missed = part.failure
+    assert missed is not None and missed.label == "missed"
+    assert chunks[missed.chunk_id].doc_id == "choir.md"
+    assert missed.rank is not None and missed.rank > 2
+    start = DOCS["choir.md"].index("every Tuesday")
+    assert f"part 1 (choir.md, characters {start}-" in missed.reason
+    assert f"which dense retrieval ranks {missed.rank}, outside the top 2" in missed.reason
+
+    stale = by_id["stale"].failure
+    assert stale is not None and stale.label == "not-in-corpus"
+
+    # only the stale question was asked about chunks beyond its top 2
+    asked: dict[str, set[str]] = {}
+    for q, c, _ in judge.calls:
+        asked.setdefault(q, set()).add(c)
+    for q in run.questions:
+        extra = asked.get(q.question.text, set()) - {jh.chunk.text for jh in q.hits}
+        assert bool(extra) == (q.question.question_id == "stale"), q.question.question_id
+
+    h = run.header
+    assert h.metrics["failures_multi_part@2"] == 1 and h.metrics["failures_missed@2"] == 1
+    assert main(["show", str(run.run_dir), "--failures"]) == 0
+    out = capsys.readouterr().out
+    assert "failure: multi-part\n" in out
+    assert (
+        "failures at k=2: 1 missed, 0 split, 0 judge-missed, 1 multi-part, 1 not-in-corpus" in out
+    )
+
+    # the dry run bounds only the stale question's pool
+    fake = ["judge.base_url=http://127.0.0.1:9/v1", "judge.model=fake"]  # never called
+    est = estimate_run(parse_experiment(data, overrides=fake), cache_dir=tmp_path / "c3")
+    assert 0 < h.stats["failure_pool_calls"] <= est["failure_pool_calls_max"]
+    bare = tmp_path / "bare-multi.jsonl"
+    bare.write_text(
+        "".join(json.dumps({k: v for k, v in q.items() if k != "source"}) + "\n" for q in MULTI),
+        encoding="utf-8",
+    )
+    plain_data = {**data, "questions": {"file": str(bare)}}
+    plain = estimate_run(parse_experiment(plain_data, overrides=fake), cache_dir=tmp_path / "c3")
+    assert est["failure_pool_pairs"] < plain["failure_pool_pairs"]
