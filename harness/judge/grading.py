@@ -230,10 +230,11 @@ def judge_pairs(
     in one call, so it ignores `lazy`). `on_done(i, verdict)` is called from the calling
     thread as each pair finishes (skipped ones included), so the caller can write results
     as they come; `on_idle()` each time those handed over so far are all it has, before
-    it waits for more (the caller writes what they finished in one go). An exception (a judge that is down, Ctrl-C) stops the work at once;
-    verdicts already paid are in the cache (stored by its writer within its flush
-    interval). The cache's writes are batched off the judging path (`VerdictCache`);
-    every verdict is stored before this returns.
+    it waits for more (the caller writes what they finished in one go). An exception (a
+    judge that is down, Ctrl-C) stops the work at once; verdicts already paid are in the
+    cache (stored by its writer within its flush interval). The cache's writes are
+    batched off the judging path (`VerdictCache`); every verdict is stored before this
+    returns.
     """
     width = max(1, concurrency or judge.concurrency)
     items = _work_items(pairs, judge, lazy)
@@ -320,8 +321,9 @@ def _collect(
     ended: threading.Event,
 ) -> list[Verdict]:
     """The n verdicts as the workers hand them over, passed to `on_done` on this thread
-    (and `on_idle()` whenever none is waiting after it); the first exception cancels the rest and is raised here, once they are gone (or 5 s
-    have passed), so the caller closes its cache after their last claim and verdict."""
+    (and `on_idle()` whenever none is waiting after it); the first exception cancels the
+    rest and is raised here, once they are gone (or 5 s have passed), so the caller
+    closes its cache after their last claim and verdict."""
     results: list[Verdict | None] = [None] * n
     try:
         for _ in range(n):
