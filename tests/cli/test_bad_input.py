@@ -196,15 +196,15 @@ FULL_DISK = """
 import sys
 from harness.log import io
 
-real_append = io.RunWriter.append
+real_append = io.RunWriter.append_many
 
-def append_on_a_full_disk(self, result):
+def append_on_a_full_disk(self, results):
     # questions.jsonl now lives on a disk with no space left: the kernel says ENOSPC
     self._questions.close()
     self._questions = open("/dev/full", "a", encoding="utf-8")
-    real_append(self, result)
+    real_append(self, results)
 
-io.RunWriter.append = append_on_a_full_disk
+io.RunWriter.append_many = append_on_a_full_disk
 from harness.cli.app import main
 sys.exit(main(sys.argv[1:]))
 """
