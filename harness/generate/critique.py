@@ -334,6 +334,36 @@ def _cut_at_bound(value: str, bound: int) -> bool:
     )
 
 
+_SEARCH_COMMAND = re.compile(
+    # "search for", "search", "find", "look up", "look for" ...
+    # (not the nouns "search results", "search engine" ..., nor "find out")
+    r"^\s*(?:please\s+)?(?:search(?:\s+for)?|find(?:\s+me)?|look\s+(?:up|for)|lookup)\s*:?\s+"
+    r"(?!(?:results?|engines?|history|bar|box|index|quer(?:y|ies)|function|feature|tool|"
+    r"terms?|out)\b)"
+    # ... "a", "the", "any" ...
+    r"(?:(?:a|an|the|any|some)\s+)?"
+    # ... "(search engine) document(s) about", "information on", "pages for"
+    r"(?:(?:search\s+engine\s+)?(?:documents?|docs?|information|info|pages?)\s+"
+    r"(?:about|on|for|regarding|of)\s+)?",
+    re.IGNORECASE,
+)
+"""A query written as a command to the search box rather than its terms."""
+
+
+def search_terms(query: str) -> str:
+    """The query without a command to the search box before its terms ("search for
+    password manager instructions" -> "password manager instructions", "find document
+    about working from home" -> "working from home"): what a user types is the terms.
+    Asked for the query a user would type, the local model began 7 of 40 kept handbook
+    queries with "search" or "find". Unchanged when fewer than two words would be left
+    ("find it")."""
+    m = _SEARCH_COMMAND.match(query)
+    if m is None:
+        return query
+    rest = query[m.end() :].strip()
+    return rest if len(rest.split()) >= 2 else query
+
+
 def parse_draft(text: str, bound: int | None = None, answer: str | None = None) -> Draft | str:
     """The draft in a generation reply, or why it cannot be used (a one-line reason).
 
@@ -341,7 +371,8 @@ def parse_draft(text: str, bound: int | None = None, answer: str | None = None) 
     a grammar held it. A question or paraphrase that fills it was cut there by the
     grammar, mid-word as likely as not, and is not kept; so is one that ends on a
     function word just short of it (`_cut_at_bound`). `answer`: the draft's answer when
-    the reply was not asked for one (an unanswerable question's)."""
+    the reply was not asked for one (an unanswerable question's). A command to the search
+    box before a question's terms is dropped (`search_terms`)."""
     obj = _json_object(text)
     if obj is None:
         return CUT_OFF if cut_off(text) else "the reply is not a JSON object"
@@ -360,7 +391,11 @@ def parse_draft(text: str, bound: int | None = None, answer: str | None = None) 
     for name, value in (("question", q.strip()), ("paraphrase", para or "")):
         if len(value) > MAX_QUESTION_CHARS:
             return f"the {name} has {len(value)} characters (limit {MAX_QUESTION_CHARS})"
-    return Draft(question=" ".join(q.split()), answer=a.strip(), paraphrase=para)
+    return Draft(
+        question=search_terms(" ".join(q.split())),
+        answer=a.strip(),
+        paraphrase=search_terms(para) if para is not None else None,
+    )
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,13 @@ from harness.generate import (
     read_exam,
     sample_passages,
 )
-from harness.generate.critique import Critique, failed_filters, mentions_source, parse_draft
+from harness.generate.critique import (
+    Critique,
+    failed_filters,
+    mentions_source,
+    parse_draft,
+    search_terms,
+)
 from harness.generate.dedup import near_duplicates
 from harness.generate.pipeline import NEAREST, corpus_bm25, plan
 from harness.generate.sampler import corpus_windows
@@ -352,6 +358,34 @@ def test_parse_draft_limits():
     assert isinstance(parse_draft('{"question": "Q?", "answer": "' + "x" * 300 + '"}'), str)
     d = parse_draft('Sure! ```json\n{"question": " What  is X? ", "answer": "Y"}\n```')
     assert not isinstance(d, str) and d.question == "What is X?" and d.answer == "Y"
+
+
+@pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        # the local model's kept handbook queries that began with a command
+        ("search sensor release process", "sensor release process"),
+        ("search for password manager instructions", "password manager instructions"),
+        ("find the contact info for team lead", "contact info for team lead"),
+        (
+            "find document about working from home or booking hotels",
+            "working from home or booking hotels",
+        ),
+        ("Search for: vpn setup", "vpn setup"),
+        ("look up the holiday calendar 2026", "holiday calendar 2026"),
+        # a user's own words, left as they are
+        ("search results retention", "search results retention"),
+        ("search engine settings for staff", "search engine settings for staff"),
+        ("find out when the office closes", "find out when the office closes"),
+        ("how to find my payslip", "how to find my payslip"),
+        ("findings on remote work", "findings on remote work"),
+        ("find it", "find it"),  # too little would be left
+    ],
+)
+def test_a_command_to_the_search_box_is_dropped_from_a_draft(query, terms):
+    assert search_terms(query) == terms
+    d = parse_draft(json.dumps({"question": query, "paraphrase": query, "answer": "A"}))
+    assert not isinstance(d, str) and d.question == terms and d.paraphrase == terms
 
 
 def test_unanswerable_groundedness_is_inverted():
