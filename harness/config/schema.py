@@ -367,7 +367,11 @@ class FailuresConfig:
     chunks touch, multi-part (the top k touches each) or missed."""
 
     explain: bool = True
-    """Judge the wider pool of every failed question and label the failure."""
+    """Label every failed question: from its source spans, else by judging its pool."""
+    judge_pool: bool = True
+    """Judge the pool of a failure its source spans do not explain. False (a sweep's
+    trials): only the spans label failures, no judge call goes to them, and the rest are
+    counted as not explained."""
     pool_dense: int = 10
     """Chunks from dense retrieval over the whole corpus (0: none). Each failed question
     pays for up to pool_dense + pool_bm25 more verdicts (the dry run bounds them), so the

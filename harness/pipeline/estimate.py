@@ -49,7 +49,8 @@ def judged_pairs(
 def plan(config: ExperimentConfig, cache_dir: Path, *, with_pool: bool) -> Planned:
     """The pairs a run of `config` would judge (and rerank, and explain failures with).
 
-    The failure-pool pairs (only `with_pool` and failures.explain) are an upper bound:
+    The failure-pool pairs (only `with_pool`, failures.explain and failures.judge_pool)
+    are an upper bound:
     every question assumed to fail and every chunk to be relevant (see
     `failures.pool_pairs`).
 
@@ -84,8 +85,8 @@ def plan(config: ExperimentConfig, cache_dir: Path, *, with_pool: bool) -> Plann
 def _plan(config: ExperimentConfig, cache_dir: Path, inputs: Inputs, *, with_pool: bool) -> Planned:
     """`plan` for a config whose reranker ranks for free."""
     r = config.retrieval
-    explain = with_pool and config.failures.explain
-    if not explain:  # nothing of the pool is built or searched
+    explain = with_pool and config.failures.explain and config.failures.judge_pool
+    if not explain:  # nothing of the pool is built or searched (spans judge nothing)
         config = replace(config, failures=replace(config.failures, explain=False))
 
     def retrieved() -> Planned:

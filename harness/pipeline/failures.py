@@ -204,22 +204,25 @@ def explain_failures(
     k: int,
     grade: GradePairs,
     judge_text: Callable[[str], str] = lambda text: text,
-) -> list[Failure]:
+    *,
+    judge_pool: bool = True,
+) -> list[Failure | None]:
     """A Failure for each (question index, result) of a question that failed at k.
 
-    A question with one source span is explained from it (`from_source`), judging
-    nothing. For the others, judges with `grade` (the run's judge and cache, booked apart
-    from the top k) each question's pool in one batch, then the joined neighbours of
-    relevant chunks of the questions not yet explained in a second. `judge_text` is what
-    the judge is shown of a chunk (injection masking). Failed pool verdicts count as not
-    answering, and the reason says how many there were.
+    A question whose source spans say why is explained from them (`from_source`),
+    judging nothing. For the others, judges with `grade` (the run's judge and cache,
+    booked apart from the top k) each question's pool in one batch, then the joined
+    neighbours of relevant chunks of the questions not yet explained in a second; without
+    `judge_pool` they get None (not explained). `judge_text` is what the judge is shown
+    of a chunk (injection masking). Failed pool verdicts count as not answering, and the
+    reason says how many there were.
     """
-    out: dict[int, Failure] = {}
+    out: dict[int, Failure | None] = {}
     plans: dict[int, _Plan] = {}
     for i, (qi, result) in enumerate(failed):
-        by_source = from_source(qi, result, pool, k)
-        if by_source is not None:
-            out[i] = by_source
+        by_spans = from_source(qi, result, pool, k)
+        if by_spans is not None or not judge_pool:
+            out[i] = by_spans
             continue
         dense, bm25 = pool.candidates(qi, result.question.text)
         top = {jh.chunk.chunk_id for jh in result.hits}

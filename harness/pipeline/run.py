@@ -660,7 +660,12 @@ class _Grading:
         """Write the batch's failed questions, each with why it failed (its wider pool)."""
         if not self.pending or self.prepared.pool is None:
             return
-        logger.info("explaining {} failed questions from a wider pool", len(self.pending))
+        judge_pool = self.config.failures.judge_pool
+        logger.info(
+            "explaining {} failed questions {}",
+            len(self.pending),
+            "from a wider pool" if judge_pool else "from their source spans",
+        )
         k = self.config.retrieval.k
         labels = explain_failures(
             self.pending,
@@ -668,8 +673,12 @@ class _Grading:
             k,
             self._grade_pool,
             lambda text: text_for_judge(text, self.policy),
+            judge_pool=judge_pool,
         )
         for (qi, result), failure in zip(self.pending, labels, strict=True):
+            if failure is None:  # no span says why, and no pool is judged
+                self._write(result)
+                continue
             # the label rides in the question's metrics, so aggregate() counts it
             key = f"{metrics_stage.failure_count_name(failure.label)}@{k}"
             m = {**result.metrics, key: 1.0}

@@ -100,8 +100,14 @@ def _failures_line(h: RunHeader) -> list[str]:
     if all(v is None for _, v in counts):
         return []
     parts = ", ".join(f"{v or 0:.0f} {label}" for label, v in counts)
+    left = (h.metrics.get(f"failures@{k}") or 0) - sum(v or 0 for _, v in counts)
     calls = h.stats.failure_pool_calls
-    paid = f" ({calls} of the judge calls went to their pools)" if calls is not None else ""
+    if not h.config.get("failures", {}).get("judge_pool", True):
+        # a sweep's trial: only the source spans labelled its failures
+        parts += f", {left:.0f} not explained" if left > 0 else ""
+        paid = " (from their source spans; no pool judged: failures.judge_pool = false)"
+    else:
+        paid = f" ({calls} of the judge calls went to their pools)" if calls is not None else ""
     return [f"failures at k={k}: {parts}{paid}; harness show --failures says why"]
 
 
@@ -482,8 +488,8 @@ def format_run_estimate(est: dict[str, Any]) -> str:
             f"({est['failure_pool_open_pairs']} of {est['failure_pool_pairs']} pool pairs not "
             "yet judged"
             + (f", at most ${cost:.4f}" if cost is not None else "")
-            + "); an upper bound: every question could fail (failures.explain = false "
-            "skips it)"
+            + "); an upper bound: every question could fail (failures.judge_pool = false "
+            "labels failures from their source spans alone; failures.explain = false skips it)"
         )
     return out
 

@@ -146,8 +146,8 @@ def exported_data(recorded: dict[str, Any], params: dict[str, Any]) -> dict[str,
     field of any component (`harness.components.endpoints`), which a results folder
     never chooses. Raises ConfigError for params or a config the schema refuses."""
     params = check_params(params, "<trial>")
-    # as the trial ran it (failures.explain off, as in every trial): the exported file
-    # reproduces the trial from the cache; set failures.explain = true to label failures
+    # as the trial ran it (failures.judge_pool off, as in every trial): the exported file
+    # reproduces the trial from the cache; failures.judge_pool = true labels every failure
     config = SearchSpace(experiment_from_dict(strip_endpoints(recorded))).trial_config(params)
     data = config.to_dict()
     data["corpus"]["sources"] = [config.resolve_path(p) for p in config.corpus.sources]

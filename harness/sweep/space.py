@@ -168,8 +168,9 @@ class SearchSpace:
                 fetch_k=params.get("fetch_k", config.retrieval.fetch_k),
             ),
             embedder=replace(config.embedder, name=name, model=model),
-            # A trial is for comparing settings: explaining its failures would judge a
-            # wider pool per failed question in every trial. Run the recommended
-            # configuration (harness export-config) to see why its questions fail.
-            failures=replace(config.failures, explain=False),
+            # A trial is for comparing settings: judging a wider pool per failed question
+            # would pay for it in every trial. Its failures are labelled from their
+            # source spans only (free); run the recommended configuration (harness
+            # export-config, failures.judge_pool = true) to see why the rest fail.
+            failures=replace(config.failures, judge_pool=False),
         )

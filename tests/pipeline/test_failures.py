@@ -11,6 +11,7 @@ import pytest
 
 from harness.cli import main
 from harness.config import parse_experiment
+from harness.log import read_run
 from harness.pipeline import estimate_run, load_inputs, run_experiment
 from harness.report import text
 from harness.testing import ScriptedJudge
@@ -433,3 +434,58 @@ def test_a_multi_passage_failure_is_read_from_its_parts(setup, capsys):
     plain_data = {**data, "questions": {"file": str(bare)}}
     plain = estimate_run(parse_experiment(plain_data, overrides=fake), cache_dir=tmp_path / "c3")
     assert est["failure_pool_pairs"] < plain["failure_pool_pairs"]
+
+
+def test_without_judging_pools_only_the_spans_label_failures(setup, capsys):
+    """failures.judge_pool = false (a sweep's trials): a failure its source spans explain
+    is labelled as before, the others are left unlabelled and counted as not explained,
+    and no judge call goes to failures; the dry run bounds no pool."""
+    data, _, tmp_path = setup
+    qfile = tmp_path / "spanned.jsonl"
+    qfile.write_text("".join(json.dumps(q) + "\n" for q in SPANNED), encoding="utf-8")
+    data = {**data, "questions": {"file": str(qfile)}}
+    spans_only = ["failures.judge_pool=false"]
+    _, judge, run = _run(data, qfile, tmp_path, spans_only, name="spans-only")
+    by_id = {q.question.question_id: q for q in run.questions}
+    assert [by_id[i].failure.label for i in ("choir", "swap-time")] == ["missed", "judge-missed"]
+    assert all(by_id[i].failure is None for i in ("key", "shed-who", "parking"))
+    for q in run.questions:  # only the top 1 was judged
+        asked = {c for qq, c, _ in judge.calls if qq == q.question.text}
+        assert asked <= {jh.chunk.text for jh in q.hits}
+    h = run.header
+    assert h.metrics["failures@1"] == 5 and h.stats["failure_pool_calls"] == 0
+    assert main(["show", str(run.run_dir), "--failures"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "failures at k=1: 1 missed, 0 split, 1 judge-missed, 0 multi-part, 0 not-in-corpus, "
+        "3 not explained (from their source spans; no pool judged: failures.judge_pool = false)"
+    ) in out
+    fake = ["judge.base_url=http://127.0.0.1:9/v1", "judge.model=fake", *spans_only]
+    est = estimate_run(parse_experiment(data, overrides=fake), cache_dir=tmp_path / "c4")
+    assert "failure_pool_calls_max" not in est
+
+
+def test_a_sweeps_trials_label_failures_from_their_spans_alone(setup):
+    """A sweep's trials judge no failure pool, but a failure its source spans explain is
+    labelled in the trial, for free."""
+    from harness.sweep import run_sweep
+
+    data, _, tmp_path = setup
+    qfile = tmp_path / "spanned.jsonl"
+    qfile.write_text("".join(json.dumps(q) + "\n" for q in SPANNED), encoding="utf-8")
+    data = {
+        **data,
+        "questions": {"file": str(qfile)},
+        "sweep": {"trials": 2, "seed": 3, "space": {"k": [1, 2]}},
+    }
+    config = parse_experiment(data)
+    assert config.failures.explain and config.failures.judge_pool  # the user's settings
+    judge = ScriptedJudge(qfile)
+    log = run_sweep(config, results_dir=tmp_path / "sw", cache_dir=tmp_path / "swc", judge=judge)
+    runs = [read_run(t.run_dir) for t in log.trials]
+    assert runs and all(not r.header.config["failures"]["judge_pool"] for r in runs)
+    for r in runs:
+        assert r.header.stats["failure_pool_calls"] == 0
+        labelled = {q.question.question_id: q.failure.label for q in r.questions if q.failure}
+        assert labelled.get("swap-time") == "judge-missed"  # its span is in its top chunk
+        assert "parking" not in labelled  # no span, no pool: not explained
