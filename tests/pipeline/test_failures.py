@@ -275,17 +275,31 @@ def test_a_failure_with_a_source_span_is_read_from_it_without_judging_a_pool(set
 
     # the dry run's bound leaves out the pools of the questions a span explains: below the
     # bound of the same questions without their spans
-    fake = ["judge.base_url=http://127.0.0.1:9/v1", "judge.model=fake"]  # never called
-    spanned = estimate_run(parse_experiment(data, overrides=fake), cache_dir=tmp_path / "c2")
-    bare = tmp_path / "bare.jsonl"
+    spanned, plain = _dry_runs(data, SPANNED, tmp_path, "c2")
+    assert 0 < spanned["failure_pool_pairs"] < plain["failure_pool_pairs"]
+    assert h.stats["failure_pool_calls"] <= spanned["failure_pool_calls_max"]
+
+
+FAKE_JUDGE = ["judge.base_url=http://127.0.0.1:9/v1", "judge.model=fake"]
+"""An endpoint the dry run names but never calls."""
+
+
+def _dry_runs(data: dict, questions: list[dict], tmp_path: Path, name: str) -> tuple[dict, dict]:
+    """The dry run's estimates of `data` with `questions` as they are, and without their
+    source spans."""
+    spanned = estimate_run(parse_experiment(data, overrides=FAKE_JUDGE), cache_dir=tmp_path / name)
+    bare = tmp_path / f"{name}-bare.jsonl"
     bare.write_text(
-        "".join(json.dumps({k: v for k, v in q.items() if k != "source"}) + "\n" for q in SPANNED),
+        "".join(
+            json.dumps({k: v for k, v in q.items() if k != "source"}) + "\n" for q in questions
+        ),
         encoding="utf-8",
     )
     plain_data = {**data, "questions": {"file": str(bare)}}
-    plain = estimate_run(parse_experiment(plain_data, overrides=fake), cache_dir=tmp_path / "c2")
-    assert 0 < spanned["failure_pool_pairs"] < plain["failure_pool_pairs"]
-    assert h.stats["failure_pool_calls"] <= spanned["failure_pool_calls_max"]
+    plain = estimate_run(
+        parse_experiment(plain_data, overrides=FAKE_JUDGE), cache_dir=tmp_path / name
+    )
+    return spanned, plain
 
 
 @pytest.mark.parametrize("field", ["pool_dense", "pool_bm25"])
@@ -423,16 +437,8 @@ def test_a_multi_passage_failure_is_read_from_its_parts(setup, capsys):
     )
 
     # the dry run bounds only the stale question's pool
-    fake = ["judge.base_url=http://127.0.0.1:9/v1", "judge.model=fake"]  # never called
-    est = estimate_run(parse_experiment(data, overrides=fake), cache_dir=tmp_path / "c3")
+    est, plain = _dry_runs(data, MULTI, tmp_path, "c3")
     assert 0 < h.stats["failure_pool_calls"] <= est["failure_pool_calls_max"]
-    bare = tmp_path / "bare-multi.jsonl"
-    bare.write_text(
-        "".join(json.dumps({k: v for k, v in q.items() if k != "source"}) + "\n" for q in MULTI),
-        encoding="utf-8",
-    )
-    plain_data = {**data, "questions": {"file": str(bare)}}
-    plain = estimate_run(parse_experiment(plain_data, overrides=fake), cache_dir=tmp_path / "c3")
     assert est["failure_pool_pairs"] < plain["failure_pool_pairs"]
 
 
@@ -460,8 +466,9 @@ def test_without_judging_pools_only_the_spans_label_failures(setup, capsys):
         "failures at k=1: 1 missed, 0 split, 1 judge-missed, 0 multi-part, 0 not-in-corpus, "
         "3 not explained (from their source spans; no pool judged: failures.judge_pool = false)"
     ) in out
-    fake = ["judge.base_url=http://127.0.0.1:9/v1", "judge.model=fake", *spans_only]
-    est = estimate_run(parse_experiment(data, overrides=fake), cache_dir=tmp_path / "c4")
+    est = estimate_run(
+        parse_experiment(data, overrides=[*FAKE_JUDGE, *spans_only]), cache_dir=tmp_path / "c4"
+    )
     assert "failure_pool_calls_max" not in est
 
 

@@ -278,7 +278,11 @@ def test_local_workers_share_a_journal_file_and_pay_each_verdict_once(tmp_path, 
     assert (sweep_dir / "optuna.journal").is_file()
     log = read_sweep(sweep_dir)
     finished = [t for t in log.trials if t.state in FINISHED]
-    assert len(finished) == 12 and log.summary.status == "done"
+    # on a failure, say which trial did not finish and why (its error, or the workers' log)
+    why = [(t.number, t.state, t.error) for t in log.trials if t.state not in FINISHED]
+    assert len(finished) == 12 and log.summary.status == "done", (
+        why or (tmp_path / "w.log").read_text()[-4000:]
+    )
     st = log.summary.stats
     # both workers' trials are in the summary, and nothing was paid twice
     assert st.judge_calls == sum(endpoint.answered.values()) == st.distinct_verdicts
