@@ -657,7 +657,8 @@ class _Grading:
         return verdicts
 
     def explain_pending(self) -> None:
-        """Write the batch's failed questions, each with why it failed (its wider pool)."""
+        """Write the batch's failed questions, each with why it failed: from its source
+        spans, else from its wider pool (without failures.judge_pool: left unlabelled)."""
         if not self.pending or self.prepared.pool is None:
             return
         judge_pool = self.config.failures.judge_pool
