@@ -92,23 +92,34 @@ def _ci_line(h: RunHeader) -> list[str]:
     )
 
 
-def _failures_line(h: RunHeader) -> list[str]:
+def failure_counts(h: RunHeader) -> dict[str, float]:
+    """Why the run's failures failed, at its k: each of FAILURE_LABELS with its count, and
+    "not explained" when no pool was judged (failures.judge_pool = false, a sweep's
+    trial) and the source spans did not explain them all. Empty when no failure was
+    explained (failures.explain = false, or nothing failed)."""
     k = h.k
-    counts = [
-        (label, h.metrics.get(f"{failure_count_name(label)}@{k}")) for label in FAILURE_LABELS
-    ]
-    if all(v is None for _, v in counts):
+    counts = {label: h.metrics.get(f"{failure_count_name(label)}@{k}") for label in FAILURE_LABELS}
+    if all(v is None for v in counts.values()):
+        return {}
+    out = {label: v or 0.0 for label, v in counts.items()}
+    left = (h.metrics.get(f"failures@{k}") or 0) - sum(out.values())
+    if not h.config.get("failures", {}).get("judge_pool", True) and left > 0:
+        out["not explained"] = left
+    return out
+
+
+def _failures_line(h: RunHeader) -> list[str]:
+    counts = failure_counts(h)
+    if not counts:
         return []
-    parts = ", ".join(f"{v or 0:.0f} {label}" for label, v in counts)
-    left = (h.metrics.get(f"failures@{k}") or 0) - sum(v or 0 for _, v in counts)
+    parts = ", ".join(f"{v:.0f} {label}" for label, v in counts.items())
     calls = h.stats.failure_pool_calls
     if not h.config.get("failures", {}).get("judge_pool", True):
         # a sweep's trial: only the source spans labelled its failures
-        parts += f", {left:.0f} not explained" if left > 0 else ""
         paid = " (from their source spans; no pool judged: failures.judge_pool = false)"
     else:
         paid = f" ({calls} of the judge calls went to their pools)" if calls is not None else ""
-    return [f"failures at k={k}: {parts}{paid}; harness show --failures says why"]
+    return [f"failures at k={h.k}: {parts}{paid}; harness show --failures says why"]
 
 
 HEADLINE_METRICS = ("soft_mrr", "mrr", "hit_rate")

@@ -466,6 +466,11 @@ def test_without_judging_pools_only_the_spans_label_failures(setup, capsys):
         "failures at k=1: 1 missed, 0 split, 1 judge-missed, 0 multi-part, 0 not-in-corpus, "
         "3 not explained (from their source spans; no pool judged: failures.judge_pool = false)"
     ) in out
+    # the report's first screen counts them too
+    assert main(["report", str(run.run_dir)]) == 0
+    capsys.readouterr()
+    page = (run.run_dir / "report.html").read_text(encoding="utf-8")
+    assert "1 judge-missed, 0 multi-part, 0 not-in-corpus, 3 not explained</p>" in page
     est = estimate_run(
         parse_experiment(data, overrides=[*FAKE_JUDGE, *spans_only]), cache_dir=tmp_path / "c4"
     )

@@ -39,8 +39,8 @@ from harness.log import (
     effective_status,
 )
 from harness.metrics import COUNTS, METRIC_NAMES, metric_key, paired_bootstrap
-from harness.report.text import HARD_BESIDE, headline_metrics, short_name
-from harness.types import FAILURE_LABELS, ComponentSpec, CriterionVerdict, JudgedHit, QuestionResult
+from harness.report.text import HARD_BESIDE, failure_counts, headline_metrics, short_name
+from harness.types import ComponentSpec, CriterionVerdict, JudgedHit, QuestionResult
 
 OUTCOMES = ("complete", "relevant", "miss", "error", "not run")
 """A question's outcome at a k, as the heatmap colours it: a relevant-and-complete chunk in
@@ -577,7 +577,8 @@ class RunPage:
     ks: tuple[int, ...]
     metrics: tuple[MetricRow, ...]
     curves: dict[str, Curve]
-    failure_counts: dict[str, float | None]
+    failure_counts: dict[str, float]
+    """`harness.report.text.failure_counts`: each label's count (and "not explained")."""
     judge: tuple[tuple[str, Any], ...]
     questions: tuple[QuestionRow, ...]
     filters: Filters
@@ -617,10 +618,7 @@ def run_page(
         ks=tuple(h.ks),
         metrics=tuple(metric_rows(h)),
         curves={name: _curve(h, name) for name in CURVE_METRICS},
-        failure_counts={
-            label: h.metrics.get(f"failures_{label.replace('-', '_')}@{k}")
-            for label in FAILURE_LABELS
-        },
+        failure_counts=failure_counts(h),
         judge=tuple(judge_stats(h.stats)),
         questions=questions,
         filters=_filters(questions),

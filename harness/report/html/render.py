@@ -196,10 +196,10 @@ def _run_summary(page: RunPage) -> str:
         if not is_trust_warning(w, {"statement": page.trust.statement})
     ]
     counts = page.failure_counts
-    if any(v is not None for v in counts.values()):
+    if counts:
         parts.append(
             f"<p>failures at k={esc(r.k)}: "
-            + ", ".join(f"{esc(fmt(v or 0, 0))} {esc(label)}" for label, v in counts.items())
+            + ", ".join(f"{esc(fmt(v, 0))} {esc(label)}" for label, v in counts.items())
             + "</p>"
         )
     return "".join(parts)
