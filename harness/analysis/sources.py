@@ -145,6 +145,7 @@ def _write_exam_run(out_dir: Path, items: Any, verdicts: Any, judge: Any) -> Non
                 ks=tuple(range(1, k + 1)),
             )
         )
+        results: list[QuestionResult] = []
         for qid, pairs in by_q.items():
             hits = tuple(
                 JudgedHit(
@@ -159,10 +160,11 @@ def _write_exam_run(out_dir: Path, items: Any, verdicts: Any, judge: Any) -> Non
                 )
                 for r, (item, v) in enumerate(pairs, 1)
             )
-            writer.append(
+            results.append(
                 QuestionResult(
                     question=Question(question_id=qid, text=texts[qid]), hits=hits, metrics={}
                 )
             )
+        writer.append_many(results)  # judged already: one write and one sync for them all
     finally:
         writer.close()

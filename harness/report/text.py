@@ -103,9 +103,15 @@ def failure_counts(h: RunHeader) -> dict[str, float]:
         return {}
     out = {label: v or 0.0 for label, v in counts.items()}
     left = (h.metrics.get(f"failures@{k}") or 0) - sum(out.values())
-    if not h.config.get("failures", {}).get("judge_pool", True) and left > 0:
+    if not _pools_judged(h) and left > 0:
         out["not explained"] = left
     return out
+
+
+def _pools_judged(h: RunHeader) -> bool:
+    """Whether the run judged a pool for the failures its spans did not explain
+    (failures.judge_pool; a log written before the setting existed did)."""
+    return bool(h.config.get("failures", {}).get("judge_pool", True))
 
 
 def _failures_line(h: RunHeader) -> list[str]:
@@ -114,7 +120,7 @@ def _failures_line(h: RunHeader) -> list[str]:
         return []
     parts = ", ".join(f"{v:.0f} {label}" for label, v in counts.items())
     calls = h.stats.failure_pool_calls
-    if not h.config.get("failures", {}).get("judge_pool", True):
+    if not _pools_judged(h):
         # a sweep's trial: only the source spans labelled its failures
         paid = " (from their source spans; no pool judged: failures.judge_pool = false)"
     else:
