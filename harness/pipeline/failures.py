@@ -294,13 +294,14 @@ def from_source(qi: int, result: QuestionResult, pool: FailurePool, k: int) -> F
     None, to be judged from the pool, for a question with no span, or one span no single
     chunk holds: a generated question's span is the whole passage it was written from,
     which often crosses a chunk boundary, and where in it the answer lies is not known.
+    `by_source` makes that decision, and the dry run's bound reads it too.
     """
-    if len(result.question.source) > 1:
-        return _from_parts(qi, result, pool, k)
-    held = _held_span(result.question.source, pool)
-    if held is None:
+    spans = result.question.source
+    if not by_source(spans, pool):
         return None
-    span, holders = held
+    if len(spans) > 1:
+        return _from_parts(qi, result, pool, k)
+    span, holders = spans[0], pool.holders(spans[0])
     where = f"its source ({_at(span)})"
     for jh in result.hits:
         if holds(jh.chunk, span):
@@ -327,16 +328,14 @@ def from_source(qi: int, result: QuestionResult, pool: FailurePool, k: int) -> F
     )
 
 
-def _from_parts(qi: int, result: QuestionResult, pool: FailurePool, k: int) -> Failure | None:
+def _from_parts(qi: int, result: QuestionResult, pool: FailurePool, k: int) -> Failure:
     """A question whose answer needs several source spans (multi-passage), each sharing
-    characters with some chunk (else None: its pool is judged): `multi-part` when a chunk
-    of the top k touches every span, since then the retriever found each part and no
-    single chunk holds the whole answer, so none can be judged complete; else `missed`
-    for the first span the top k does not touch (the best ranked chunk that does, with
-    its dense rank)."""
+    characters with some chunk (`by_source`): `multi-part` when a chunk of the top k
+    touches every span, since then the retriever found each part and no single chunk
+    holds the whole answer, so none can be judged complete; else `missed` for the first
+    span the top k does not touch (the best ranked chunk that does, with its dense
+    rank)."""
     spans = result.question.source
-    if not all(pool.overlapping(s) for s in spans):
-        return None
     found = [next((jh for jh in result.hits if overlaps(jh.chunk, s)), None) for s in spans]
     n = len(spans)
     for i, (span, jh) in enumerate(zip(spans, found, strict=True), 1):
@@ -390,7 +389,7 @@ def by_source(spans: Sequence[SourceSpan], pool: FailurePool) -> bool:
     share characters with a chunk."""
     if len(spans) > 1:
         return all(pool.overlapping(s) for s in spans)
-    return _held_span(spans, pool) is not None
+    return len(spans) == 1 and bool(pool.holders(spans[0]))
 
 
 def _in_corpus_note(plan: _Plan, pool: FailurePool) -> str:
@@ -433,17 +432,6 @@ def _how_judged(verdict: Verdict) -> str:
     else:
         said, p, name = "did not call it complete", comp.p_yes, "complete"
     return said if p is None else f"{said} (P({name}) {p:.2f})"
-
-
-def _held_span(
-    spans: Sequence[SourceSpan], pool: FailurePool
-) -> tuple[SourceSpan, list[str]] | None:
-    """The question's source span and the chunks that hold all of it, when it has exactly
-    one span and a chunk holds it: what `from_source` explains a failure from."""
-    if len(spans) != 1:
-        return None
-    holders = pool.holders(spans[0])
-    return (spans[0], holders) if holders else None
 
 
 def pool_pairs(
