@@ -460,7 +460,8 @@ def run_trec(
     keep: Path | None = None,
 ) -> list[TrecRow]:
     """Every (seed, style) row, in a fresh cache (with --fake: a scripted model); with
-    `keep`, each row's generated questions are copied there as STYLE-SEED.jsonl."""
+    `keep`, each row's generated questions are copied there as STYLE-SEED.jsonl, and its
+    report (every dropped question and why) as STYLE-SEED.report.json."""
     if not (data / COLLECTION / "corpus.jsonl").is_file():
         raise SystemExit(f"{data / COLLECTION}: not found (pass --data DIR holding {COLLECTION}/)")
     rows = []
@@ -485,6 +486,8 @@ def run_trec(
                 if keep is not None and made.is_file():
                     keep.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(made, keep / f"{style}-{seed}.jsonl")
+                    report = made.with_suffix(".report.json")  # every dropped one, and why
+                    shutil.copyfile(report, keep / f"{style}-{seed}.report.json")
     return rows
 
 

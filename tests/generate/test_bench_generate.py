@@ -90,10 +90,13 @@ def test_trec_mode_runs_end_to_end_on_a_fake_endpoint(tmp_path, capsys, monkeypa
         assert len(r.grid["names"]) == len(r.grid["source"]) == len(r.grid["labels"]) == 12
         assert f"{r.grid['source'][0]:.3f}" in out
     assert [line.split()[0] for line in _config_lines(out)] == rows[0].grid["names"]
-    # --keep: each row's generated questions, as written
+    # --keep: each row's generated questions, as written, and its report
     assert sorted(p.name for p in kept.iterdir()) == [
-        "query-0.jsonl", "query-1.jsonl", "question-0.jsonl", "question-1.jsonl",
+        "query-0.jsonl", "query-0.report.json", "query-1.jsonl", "query-1.report.json",
+        "question-0.jsonl", "question-0.report.json", "question-1.jsonl",
+        "question-1.report.json",
     ]  # fmt: skip
+    assert "dropped" in json.loads((kept / "query-0.report.json").read_text())
     assert all(
         json.loads(line)["text"] for line in (kept / "query-0.jsonl").read_text().splitlines()
     )
