@@ -64,6 +64,26 @@ def mentions_source(question: str) -> bool:
     return bool(_MENTIONS_SOURCE.search(question))
 
 
+_POINTS_AT_SOURCE = re.compile(
+    # "the text provides ...", "described in the passage", "this document"
+    r"\b(?:the|this|that)\s+(?:text|passage|document|article|excerpt)s?\b"
+    # "document outlines ...", "text provides ...", "document about ..."
+    r"|\b(?:text|passage|document|article|excerpt)s?\s+(?:outlines?|provides?|contains?|"
+    r"includes?|describes?|discuss(?:es)?|explains?|covers?|lists?|mentions?|gives?|says?|"
+    r"states?|about)\b",
+    re.IGNORECASE,
+)
+
+
+def points_at_source(answer: str) -> bool:
+    """True when an answer points at the text instead of giving a fact ("document
+    outlines procedures for ...", "the text provides statistical weather data", "follow
+    the procedure described in the text"): the model found nothing to say. Written from
+    a summary, the local model's answers did so for 13 of 35 kept handbook questions;
+    answering from the source, for 2 of 25 kept TREC DL ones."""
+    return bool(_POINTS_AT_SOURCE.search(answer))
+
+
 _DOCUMENT_NOUNS = (
     "menu|author|writer|speaker|narrator|article|book|report|study|paper|survey|recipe|"
     "story|table|figure|chart|list|item|product|website|page|movie|film|song|show|summary"

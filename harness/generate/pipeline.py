@@ -7,8 +7,9 @@
    of the passage, then the terse search query a user would type, written from the
    summary, so it does not copy the passage (#24). Then the filters, cheapest first:
    rule-based stand-alone checks; word overlap with the source above `max_overlap`
-   (rewritten once, then dropped); the closed-book check (the question asked without
-   any passage: a matching answer means it tests memory, not retrieval); the critique
+   (rewritten once, then dropped); with the query style, the answer (the final query
+   answered from its source; NONE drops it); the closed-book check (the question asked
+   without any passage: a matching answer means it tests memory, not retrieval); the critique
    (`critique`); for unanswerable questions, the corpus's nearest passages (BM25 over
    all of it) must be on its topic and not answer it, and the model must find no
    sentence of them to copy as the answer. The first filter failed is why it
@@ -52,6 +53,7 @@ from harness.generate.critique import (
     mentions_source,
     parse_critique,
     parse_draft,
+    points_at_source,
 )
 from harness.generate.dedup import Embed, near_duplicates
 from harness.generate.exam import ExamItem
@@ -66,7 +68,7 @@ from harness.generate.sampler import (
 from harness.generate.writer import GenerationReport, output_paths, write_outputs
 from harness.judge.markdown import strip_markdown
 from harness.judge.parsing import parse_extract, split_sentences
-from harness.judge.prompts import extract_max_tokens, grammar_extract
+from harness.judge.prompts import NONE_ANSWER, extract_max_tokens, grammar_extract
 from harness.llm.client import ChatFailed
 from harness.metrics.overlap import content_words, word_overlap
 from harness.types import Document
@@ -79,6 +81,7 @@ FILTERS = (
     "errors",
     "standalone",
     "overlap",
+    "unanswered",
     "closed_book",
     "groundedness",
     "usefulness",
@@ -278,7 +281,7 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
             summary = " ".join(summary.split())
             if c.qtype == "unanswerable":
                 text, draft = _ask_unanswerable(gen, summary, list(ctx.examples), settings)
-            else:
+            else:  # its answer is replaced by its source's once the query is final
                 msgs = prompts.query_messages(
                     c.qtype, summary, list(ctx.examples), settings.phrasings
                 )
@@ -343,12 +346,18 @@ def _overlap(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
     )
 
 
-def closed_book_match(source_answer: str, model_answer: str) -> bool:
+def closed_book_match(source_answer: str, model_answer: str, question: str = "") -> bool:
     """True when the model's answer without any passage is the source's: it is not
-    "unknown" and holds at least CLOSED_BOOK_MATCH of the source answer's content words."""
+    "unknown" and holds at least CLOSED_BOOK_MATCH of the source answer's content words
+    that are not the `question`'s own. An answer restates its question's words, and so
+    does a guess: "moisturizer for dry skin" answered "Liquid Lanolin is a moisturizer
+    for dry skin" from its source and "Moisturizer for dry skin is a lotion or cream"
+    from memory,
+    which matched on the question's three words alone. An answer with no word of its own
+    matches nothing."""
     if not model_answer.strip() or "unknown" in model_answer.lower():
         return False
-    want = set(content_words(source_answer))
+    want = set(content_words(source_answer)) - set(content_words(question))
     if not want:
         return False
     got = set(content_words(model_answer))
@@ -368,13 +377,43 @@ def _closed_book(c: Candidate, gen: Generator) -> Candidate:
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"closed-book check failed: {exc.error}")
     said = obj.get("answer") if obj else None
-    if isinstance(said, str) and closed_book_match(c.draft.answer, said):
+    if isinstance(said, str) and closed_book_match(c.draft.answer, said, c.draft.question):
         return replace(
             c,
             dropped_by=["closed_book"],
             reason=f"answered without any passage: {said[:100]!r}",
         )
     return c
+
+
+def _source_answer(c: Candidate, gen: Generator) -> Candidate:
+    """The query style's answer and answerability check, once the query is final: the
+    query answered from its source passage(s) in at most ten words
+    (`prompts.source_answer_messages`). NONE, or an answer that points at the text
+    instead of giving a fact (`points_at_source`), drops the question (`unanswered`):
+    its label would be a passage that does not answer it."""
+    assert c.draft is not None
+    try:
+        reply = gen.ask(
+            prompts.source_answer_messages(c.draft.question, [p.text for p in c.passages]),
+            max_tokens=prompts.SOURCE_ANSWER_MAX_TOKENS,
+            grammar=prompts.object_grammar("answer", max_tokens=prompts.SOURCE_ANSWER_MAX_TOKENS),
+        )
+    except ChatFailed as exc:
+        return replace(c, dropped_by=["errors"], reason=f"answer failed: {exc.error}")
+    obj = _json_object(reply)
+    said = obj.get("answer") if obj else None
+    if not isinstance(said, str) or not said.strip():
+        why = CUT_OFF if cut_off(reply) else "no answer in the reply"
+        return replace(c, dropped_by=["malformed"], reason=f"its answer from its source: {why}")
+    answer = " ".join(said.split())
+    if answer.strip(" .").upper() == NONE_ANSWER:
+        why = "answered NONE"
+    elif points_at_source(answer):
+        why = f"its answer points at the text: {answer[:100]!r}"
+    else:
+        return replace(c, draft=replace(c.draft, answer=answer))
+    return replace(c, dropped_by=["unanswered"], reason=f"its source does not answer it ({why})")
 
 
 def _answered(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
@@ -454,6 +493,10 @@ def process(
     c = _overlap(c, gen, ctx)
     if not c.passed:
         return c
+    if settings.style == "query" and c.qtype != "unanswerable":
+        c = _source_answer(c, gen)
+        if not c.passed:
+            return c
     draft = c.draft
     assert draft is not None
     if settings.closed_book and c.qtype != "unanswerable":
@@ -1022,12 +1065,16 @@ def estimate_generation(
                 if gen.cached(msgs, prompts.QUERY_SUMMARY_MAX_TOKENS) is not None:
                     cached += 1  # the rest of a cached candidate is taken as cached too
                     continue
-                calls += 3 + k_calls  # summary, query, critique (+ checks)
-                p_tok += 3 * prompt_tokens(msgs) + k_prompt
+                # summary, query, critique, and an answerable question's answer from
+                # its source (+ checks)
+                answerable = c.qtype != "unanswerable"
+                calls += 3 + answerable + k_calls
+                p_tok += (3 + answerable) * prompt_tokens(msgs) + k_prompt
                 c_tok += (
                     prompts.QUERY_SUMMARY_MAX_TOKENS
                     + prompts.query_max_tokens(settings.phrasings)
                     + CRITIQUE_MAX_TOKENS
+                    + prompts.SOURCE_ANSWER_MAX_TOKENS * answerable
                     + k_completion
                 )
                 continue

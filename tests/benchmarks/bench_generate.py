@@ -432,6 +432,8 @@ def fake_model(n: int, prompt: str) -> Any:
         return Act(text='{"on_topic": "yes", "answered": "no"}')
     if "Copy the one sentence from the passages" in prompt:
         return Act(text="NONE")
+    if "Answer the search query from this text" in prompt:
+        return Act(text='{"answer": "it"}')
     if "from what you know" in prompt:
         return Act(text='{"answer": "unknown"}')
     if "Summarise in one line" in prompt:

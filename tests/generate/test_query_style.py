@@ -15,7 +15,7 @@ import pytest
 
 from harness.config import load_experiment
 from harness.errors import HarnessError
-from harness.generate.critique import dangling_reference, mentions_source
+from harness.generate.critique import dangling_reference, mentions_source, points_at_source
 from harness.generate.pipeline import (
     closed_book_match,
     overlap_limit,
@@ -51,6 +51,9 @@ def write_query_corpus(root: Path, docs: dict[str, str], extra: str = "") -> Pat
 _UNANSWERABLE_ASK = 'In "missing", name it'
 """How the query style's unanswerable prompt is told from the others."""
 
+SOURCE_ANSWER_ASK = "Answer the search query from this text"
+"""How the query style's answer prompt is told from the others."""
+
 
 class QueryModel:
     """A model for the query style whose answers the corpus's markers decide (the marker
@@ -76,6 +79,14 @@ class QueryModel:
             return Act(text='{"on_topic": "yes", "answered": "no"}')
         if QUOTE_ASK in prompt:
             return Act(text="NONE")
+        if SOURCE_ANSWER_ASK in prompt:  # NONE for MARK-NOANSWER, no JSON for MARK-NOJSON
+            passage = prompt.split("<<<\n", 1)[1].split("\n>>>", 1)[0]
+            if "MARK-NOJSON" in passage:
+                return Act(text="I do not know")
+            answer = "NONE" if "MARK-NOANSWER" in passage else "secret word list"
+            if "MARK-META" in passage:
+                answer = "document outlines the word list"
+            return Act(text=json.dumps({"answer": answer}))
         if "from what you know" in prompt:
             q = prompt.split("Question:", 1)[1].split("\n", 1)[0]
             known = "zzknown" in q
@@ -112,7 +123,8 @@ class QueryModel:
                 return Act(text=json.dumps(body))
             else:
                 q = f"zzquery {tag}"
-            return Act(text=json.dumps({"question": q, "answer": "secret word list"}))
+            # the query step's own answer, which the source's replaces
+            return Act(text=json.dumps({"question": q, "answer": "what the summary says"}))
         raise AssertionError(f"unexpected prompt: {prompt[:200]}")
 
 
@@ -456,6 +468,40 @@ def test_copying_questions_are_rewritten_once_then_rejected(tmp_path):
     assert any("copy" in q["text"] for q in kept2)
 
 
+def test_a_query_gets_its_answer_from_its_source_or_is_dropped(tmp_path):
+    """The query style's answer: once the query is final (after any rewrite), the model
+    answers it from its source passage; NONE drops the question (`unanswered`), a reply
+    without an answer is malformed. The source's answer replaces the query step's own,
+    written from the summary (the local model's described the document: "document
+    outlines ...")."""
+    docs = {
+        "plain-a": _doc_text("plain-a", 3),
+        "none": _doc_text("none", 1, "MARK-NOANSWER"),
+        "nojson": _doc_text("nojson", 1, "MARK-NOJSON"),
+        "fixable": _doc_text("fixable", 1, "MARK-FIXABLE"),
+        "meta": _doc_text("meta", 1, "MARK-META"),
+    }
+    report, kept, model = _run(tmp_path, docs, 6, types=("simple",))
+    dropped = [d for d in report.dropped if d["dropped_by"] == ["unanswered"]]
+    assert report.counts["unanswered"] == len(dropped)
+    reasons = {d["text"]: d["reason"] for d in dropped}
+    assert set(reasons) == {"zzquery nonexfactx0", "zzquery metaxfactx0"}
+    assert reasons["zzquery nonexfactx0"] == "its source does not answer it (answered NONE)"
+    assert reasons["zzquery metaxfactx0"] == (
+        "its source does not answer it (its answer points at the text: "
+        "'document outlines the word list')"
+    )
+    malformed = [d for d in report.dropped if d["dropped_by"] == ["malformed"]]
+    why = "its answer from its source: no answer in the reply"
+    assert [d["reason"] for d in malformed] == [why] * len(malformed)
+    assert malformed and all("nojsonxfact" in d["text"] for d in malformed)
+    assert kept and all(q["answer"] == "secret word list" for q in kept)
+    # asked of the final query: the rewrite's, not the copying first draft
+    answered = [p.split("Search query: ", 1)[1].split("\n", 1)[0] for p in model.prompts
+                if SOURCE_ANSWER_ASK in p]  # fmt: skip
+    assert "zzfixed lookup" in answered and not any("alpha bravo" in q for q in answered)
+
+
 def test_questions_answered_closed_book_are_dropped(tmp_path):
     docs = {"plain-a": _doc_text("plain-a", 3), "known": _doc_text("known", 1, "MARK-KNOWN")}
     report, kept, model = _run(tmp_path, docs, 3, types=("simple",))
@@ -645,11 +691,39 @@ def test_stand_alone_questions_pass_the_rules(question):
     assert dangling_reference(question) is None
 
 
+@pytest.mark.parametrize(
+    ("answer", "points"),
+    [
+        ("document outlines procedures for requesting software subscriptions", True),
+        ("The text provides statistical weather data from a weather station", True),
+        ("follow the procedure described in the text", True),
+        ("this document", True),
+        ("search engine document about guidelines for software quotes", True),
+        ("Passages contain the answer", True),
+        ("Liquid Lanolin is a moisturizer for dry skin.", False),
+        ("27 days of paid leave", False),
+        ("Text messages are not monitored", False),
+        ("The Salvation Army", False),
+    ],
+)
+def test_answers_that_point_at_their_source_are_caught(answer, points):
+    assert points_at_source(answer) is points
+
+
 def test_closed_book_match():
     assert closed_book_match("Paris", "It is Paris.")
     assert not closed_book_match("Paris", "unknown")
     assert not closed_book_match("the 1889 World's Fair", "London")
     assert not closed_book_match("", "Paris")
+    # the question's own words are no knowledge: only the answer's other words count
+    question, source = "moisturizer for dry skin", "Liquid Lanolin is a moisturizer for dry skin."
+    guess = "Moisturizer for dry skin is a lotion or cream designed to hydrate the skin"
+    assert closed_book_match(source, guess) and not closed_book_match(source, guess, question)
+    assert closed_book_match(source, "liquid lanolin", question)
+    # an answer that only restates its question matches nothing
+    assert not closed_book_match(
+        "legionnaires' disease causes", "it causes fever", question="legionnaires' disease causes"
+    )
 
 
 # ---------------------------------------------------------------- metrics and warnings
@@ -757,11 +831,14 @@ def test_dry_run_counts_the_query_style_calls(tmp_path):
             exp, n=6, types=ALL_TYPES, cache_dir=tmp_path / "cache", generator=gen
         )
         assert fake.requests == 0
-    # summary, query, critique, and closed-book (answerable) or the corpus check and
-    # the quote (the one unanswerable candidate: a sentence as long as the widest window,
-    # 200 characters widened by 40 at each end, at most)
-    assert est["least"]["candidates"] == 6 and est["least"]["calls"] == 6 * 4 + 1
-    assert est["least"]["completion_tokens_max"] == 6 * (72 + 96 + 150 + 40) + 280 // 3 + 16
+    # summary, query, critique, and for an answerable candidate its answer from the
+    # source and closed-book, for the one unanswerable candidate the corpus check and the
+    # quote (a sentence as long as the widest window, 200 characters widened by 40 at
+    # each end, at most)
+    assert est["least"]["candidates"] == 6 and est["least"]["calls"] == 5 * 5 + 5
+    answerable = 72 + 96 + 150 + 64 + 40
+    unanswerable = 72 + 96 + 150 + 40 + 280 // 3 + 16
+    assert est["least"]["completion_tokens_max"] == 5 * answerable + unanswerable
 
 
 def test_the_local_models_critique_does_not_score_standalone(tmp_path):
