@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -382,6 +383,22 @@ def search_terms(query: str) -> str:
         return query
     rest = query[m.end() :].strip()
     return rest if len(rest.split()) >= 2 else query
+
+
+_NAMES_THE_SEARCH = re.compile(r"\bsearch\s+(?:engines?|quer(?:y|ies)|box(?:es)?)\b", re.IGNORECASE)
+
+
+def names_the_search(question: str, passages: Sequence[str]) -> str | None:
+    """The words of a query that name the search it is typed into ("search engine",
+    "search query", "search box") when its source passages never mention one, else None:
+    the writing model echoes its own prompt ("test questions for a search engine"), as in
+    4 of 40 kept handbook queries ("how do i submit a claim to a search engine?", "what is
+    the search query for release planning documents"). No user types that into the box,
+    and it names nothing the documents are about."""
+    m = _NAMES_THE_SEARCH.search(question)
+    if m is None or any(_NAMES_THE_SEARCH.search(p) for p in passages):
+        return None
+    return m.group(0)
 
 
 def parse_draft(text: str, bound: int | None = None, answer: str | None = None) -> Draft | str:

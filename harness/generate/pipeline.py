@@ -51,6 +51,7 @@ from harness.generate.critique import (
     dangling_reference,
     failed_filters,
     mentions_source,
+    names_the_search,
     parse_critique,
     parse_draft,
     points_at_source,
@@ -304,13 +305,16 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
     return replace(c, draft=draft)
 
 
-def _standalone(draft: Draft) -> str | None:
+def _standalone(draft: Draft, passages: Sequence[Passage]) -> str | None:
     """Why the question cannot stand alone (rule-based), or None."""
     if mentions_source(draft.question):
         return "the question mentions the passage it came from"
     ref = dangling_reference(draft.question)
     if ref:
         return f"{ref!r} refers to something the question never names"
+    search = names_the_search(draft.question, [p.text for p in passages])
+    if search:
+        return f"{search!r} names the search, not what it looks for (its source never does)"
     return None
 
 
@@ -332,7 +336,7 @@ def _overlap(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"rewrite failed: {exc.error}")
-    if not isinstance(again, str) and _standalone(again) is None:
+    if not isinstance(again, str) and _standalone(again, c.passages) is None:
         ov2 = word_overlap(again.question, text)
         if ov2 <= ctx.max_overlap:
             # the source span stays the label; the answer is the first draft's
@@ -487,7 +491,7 @@ def process(
     c = _draft(c, gen, settings, ctx)
     if not c.passed or c.draft is None:
         return c
-    why = _standalone(c.draft)
+    why = _standalone(c.draft, c.passages)
     if why:
         return replace(c, dropped_by=["standalone"], reason=why)
     c = _overlap(c, gen, ctx)

@@ -15,7 +15,12 @@ import pytest
 
 from harness.config import load_experiment
 from harness.errors import HarnessError
-from harness.generate.critique import dangling_reference, mentions_source, points_at_source
+from harness.generate.critique import (
+    dangling_reference,
+    mentions_source,
+    names_the_search,
+    points_at_source,
+)
 from harness.generate.pipeline import (
     closed_book_match,
     overlap_limit,
@@ -118,6 +123,8 @@ class QueryModel:
                 q = f"{name} alpha bravo charlie {kind.lower()}"
             elif kind == "KNOWN":
                 q = f"zzknown {tag}"
+            elif kind == "SEARCHBOX":
+                q = f"zzquery {tag} in a search engine"
             elif _UNANSWERABLE_ASK in prompt:  # no answer asked: the pipeline sets it
                 body = {"missing": "its opening hours", "question": f"zzopening hours {tag}"}
                 return Act(text=json.dumps(body))
@@ -689,6 +696,42 @@ def test_questions_that_lean_on_their_source_are_caught(question):
 def test_stand_alone_questions_pass_the_rules(question):
     assert not mentions_source(question)
     assert dangling_reference(question) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "passage", "named"),
+    [
+        (
+            "how do i submit a claim to a search engine?",
+            "Submit claims in Fernhill.",
+            "search engine",
+        ),
+        ("what is the search query for release planning", "Releases ship monthly.", "search query"),
+        ("Search Box tips", "Type in the field.", "Search Box"),
+        ("search engine ranking factors", "A search engine ranks pages by links.", None),
+        ("search results for leave policy", "Leave: 27 days.", None),
+        ("searching engines of old cars", "Engines.", None),
+    ],
+)
+def test_queries_that_name_the_search_are_caught(question, passage, named):
+    assert names_the_search(question, [passage]) == named
+
+
+def test_a_query_naming_the_search_is_dropped_unless_its_source_does(tmp_path):
+    docs = {
+        "plain-a": _doc_text("plain-a", 2),
+        "box": _doc_text("box", 1, "MARK-SEARCHBOX"),
+        "engine": _doc_text("engine", 1, "MARK-SEARCHBOX").replace(
+            " is ", " is a search engine ", 1
+        ),
+    }
+    report, kept, _ = _run(tmp_path, docs, 4, types=("simple",))
+    named = [d for d in report.dropped if "names the search" in d["reason"]]
+    assert named and all(d["dropped_by"] == ["standalone"] for d in named)
+    assert all(d["text"].startswith("zzquery boxxfact") for d in named)
+    assert "'search engine' names the search, not what it looks for" in named[0]["reason"]
+    # the source that speaks of a search engine keeps its query
+    assert any(q["text"].startswith("zzquery enginexfact") for q in kept)
 
 
 @pytest.mark.parametrize(
