@@ -9,11 +9,11 @@
    rule-based stand-alone checks; word overlap with the source above `max_overlap`
    (rewritten once, then dropped); with the query style, the answer (the final query
    answered from its source; NONE drops it); the closed-book check (the question asked
-   without any passage: a matching answer means it tests memory, not retrieval); the critique
-   (`critique`); for unanswerable questions, the corpus's nearest passages (BM25 over
-   all of it) must be on its topic and not answer it, and the model must find no
-   sentence of them to copy as the answer. The first filter failed is why it
-   is dropped.
+   without any passage: a matching answer means it tests memory, not retrieval); the
+   critique (`critique`); for unanswerable questions, the corpus's nearest passages
+   (BM25 over all of it) must be on its topic and not answer it, and the model must find
+   no sentence of them to copy as the answer. The first filter failed is why it is
+   dropped.
 3. Drop near-duplicates among the survivors (`dedup`), in candidate order.
 4. Candidates are taken in rounds (n first, then enough for what is still missing at
    the share kept so far; a type below its share takes the spare candidates of the
@@ -356,9 +356,8 @@ def closed_book_match(source_answer: str, model_answer: str, question: str = "")
     that are not the `question`'s own. An answer restates its question's words, and so
     does a guess: "moisturizer for dry skin" answered "Liquid Lanolin is a moisturizer
     for dry skin" from its source and "Moisturizer for dry skin is a lotion or cream"
-    from memory,
-    which matched on the question's three words alone. An answer with no word of its own
-    matches nothing."""
+    from memory, which matched on the question's three words alone. An answer with no
+    word of its own matches nothing."""
     if not model_answer.strip() or "unknown" in model_answer.lower():
         return False
     want = set(content_words(source_answer)) - set(content_words(question))

@@ -270,11 +270,11 @@ def source_answer_messages(question: str, passages: list[str]) -> list[dict[str,
     ("document outlines password rules ..."). It is still asked for: without an answer
     field the model put the fact in the query ("contour ploughing stops erosion"), and
     the kept queries' word overlap with their source rose from 0.50 to 0.61 on TREC DL
-    (seed 0).
-    Asked instead to copy the sentence that answers (a grammar allowing only the
-    passage's sentences or NONE), the model answered NONE for about half of the queries
-    its source does answer ("legionella pneumonia lung symptoms", whose passage says it
-    "gets worse during the first 4 to 6 days") and dropped 11-12 of 45 candidates."""
+    (seed 0). Asked instead to copy the sentence that answers (a grammar allowing only
+    the passage's sentences or NONE), the model answered NONE for about half of the
+    queries its source does answer ("legionella pneumonia lung symptoms", whose passage
+    says it "gets worse during the first 4 to 6 days") and dropped 11-12 of 45
+    candidates."""
     user = (
         f"{_fence(passages)}\nSearch query: {question}\nAnswer the search query from "
         "this text in at most ten words, with its facts. If the text does not answer it, "
