@@ -47,6 +47,7 @@ from harness.generate.critique import (
     Critique,
     Draft,
     _json_object,
+    clip_script_drift,
     cut_off,
     dangling_reference,
     failed_filters,
@@ -394,7 +395,8 @@ def _source_answer(c: Candidate, gen: Generator) -> Candidate:
     query answered from its source passage(s) in at most ten words
     (`prompts.source_answer_messages`). NONE, or an answer that points at the text
     instead of giving a fact (`points_at_source`), drops the question (`unanswered`):
-    its label would be a passage that does not answer it."""
+    its label would be a passage that does not answer it. An answer that drifts into a
+    script its source does not use is cut there (`clip_script_drift`)."""
     assert c.draft is not None
     try:
         reply = gen.ask(
@@ -409,7 +411,11 @@ def _source_answer(c: Candidate, gen: Generator) -> Candidate:
     if not isinstance(said, str) or not said.strip():
         why = CUT_OFF if cut_off(reply) else "no answer in the reply"
         return replace(c, dropped_by=["malformed"], reason=f"its answer from its source: {why}")
-    answer = " ".join(said.split())
+    answer = clip_script_drift(" ".join(said.split()), [p.text for p in c.passages])
+    if not answer:
+        return replace(
+            c, dropped_by=["malformed"], reason=f"its answer from its source: {said[:100]!r}"
+        )
     if answer.strip(" .").upper() == NONE_ANSWER:
         why = "answered NONE"
     elif points_at_source(answer):

@@ -16,6 +16,7 @@ import pytest
 from harness.config import load_experiment
 from harness.errors import HarnessError
 from harness.generate.critique import (
+    clip_script_drift,
     dangling_reference,
     mentions_source,
     names_the_search,
@@ -91,6 +92,8 @@ class QueryModel:
             answer = "NONE" if "MARK-NOANSWER" in passage else "secret word list"
             if "MARK-META" in passage:
                 answer = "document outlines the word list"
+            if "MARK-DRIFT" in passage:  # ends in a script the source does not use
+                answer = "secret word list 水分,"
             return Act(text=json.dumps({"answer": answer}))
         if "from what you know" in prompt:
             q = prompt.split("Question:", 1)[1].split("\n", 1)[0]
@@ -487,8 +490,9 @@ def test_a_query_gets_its_answer_from_its_source_or_is_dropped(tmp_path):
         "nojson": _doc_text("nojson", 1, "MARK-NOJSON"),
         "fixable": _doc_text("fixable", 1, "MARK-FIXABLE"),
         "meta": _doc_text("meta", 1, "MARK-META"),
+        "drift": _doc_text("drift", 1, "MARK-DRIFT"),
     }
-    report, kept, model = _run(tmp_path, docs, 6, types=("simple",))
+    report, kept, model = _run(tmp_path, docs, 7, types=("simple",))
     dropped = [d for d in report.dropped if d["dropped_by"] == ["unanswered"]]
     assert report.counts["unanswered"] == len(dropped)
     reasons = {d["text"]: d["reason"] for d in dropped}
@@ -502,7 +506,9 @@ def test_a_query_gets_its_answer_from_its_source_or_is_dropped(tmp_path):
     why = "its answer from its source: no answer in the reply"
     assert [d["reason"] for d in malformed] == [why] * len(malformed)
     assert malformed and all("nojsonxfact" in d["text"] for d in malformed)
+    # every answer as the source gave it; the one ending in Chinese cut where it began
     assert kept and all(q["answer"] == "secret word list" for q in kept)
+    assert any(q["text"].startswith("zzquery driftxfact") for q in kept)
     # asked of the final query: the rewrite's, not the copying first draft
     answered = [p.split("Search query: ", 1)[1].split("\n", 1)[0] for p in model.prompts
                 if SOURCE_ANSWER_ASK in p]  # fmt: skip
@@ -751,6 +757,19 @@ def test_a_query_naming_the_search_is_dropped_unless_its_source_does(tmp_path):
 )
 def test_answers_that_point_at_their_source_are_caught(answer, points):
     assert points_at_source(answer) is points
+
+
+def test_an_answer_is_cut_where_it_drifts_into_another_script():
+    english = ["Xylem vessels transport water in plants."]
+    assert clip_script_drift("xylem vessels specialized to transport水分,", english) == (
+        "xylem vessels specialized to transport"
+    )
+    assert clip_script_drift("水分", english) == ""
+    assert clip_script_drift("Café au lait, 27 days", english) == "Café au lait, 27 days"
+    # a script the source uses is no drift
+    assert clip_script_drift("植物 transport 水分", ["植物は水分を運ぶ (transport)"]) == (
+        "植物 transport 水分"
+    )
 
 
 def test_closed_book_match():
