@@ -413,9 +413,8 @@ def _source_answer(c: Candidate, gen: Generator) -> Candidate:
         return replace(c, dropped_by=["malformed"], reason=f"its answer from its source: {why}")
     answer = clip_script_drift(" ".join(said.split()), [p.text for p in c.passages])
     if not answer:
-        return replace(
-            c, dropped_by=["malformed"], reason=f"its answer from its source: {said[:100]!r}"
-        )
+        why = f"all in a script its source does not use: {said[:100]!r}"
+        return replace(c, dropped_by=["malformed"], reason=f"its answer from its source: {why}")
     if answer.strip(" .").upper() == NONE_ANSWER:
         why = "answered NONE"
     elif points_at_source(answer):
