@@ -69,8 +69,8 @@ from harness.generate.sampler import (
 )
 from harness.generate.writer import GenerationReport, output_paths, write_outputs
 from harness.judge.markdown import strip_markdown
-from harness.judge.parsing import parse_extract, split_sentences
-from harness.judge.prompts import NONE_ANSWER, extract_max_tokens, grammar_extract
+from harness.judge.parsing import parse_extract, says_none, split_sentences
+from harness.judge.prompts import extract_max_tokens, grammar_extract
 from harness.llm.client import ChatFailed
 from harness.metrics.overlap import content_words, word_overlap
 from harness.types import Document
@@ -415,7 +415,7 @@ def _source_answer(c: Candidate, gen: Generator) -> Candidate:
     if not answer:
         why = f"all in a script its source does not use: {said[:100]!r}"
         return replace(c, dropped_by=["malformed"], reason=f"its answer from its source: {why}")
-    if answer.strip(" .").upper() == NONE_ANSWER:
+    if says_none(answer):
         why = "answered NONE"
     elif points_at_source(answer):
         why = f"its answer points at the text: {answer[:100]!r}"

@@ -199,6 +199,12 @@ def _in_stripped(found: str, passage: str) -> str | None:
     return passage[start:end]
 
 
+def says_none(text: str) -> bool:
+    """True when an answer is NONE alone (any casing, spacing, quotes or a final full
+    stop aside): the model's "nothing here answers it", in every prompt that offers it."""
+    return _norm(text) == "none"
+
+
 def parse_extract(raw: str, passage: str) -> tuple[bool, str]:
     """(answered, evidence) from an extractive answer: NONE (any casing, alone) is
     (False, ""); a copy found verbatim in the passage (spacing, case, quotes and a final
@@ -209,7 +215,7 @@ def parse_extract(raw: str, passage: str) -> tuple[bool, str]:
     text = raw.strip()
     if not text:
         raise MalformedOutput("expected a sentence of the passage or NONE, got nothing")
-    if _norm(text) in ("none", "none."):
+    if says_none(text):
         return False, ""
     found = _norm(text)
     if not found:
