@@ -398,9 +398,10 @@ def _source_answer(c: Candidate, gen: Generator) -> Candidate:
     its label would be a passage that does not answer it. An answer that drifts into a
     script its source does not use is cut there (`clip_script_drift`)."""
     assert c.draft is not None
+    texts = [p.text for p in c.passages]
     try:
         reply = gen.ask(
-            prompts.source_answer_messages(c.draft.question, [p.text for p in c.passages]),
+            prompts.source_answer_messages(c.draft.question, texts),
             max_tokens=prompts.SOURCE_ANSWER_MAX_TOKENS,
             grammar=prompts.object_grammar("answer", max_tokens=prompts.SOURCE_ANSWER_MAX_TOKENS),
         )
@@ -411,7 +412,7 @@ def _source_answer(c: Candidate, gen: Generator) -> Candidate:
     if not isinstance(said, str) or not said.strip():
         why = CUT_OFF if cut_off(reply) else "no answer in the reply"
         return replace(c, dropped_by=["malformed"], reason=f"its answer from its source: {why}")
-    answer = clip_script_drift(" ".join(said.split()), [p.text for p in c.passages])
+    answer = clip_script_drift(" ".join(said.split()), texts)
     if not answer:
         why = f"all in a script its source does not use: {said[:100]!r}"
         return replace(c, dropped_by=["malformed"], reason=f"its answer from its source: {why}")
