@@ -126,7 +126,8 @@ screenshots: install-models browser
 # false-positive rates and a cut on P(yes), per criterion). quickstart.toml applies the
 # file, so the quick-start's trust line rests on it. Redo after changing the judge's
 # model, prompt or mode (a calibration of another judge is not applied). About 20
-# minutes on 2 cores from a cold cache (107 candidates, 382 generation calls, then the exam).
+# minutes on 2 cores from a cold cache (120 candidates, about 500 generation calls, then
+# the exam).
 quickstart-calibration: install-models
 	$(BIN)/harness generate experiments/quickstart.toml --n 40 --seed 0 \
 	  --out questions/handbook-generated.jsonl
