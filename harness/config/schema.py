@@ -425,7 +425,9 @@ class GenerateConfig:
     quick-start handbook (40 kept of 75 tried), so at 1.5 a run kept half the questions
     asked on web passages."""
     temperature: float = 0.7
-    """Sampling temperature of the generation calls."""
+    """Sampling temperature of the writing calls (summary, question, rewrite). Every
+    check (the critique, the answer from the source, the closed-book and unanswerable
+    checks) is asked at temperature 0: the model's most likely answer, not a draw."""
     model: str = ""
     """Model of a separate generation endpoint; empty uses the judge's endpoint and model
     (the local model when the judge has none)."""

@@ -131,27 +131,42 @@ class Generator:
         this generator sends grammars to)."""
         return self.grammar
 
-    def key(self, messages: list[dict[str, str]], max_tokens: int) -> str:
+    def key(self, messages: list[dict[str, str]], max_tokens: int, check: bool = False) -> str:
         """The cache key of one request: prompt version, model, messages, sampling, seed."""
+        temperature = 0.0 if check else self.temperature
         blob = json.dumps(
-            [PROMPT_VERSION, self.identity, messages, max_tokens, self.temperature, self.seed],
+            [PROMPT_VERSION, self.identity, messages, max_tokens, temperature, self.seed],
             sort_keys=True,
         )
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    def cached(self, messages: list[dict[str, str]], max_tokens: int) -> str | None:
+    def cached(
+        self, messages: list[dict[str, str]], max_tokens: int, check: bool = False
+    ) -> str | None:
         """The cached reply to this request, without calling (None: not cached)."""
         if self.cache is None:
             return None
-        return self.cache.get(self.key(messages, max_tokens))
+        return self.cache.get(self.key(messages, max_tokens, check))
 
     def ask(
-        self, messages: list[dict[str, str]], *, max_tokens: int, grammar: str | None = None
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        grammar: str | None = None,
+        check: bool = False,
     ) -> str:
         """The reply text, from the cache or one paid call (kept in the cache). Raises
         ChatFailed when the call still fails after the client's retries, and
-        JudgeUnavailable once calls have failed `max_consecutive_failures` times in a row."""
-        hit = self.cached(messages, max_tokens)
+        JudgeUnavailable once calls have failed `max_consecutive_failures` times in a row.
+
+        `check` asks at temperature 0: a filter's question (a critique score, "is it
+        answered?", the source's answer) takes the model's most likely reply, where the
+        writing calls sample at `temperature` for varied questions. Sampled at 0.7 (and
+        no seed sent to the server), a yes the model holds at 60% comes out no about one
+        time in three, and a run from a cold cache filtered differently."""
+        temperature = 0.0 if check else None
+        hit = self.cached(messages, max_tokens, check)
         if hit is not None:
             self.stats.hit()
             return hit
@@ -161,7 +176,10 @@ class Generator:
             raise JudgeUnavailable(self._down)
         try:
             reply = self.client.chat(
-                messages, max_tokens=max_tokens, grammar=grammar if self.grammar else None
+                messages,
+                max_tokens=max_tokens,
+                grammar=grammar if self.grammar else None,
+                temperature=temperature,
             )
         except ChatFailed as exc:
             c = exc.cost
@@ -171,7 +189,7 @@ class Generator:
         self._streak.answered()
         self.stats.book(reply.cost.calls, reply.cost.prompt_tokens, reply.cost.completion_tokens)
         if self.cache is not None:
-            self.cache.put(self.key(messages, max_tokens), reply.text)
+            self.cache.put(self.key(messages, max_tokens, check), reply.text)
         return reply.text
 
     def _count_failure(self, error: str) -> None:

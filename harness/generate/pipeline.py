@@ -13,7 +13,8 @@
    critique (`critique`); for unanswerable questions, the corpus's nearest passages
    (BM25 over all of it) must be on its topic and not answer it, and the model must find
    no sentence of them to copy as the answer. The first filter failed is why it is
-   dropped.
+   dropped. Every filter's question to the model is asked at temperature 0
+   (`Generator.ask`'s `check`); the writing calls sample at `generate.temperature`.
 3. Drop near-duplicates among the survivors (`dedup`), in candidate order.
 4. Candidates are taken in rounds (n first, then enough for what is still missing at
    the share kept so far; a type below its share takes the spare candidates of the
@@ -230,9 +231,10 @@ count as the same answer."""
 def _ask_json(
     gen: Generator, messages: list[dict[str, str]], max_tokens: int, grammar: str
 ) -> dict[str, Any] | None:
-    """The JSON object of one reply (None when there is none); ChatFailed propagates.
-    `grammar` holds a local server to the object's shape (prompts.object_grammar)."""
-    return _json_object(gen.ask(messages, max_tokens=max_tokens, grammar=grammar))
+    """The JSON object of one check's reply (None when there is none; asked at
+    temperature 0, `Generator.ask`'s `check`); ChatFailed propagates. `grammar` holds a
+    local server to the object's shape (prompts.object_grammar)."""
+    return _json_object(gen.ask(messages, max_tokens=max_tokens, grammar=grammar, check=True))
 
 
 def _ask_draft(
@@ -404,6 +406,7 @@ def _source_answer(c: Candidate, gen: Generator) -> Candidate:
             prompts.source_answer_messages(c.draft.question, texts),
             max_tokens=prompts.SOURCE_ANSWER_MAX_TOKENS,
             grammar=prompts.object_grammar("answer", max_tokens=prompts.SOURCE_ANSWER_MAX_TOKENS),
+            check=True,
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"answer failed: {exc.error}")
@@ -470,6 +473,7 @@ def _quoted(c: Candidate, gen: Generator, near: Sequence[str]) -> Candidate:
             prompts.quote_messages(c.draft.question, shown),
             max_tokens=extract_max_tokens(sentences),
             grammar=grammar_extract(sentences) if sentences else None,
+            check=True,
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"answered check failed: {exc.error}")
@@ -518,6 +522,7 @@ def process(
             _crit_messages(c, draft, settings, criteria),
             max_tokens=CRITIQUE_MAX_TOKENS,
             grammar=prompts.critique_grammar(criteria),
+            check=True,
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"critique failed: {exc.error}")
@@ -1101,7 +1106,7 @@ def estimate_generation(
             crit = _crit_messages(
                 c, draft, settings, _crit_criteria(c, critic_criteria(settings, gen))
             )
-            if gen.cached(crit, CRITIQUE_MAX_TOKENS) is None:
+            if gen.cached(crit, CRITIQUE_MAX_TOKENS, check=True) is None:
                 calls += 1
                 p_tok += prompt_tokens(crit)
                 c_tok += CRITIQUE_MAX_TOKENS

@@ -288,13 +288,14 @@ class ChatClient:
         max_tokens: int,
         grammar: str | None = None,
         top_logprobs: int = 5,
+        temperature: float | None = None,
     ) -> dict[str, Any]:
         """The JSON body of a chat completion request, as `achat` posts it (and a batch
-        file carries it: `harness.judge.batch`)."""
+        file carries it: `harness.judge.batch`); `temperature` None is the client's."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
-            "temperature": self.temperature,
+            "temperature": self.temperature if temperature is None else temperature,
             "max_tokens": max_tokens,
         }
         if self.logprobs:
@@ -313,11 +314,18 @@ class ChatClient:
         max_tokens: int,
         grammar: str | None = None,
         top_logprobs: int = 5,
+        temperature: float | None = None,
     ) -> Reply:
         """`achat` for a caller without an event loop: run on the loop of
         `harness.llm.aio`, waited for here (from any thread but the loop's own)."""
         return aio.run(
-            self.achat(messages, max_tokens=max_tokens, grammar=grammar, top_logprobs=top_logprobs)
+            self.achat(
+                messages,
+                max_tokens=max_tokens,
+                grammar=grammar,
+                top_logprobs=top_logprobs,
+                temperature=temperature,
+            )
         )
 
     async def achat(
@@ -327,6 +335,7 @@ class ChatClient:
         max_tokens: int,
         grammar: str | None = None,
         top_logprobs: int = 5,
+        temperature: float | None = None,
     ) -> Reply:
         """One answer from the endpoint, retrying rate limits (429, honouring Retry-After),
         timeouts, connection drops, 5xx and malformed 200 answers up to `max_retries`
@@ -334,12 +343,17 @@ class ChatClient:
         cost; a connection that never worked raises `JudgeUnavailable`.
 
         `grammar` (a GBNF grammar) is sent to llama.cpp servers, which constrain the
-        answer to it; other endpoints may reject the unknown field. Requests go over the
+        answer to it; other endpoints may reject the unknown field. `temperature`
+        overrides the client's for this request. Requests go over the
         kept connections of `harness.llm.http` on the loop of `harness.llm.aio`, without
         the SDK's per-request work (its request transform and response models cost about
         3 ms of CPU a request); errors are the SDK's exception types."""
         body = self.request_body(
-            messages, max_tokens=max_tokens, grammar=grammar, top_logprobs=top_logprobs
+            messages,
+            max_tokens=max_tokens,
+            grammar=grammar,
+            top_logprobs=top_logprobs,
+            temperature=temperature,
         )
         if not self._url:  # a local server started on demand: before the call's clock
             await asyncio.to_thread(self._started)

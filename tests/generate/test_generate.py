@@ -35,10 +35,10 @@ from harness.generate.critique import (
 from harness.generate.dedup import near_duplicates
 from harness.generate.pipeline import NEAREST, corpus_bm25, plan
 from harness.generate.sampler import corpus_windows
-from harness.llm.client import ChatClient
+from harness.llm.client import ChatClient, Reply
 from harness.metrics.source import source_hit, source_metrics, source_mrr
 from harness.testing import Act, FakeOpenAI
-from harness.types import Chunk, CriterionVerdict, Document, SourceSpan, Verdict
+from harness.types import Chunk, Cost, CriterionVerdict, Document, SourceSpan, Verdict
 
 WORDS = [
     "alpha",
@@ -794,3 +794,31 @@ def test_judge_exam_rates_and_calibration_input(tmp_path):
     qrels = read_qrels(tmp_path / "q" / "generated.exam.qrels.tsv")
     grades = [g for _, g in labelled_hits([run], qrels)]
     assert sorted(grades) == [0] * (len(items) // 2) + [2] * (len(items) // 2)
+
+
+class _Recording:
+    """A chat client that answers "ok" and records the temperature each call asked for."""
+
+    def __init__(self) -> None:
+        self.temperatures: list[float | None] = []
+
+    def chat(self, messages, *, max_tokens, grammar=None, temperature=None):
+        self.temperatures.append(temperature)
+        return Reply(text="ok", tokens=[], cost=Cost(calls=1))
+
+
+def test_checks_ask_at_temperature_zero_and_writing_calls_sample(tmp_path):
+    """A filter's question (`check=True`) goes out at temperature 0 and is cached apart
+    from the same prompt sampled at the generator's temperature (None: the client's);
+    the request body carries the override, and only it."""
+    client = _Recording()
+    gen = Generator(client, "fake", ReplyCache(tmp_path / "g.sqlite"), seed=0, temperature=0.7)
+    messages = [{"role": "user", "content": "Is it answered?"}]
+    gen.ask(messages, max_tokens=4, check=True)
+    gen.ask(messages, max_tokens=4)
+    gen.ask(messages, max_tokens=4, check=True)  # from the cache
+    assert client.temperatures == [0.0, None]
+    assert gen.key(messages, 4, check=True) != gen.key(messages, 4)
+    chat = ChatClient(base_url="http://127.0.0.1:9", model="m", api_key="", temperature=0.7)
+    assert chat.request_body(messages, max_tokens=4)["temperature"] == 0.7
+    assert chat.request_body(messages, max_tokens=4, temperature=0.0)["temperature"] == 0.0
