@@ -164,7 +164,12 @@ class Generator:
         answered?", the source's answer) takes the model's most likely reply, where the
         writing calls sample at `temperature` for varied questions. Sampled at 0.7 (and
         no seed sent to the server), a yes the model holds at 60% comes out no about one
-        time in three, and a run from a cold cache filtered differently."""
+        time in three, and a run from a cold cache filtered differently. Greedy is not
+        bit-exact either: the local server's batched arithmetic differs with what else
+        it is running, so a near tie can still go either way between cold runs (two
+        cold `--n 6` runs on the handbook scored one same question's groundedness 4 and
+        5). Sending the server a seed as well did not make such runs write the same
+        questions, so it is not sent."""
         temperature = 0.0 if check else None
         hit = self.cached(messages, max_tokens, check)
         if hit is not None:
