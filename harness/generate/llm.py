@@ -163,8 +163,9 @@ class Generator:
         `check` asks at temperature 0: a filter's question (a critique score, "is it
         answered?", the source's answer) takes the model's most likely reply, where the
         writing calls sample at `temperature` for varied questions. Sampled at 0.7 (and
-        no seed sent to the server), a yes the model holds at 60% comes out no about one
-        time in three, and a run from a cold cache filtered differently. Greedy is not
+        no seed sent to the server), a yes the model holds at 60% would come out no
+        about one time in three (0.6 and 0.4 raised to 1/0.7 and renormalised: 0.64 and
+        0.36), and a run from a cold cache filtered differently. Greedy is not
         bit-exact either: the local server's batched arithmetic differs with what else
         it is running, so a near tie can still go either way between cold runs (two
         cold `--n 6` runs on the handbook scored one same question's groundedness 4 and

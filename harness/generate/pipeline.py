@@ -460,8 +460,8 @@ def _quoted(c: Candidate, gen: Generator, near: Sequence[str]) -> Candidate:
     without markdown markup; a local server's grammar allows only their sentences or
     NONE). A sentence found in them drops the question and is its reason (its first
     120 characters); NONE or a sentence of the model's own keeps it. Asked only whether a
-    passage answers, the local model said no for 10 of 27 handbook questions the
-    handbook answers ("vpn access to internal systems"); asked for the sentence, it
+    passage answers (sampled at 0.7 then, as every check was), the local model said no
+    for 10 of 27 handbook questions the handbook answers ("vpn access to internal systems"); asked for the sentence, it
     copied one for 5 of those 10 ("Your line manager approves claims up to £1,000"),
     and answered NONE for both of 2 it does not answer (questions of earlier runs, read
     against the handbook by hand)."""
@@ -1057,7 +1057,11 @@ def estimate_generation(
     overlap rewrite (one more call for a question that copies its passage) is not
     counted: how many need one is known only after asking. Nor is a cached candidate
     that a run may ask as a spare of another type (`short_types_round`): it is taken as
-    cached whole, like every cached candidate."""
+    cached whole, like every cached candidate. So, in the query style, is a candidate
+    whose summary is cached though its checks are not: a cache written before the checks
+    were asked at temperature 0 (`Generator.ask`'s `check`) holds the writing calls
+    only, and a run pays the checks again (its critique, answer from the source and
+    closed-book or corpus checks: 241 calls for the quick-start's 120 candidates)."""
     from harness.judge import judge_cost
     from harness.pipeline.prepare import default_cache_dir, load_corpus
 
