@@ -459,12 +459,12 @@ def _quoted(c: Candidate, gen: Generator, near: Sequence[str]) -> Candidate:
     through: the sentence of the nearest passages that answers it, or NONE (shown
     without markdown markup; a local server's grammar allows only their sentences or
     NONE). A sentence found in them drops the question and is its reason (its first
-    120 characters); NONE or a sentence of the model's own keeps it. Asked only whether a
-    passage answers (sampled at 0.7 then, as every check was), the local model said no
-    for 10 of 27 handbook questions the handbook answers ("vpn access to internal systems"); asked for the sentence, it
-    copied one for 5 of those 10 ("Your line manager approves claims up to £1,000"),
-    and answered NONE for both of 2 it does not answer (questions of earlier runs, read
-    against the handbook by hand)."""
+    120 characters); NONE or a sentence of the model's own keeps it. Asked only whether
+    a passage answers (sampled at 0.7 then, as every check was), the local model said no
+    for 10 of 27 handbook questions the handbook answers ("vpn access to internal
+    systems"); asked for the sentence, it copied one for 5 of those 10 ("Your line
+    manager approves claims up to £1,000"), and answered NONE for both of 2 it does not
+    answer (questions of earlier runs, read against the handbook by hand)."""
     assert c.draft is not None
     shown = [strip_markdown(text).text for text in near]
     sentences = [s for text in shown for s in split_sentences(text)]
