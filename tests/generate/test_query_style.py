@@ -729,6 +729,29 @@ def test_a_query_naming_the_search_is_dropped_unless_its_source_does(tmp_path):
         "box": _doc_text("box", 1, "MARK-SEARCHBOX"),
         "engine": _doc_text("engine", 1, "MARK-SEARCHBOX").replace(
             " is ", " is a search engine ", 1
+def test_no_prompt_names_a_search_engine_for_the_model_to_echo():
+    """The system message said "test questions for a search engine" and the model wrote
+    that search engine into 21 of 36 queries on a documentation corpus."""
+    from harness.generate import prompts
+
+    passages, summary = ["Leave: 27 days."], "Leave policy: 27 days a year."
+    messages = [
+        prompts.generation_messages("simple", passages, 2),
+        prompts.critique_messages("annual leave days", "27", passages, "staff"),
+        prompts.unanswerable_critique_messages("leave in 2030", "Leave", "staff", ("usefulness",)),
+        prompts.summary_messages(passages),
+        prompts.query_messages("simple", summary, ["how many days off"], 2),
+        prompts.source_answer_messages("annual leave days", passages),
+        prompts.unanswerable_query_messages(summary, ["how many days off"], 2),
+        prompts.rewrite_messages("leave 27 days", "27"),
+        prompts.closed_book_messages("annual leave days"),
+        prompts.quote_messages("leave in 2030", passages),
+        prompts.answered_messages("leave in 2030", passages),
+    ]
+    for message in (m for ms in messages for m in ms):
+        assert "search engine" not in message["content"].lower(), message
+
+
         ),
     }
     report, kept, _ = _run(tmp_path, docs, 4, types=("simple",))
