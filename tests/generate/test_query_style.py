@@ -664,6 +664,9 @@ def test_qualified_references_pass(question):
         "What is the text about?",
         "What does the summary say?",
         "What does the section say about overtime?",
+        # kept by a handbook run before "by" and the table were in the rules
+        "What types of leave are covered by the document?",
+        "What is the table about?",
         # lower case, the verb after an auxiliary: not a name
         "how much does the product cost in euros",
         "what does the author say about love",
@@ -697,6 +700,9 @@ def test_questions_that_lean_on_their_source_are_caught(question):
         "How long does it take to boil an egg?",
         "How far is it from Paris to London?",
         "What does it cost to renew a US passport?",
+        # "by" and "table" that do not point at a text
+        "what is covered by home insurance",
+        "what is the periodic table about",
     ],
 )
 def test_stand_alone_questions_pass_the_rules(question):
@@ -723,12 +729,6 @@ def test_queries_that_name_the_search_are_caught(question, passage, named):
     assert names_the_search(question, [passage]) == named
 
 
-def test_a_query_naming_the_search_is_dropped_unless_its_source_does(tmp_path):
-    docs = {
-        "plain-a": _doc_text("plain-a", 2),
-        "box": _doc_text("box", 1, "MARK-SEARCHBOX"),
-        "engine": _doc_text("engine", 1, "MARK-SEARCHBOX").replace(
-            " is ", " is a search engine ", 1
 def test_no_prompt_names_a_search_engine_for_the_model_to_echo():
     """The system message said "test questions for a search engine" and the model wrote
     that search engine into 21 of 36 queries on a documentation corpus."""
@@ -752,6 +752,12 @@ def test_no_prompt_names_a_search_engine_for_the_model_to_echo():
         assert "search engine" not in message["content"].lower(), message
 
 
+def test_a_query_naming_the_search_is_dropped_unless_its_source_does(tmp_path):
+    docs = {
+        "plain-a": _doc_text("plain-a", 2),
+        "box": _doc_text("box", 1, "MARK-SEARCHBOX"),
+        "engine": _doc_text("engine", 1, "MARK-SEARCHBOX").replace(
+            " is ", " is a search engine ", 1
         ),
     }
     report, kept, _ = _run(tmp_path, docs, 4, types=("simple",))
@@ -772,6 +778,7 @@ def test_no_prompt_names_a_search_engine_for_the_model_to_echo():
         ("this document", True),
         ("search engine document about guidelines for software quotes", True),
         ("Passages contain the answer", True),
+        ("Passage 1", True),
         ("Liquid Lanolin is a moisturizer for dry skin.", False),
         ("27 days of paid leave", False),
         ("Text messages are not monitored", False),
