@@ -125,7 +125,7 @@ screenshots: install-models browser
 # handbook by the local model, then the local judge graded on it (its true- and
 # false-positive rates and a cut on P(yes), per criterion). quickstart.toml applies the
 # file, so the quick-start's trust line rests on it. Redo after changing the judge's
-# model, prompt or mode (a calibration of another judge is not applied). About 20
+# model, prompt or mode (a calibration of another judge is not applied). About 25
 # minutes on 2 cores from a cold cache (120 candidates, about 500 generation calls, then
 # the exam).
 quickstart-calibration: install-models
