@@ -399,10 +399,11 @@ _NAMES_THE_SEARCH = re.compile(r"\bsearch\s+(?:engines?|quer(?:y|ies)|box(?:es)?
 def names_the_search(question: str, passages: Sequence[str]) -> str | None:
     """The words of a query that name the search it is typed into ("search engine",
     "search query", "search box") when its source passages never mention one, else None:
-    the writing model echoes its own prompt ("test questions for a search engine"), as in
-    4 of 40 kept handbook queries ("how do i submit a claim to a search engine?", "what is
-    the search query for release planning documents"). No user types that into the box,
-    and it names nothing the documents are about."""
+    the writing model echoes its prompt. While the system message said "test questions
+    for a search engine" (`prompts.SYSTEM` no longer does), it did so in 4 of 40 kept
+    handbook queries ("how do i submit a claim to a search engine?", "what is the search
+    query for release planning documents"); the query prompts still say "search query".
+    No user types that into the box, and it names nothing the documents are about."""
     m = _NAMES_THE_SEARCH.search(question)
     if m is None or any(_NAMES_THE_SEARCH.search(p) for p in passages):
         return None
