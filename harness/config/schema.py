@@ -312,7 +312,9 @@ class OverlapRange:
 
 @dataclass(frozen=True)
 class SpaceConfig:
-    """The search space of a sweep. An empty list keeps the experiment's own value."""
+    """The search space of a sweep. An empty list keeps the experiment's own value; a
+    sweep over a space of one setting (no `[sweep.space]`, or one value per dimension) is
+    refused."""
 
     chunk_size: tuple[int, ...] = ()
     """Chunk sizes to try."""
@@ -334,11 +336,14 @@ class SweepConfig:
     """`[sweep]`: how `harness sweep` searches the space (Optuna)."""
 
     trials: int = 20
-    """Finished trials (complete or pruned) to reach; `--trials` overrides it."""
+    """Finished trials (complete or pruned) to reach; `--trials` overrides it. A grid
+    stops when it has visited the whole space."""
     seed: int = 0
     """Seeds the sampler (a shared sweep's workers draw their own start-up trials)."""
     sampler: str = "tpe"
-    """`tpe` (Optuna's TPE, seeded) or `grid` (every combination, for small spaces)."""
+    """`tpe` (Optuna's TPE, seeded) or `grid` (every combination, for small spaces). A
+    space of no more settings than `trials` runs as a grid either way (TPE would repeat
+    settings and miss others), and sweep.json says so."""
     objective: tuple[str, ...] = ("soft_mrr@k",)
     """One or two metric ids; `@k` means at each trial's own k, `@3` at a fixed k. Two ids
     (e.g. mrr@k and context_chars@k) give a Pareto front. The default, soft_mrr@k (MRR

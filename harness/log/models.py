@@ -319,6 +319,9 @@ class SamplerSpec:
     """tpe or grid."""
     seed: int
     """The sampler's seed."""
+    reason: str = ""
+    """Why the sweep runs another sampler than the experiment's `sweep.sampler` (a space
+    no larger than the trials asked runs as a grid); empty when it runs that one."""
 
 
 @dataclass(frozen=True)
@@ -481,7 +484,8 @@ class SweepSummary:
     """The Optuna storage URL, its password replaced by ***."""
     study_name: str
     n_trials_requested: int
-    """sweep.trials of the experiment."""
+    """The finished trials the sweep was asked for (sweep.trials, or --trials), no more
+    than a grid holds."""
     counts: TrialCounts
     best: list[BestTrial]
     stats: SweepStats
@@ -510,8 +514,8 @@ class SweepSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object written to sweep.json (pid, host, recommendation, importances
-        and their note, warnings, and the batch stats only where recorded, so an older
-        sweep.json reads back the same)."""
+        and their note, warnings, the batch stats and the sampler's reason only where
+        recorded, so an older sweep.json reads back the same)."""
         d = plain(self)
         d["best"] = [b.to_dict() for b in self.best]
         for key in ("pid", "host", "recommendation", "importances_note"):
@@ -523,6 +527,8 @@ class SweepSummary:
         for key in ("batch_verdicts", "batch_cost_usd"):  # only a batch sweep's
             if not d["stats"][key]:
                 d["stats"].pop(key)
+        if not d["sampler"]["reason"]:
+            d["sampler"].pop("reason")
         order = ("log_version", "sweep_id", "status", "updated_at", "error", "experiment")
         return {**{k: d[k] for k in order}, **{k: v for k, v in d.items() if k not in order}}
 

@@ -245,6 +245,8 @@ def format_sweep_estimate(est: dict[str, Any], max_rows: int = 20) -> str:
         f"prompt tokens: at most {est['prompt_tokens_max']}; "
         f"completion tokens at most {est['completion_tokens_max']}",
     ]
+    if est.get("sampler_reason"):
+        lines.insert(1, f"  {est['sampler']}: {est['sampler_reason']}")
     if "cost_usd_max" in est:
         lines.append(f"cost: at most ${est['cost_usd_max']:.4f}")
     if "batch_cost_usd_max" in est:
@@ -352,6 +354,8 @@ def format_sweep(
         f"sampler {summary.sampler.name} seed {summary.sampler.seed}",
         f"{'trial':>5}  {'state':<8}  {'values':<16}{head_hard}  params",
     ]
+    if summary.sampler.reason:
+        lines.insert(1, f"  {summary.sampler.name}: {summary.sampler.reason}")
     for t in trials:
         params = " ".join(f"{k}={v}" for k, v in t.params.items())
         note = f"  ({t.error})" if t.error else ""

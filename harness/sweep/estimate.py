@@ -14,7 +14,7 @@ from harness.pipeline import default_cache_dir, judged_pairs
 from harness.pipeline.estimate import by_question
 from harness.pipeline.run import lazy_plan
 from harness.sweep.space import SearchSpace
-from harness.sweep.study import with_lazy_default
+from harness.sweep.study import plan_sampler, with_lazy_default
 
 
 def estimate_sweep(
@@ -27,7 +27,9 @@ def estimate_sweep(
 
     Every setting of the space is retrieved (free with the local embedder or a cached
     index, see `judged_pairs`) and its open verdicts counted against the verdict cache.
-    Optuna picks which settings run, so the figure is a bound, the smaller of:
+    `trials` is what the sweep would run (`plan_sampler`: a space no larger than the
+    trials asked runs as a grid, each setting once). Optuna picks which settings run, so
+    the figure is a bound, the smaller of:
     the `trials` most expensive settings each paying all their open pairs, and (pointwise
     or both modes, real pairs) every open pair of the whole space paid once, since the
     cache never pays a verdict twice. Pruning only lowers it. `no_cache_calls_max` is
@@ -35,9 +37,12 @@ def estimate_sweep(
     is what judging the whole space through a batch API would cost (judge.batch: every
     open pair of every setting, at judge.batch_discount of the online price).
     """
+    grid_trials = SearchSpace(config).check()
     check_endpoint(config.judge, config.path or "<experiment>")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    n_trials = trials if trials is not None else config.sweep.trials
+    config, n_trials, reason = plan_sampler(
+        config, trials if trials is not None else config.sweep.trials, grid_trials
+    )
     space = SearchSpace(config)
     settings_list = space.enumerate()
     with judge_estimator(config.judge, cache) as estimate:
@@ -54,6 +59,7 @@ def estimate_sweep(
     est: dict[str, Any] = {
         "trials": n_trials,
         "sampler": config.sweep.sampler,
+        **({"sampler_reason": reason} if reason else {}),
         "mode": config.judge.effective_mode,
         "exact_pairs": exact,
         "settings_in_space": len(settings_list),

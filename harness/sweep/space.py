@@ -15,6 +15,7 @@ from typing import Any
 import optuna
 
 from harness.config import ExperimentConfig, embedder_id, parse_embedder_id
+from harness.errors import ConfigError
 
 Choose = Callable[[str, Sequence[Any]], Any]
 """Picks one of a dimension's values: `choose(name, values)`."""
@@ -99,11 +100,26 @@ class SearchSpace:
         except NoOverlap as exc:
             raise optuna.TrialPruned(str(exc)) from None
 
-    def enumerate(self) -> list[dict[str, Any]]:
-        """Every setting the space holds, in the order a grid visits them."""
+    def enumerate(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Every setting the space holds, in the order a grid visits them (with `limit`,
+        no more than `limit + 1` of them: enough to tell whether it holds more)."""
+        return self._walk(limit)[0]
+
+    def grid_trials(self) -> int:
+        """The trials a grid takes to visit the whole space: every setting, and one
+        (pruned) for each chunk size no overlap of the searched range fits."""
+        listed, dead_ends = self._walk(None)
+        return len(listed) + dead_ends
+
+    def _walk(self, limit: int | None) -> tuple[list[dict[str, Any]], int]:
+        """The settings in grid order, and the chunk sizes that leave no overlap."""
         out: list[dict[str, Any]] = []
+        dead_ends = 0
 
         def explore(prefix: list[int]) -> None:
+            nonlocal dead_ends
+            if limit is not None and len(out) > limit:
+                return
             depth = 0
 
             def choose(name: str, values: Sequence[Any]) -> Any:
@@ -119,10 +135,36 @@ class SearchSpace:
                 for i in range(branch.n):
                     explore([*prefix, i])
             except NoOverlap:
-                pass
+                dead_ends += 1
 
         explore([])
-        return out
+        return out, dead_ends
+
+    def check(self) -> int:
+        """The trials a grid takes over the space (`grid_trials`), refused with one line
+        naming the experiment file when the space holds fewer than two settings: every
+        trial would run the same one (no `[sweep.space]`, or one value per dimension), or
+        none fits."""
+        listed = self.enumerate(limit=1)
+        where = self.config.path or "<experiment>"
+        if not listed:
+            o = self.config.sweep.space.chunk_overlap
+            span = f" {o.low}..{o.high}" if o is not None else ""
+            raise ConfigError(
+                where,
+                "sweep.space",
+                f"no setting fits: no chunk_overlap{span} lies below a chunk_size searched",
+            )
+        if len(listed) == 1:
+            only = " ".join(f"{k}={v}" for k, v in listed[0].items())
+            raise ConfigError(
+                where,
+                "sweep.space",
+                f"searches nothing, so every trial would run {only}; give a dimension two "
+                "or more values, e.g. chunk_size = [400, 800, 1200] and k = [2, 3, 4] "
+                "(harness run runs one setting)",
+            )
+        return self.grid_trials()
 
     def baseline(self) -> dict[str, Any] | None:
         """The experiment's own settings on the searched dimensions, or None when one of

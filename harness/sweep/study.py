@@ -107,6 +107,33 @@ def _sampler(config: ExperimentConfig, parallel: bool = False) -> optuna.sampler
     return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True)
 
 
+def plan_sampler(
+    config: ExperimentConfig, n_trials: int, grid_trials: int, recorded: SamplerSpec | None = None
+) -> tuple[ExperimentConfig, int, str]:
+    """The sampler a sweep runs, its trial budget and why it is not the experiment's own.
+
+    TPE proposes settings it has tried before, so on a space no larger than the budget
+    it spends trials on repeats and may never try some settings: such a space runs as a
+    grid, each setting once (`grid_trials`, from `SearchSpace.check`). A grid's budget is
+    at most what it holds (more would only repeat settings). `recorded`: the sampler of
+    the sweep being resumed or joined, whose choice stands."""
+    reason = ""
+    if recorded is not None and recorded.reason:
+        reason = recorded.reason
+    elif config.sweep.sampler == "tpe" and grid_trials <= n_trials:
+        reason = (
+            f"the space holds {grid_trials} settings, no more than the {n_trials} trials "
+            "asked: a grid tries each once, where TPE would repeat some and miss others"
+        )
+    if reason:
+        config = dataclasses.replace(
+            config, sweep=dataclasses.replace(config.sweep, sampler="grid")
+        )
+    if config.sweep.sampler == "grid":
+        n_trials = min(n_trials, grid_trials)
+    return config, n_trials, reason
+
+
 def _pruner(config: ExperimentConfig) -> optuna.pruners.BasePruner:
     if config.sweep.pruner == "none" or len(config.sweep.objective) > 1:
         return optuna.pruners.NopPruner()  # Optuna cannot prune multi-objective studies
@@ -213,6 +240,10 @@ class _Sweep:
         self.shared = log.shared
         """Other workers may run trials of this sweep at the same time."""
         self.slots: shared.SlotLock | None = None
+        self.n_trials = config.sweep.trials
+        """The finished trials asked for (--trials or sweep.trials; a grid's at most)."""
+        self.sampler_reason = ""
+        """Why the sampler is not the experiment's own (`plan_sampler`)."""
         self.batch: dict[str, Any] = {}
         """What the sweep's batch jobs cost (judge.batch; harness.judge.batch)."""
 
@@ -227,12 +258,14 @@ class _Sweep:
             config=c.to_dict(),
             objective=list(c.sweep.objective),
             directions=[str(d) for d in directions(c.sweep.objective)],
-            sampler=SamplerSpec(name=c.sweep.sampler, seed=c.sweep.seed),
+            sampler=SamplerSpec(
+                name=c.sweep.sampler, seed=c.sweep.seed, reason=self.sampler_reason
+            ),
             pruner=c.sweep.pruner,
             space=dataclasses.asdict(c.sweep.space),
             storage=redact_url(self.storage_url),
             study_name=self.study_name,
-            n_trials_requested=c.sweep.trials,
+            n_trials_requested=self.n_trials,
             counts=self.book.counts(),
             best=self.book.best(),
             stats=self.book.sweep_stats(self.batch),
@@ -434,7 +467,9 @@ def _check_same_sweep(recorded: SweepSummary, config: ExperimentConfig, where: s
     sweep started with (space, objective, sampler), or the workers would mix two sweeps."""
     c = config
     mine = (dataclasses.asdict(c.sweep.space), list(c.sweep.objective), c.sweep.sampler)
-    theirs = (recorded.space, list(recorded.objective), recorded.sampler.name)
+    # a TPE sweep whose space was small enough runs as a grid (plan_sampler)
+    asked = "tpe" if recorded.sampler.reason else recorded.sampler.name
+    theirs = (recorded.space, list(recorded.objective), asked)
     if mine != theirs:
         raise HarnessError(
             f"{where}: sweep {recorded.sweep_id!r} exists with another space, objective or "
@@ -694,6 +729,7 @@ def run_sweep(
     `heartbeat_s` is how often a PostgreSQL worker signals it lives (a silent one's trial
     reruns after 3 beats).
     """
+    grid_trials = SearchSpace(config).check()  # one line, before anything is made
     if judge is None:
         check_endpoint(config.judge, config.path or "<experiment>")
     shared.check_shareable(storage, workers)
@@ -725,11 +761,17 @@ def run_sweep(
 
         config = resume_config(config, place.sweep_dir)
     log = open_sweep_log(place.storage, place.sweep_dir, db)
+    recorded = None if place.created else log.read().summary.sampler
+    config, n_trials, reason = plan_sampler(
+        config, trials if trials is not None else config.sweep.trials, grid_trials, recorded
+    )
+    if reason and place.created:
+        logger.info("sweep {}: {}", place.sweep_dir.name, reason)
     sweep = _Sweep(config, place, cache, log, progress, _caches(place, db, cache, heartbeat_s))
+    sweep.n_trials, sweep.sampler_reason = n_trials, reason
     if db is not None and place.created and not db.create(sweep.summary(STATUS_RUNNING)):
         place = dataclasses.replace(place, created=False)  # another worker made it just now
     study = _open_study(sweep, place, heartbeat_s)
-    n_trials = trials if trials is not None else config.sweep.trials
     remaining = _start(study, sweep, place, n_trials)
     if workers > 1:
         _run_local_workers(sweep, worker_argv, workers, remaining)

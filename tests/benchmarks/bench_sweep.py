@@ -38,6 +38,7 @@ def main() -> int:
     sets = ['sweep.objective=["mrr@k"]', *args.set]
     config = load_experiment(args.experiment, sets)
     rows = []
+    ran = ""
     with tempfile.TemporaryDirectory(prefix="harness-bench-sweep-") as tmp:
         cache = fresh_cache(Path(tmp))
         paid = 0
@@ -49,6 +50,7 @@ def main() -> int:
             )
             wall = time.perf_counter() - t0
             c, st = log.summary.counts, log.summary.stats
+            ran = f"{log.summary.n_trials_requested} trials ({log.summary.sampler.name})"
             best = log.summary.best[0] if log.summary.best else None
             paid += st.judge_calls
             rows.append(
@@ -70,7 +72,7 @@ def main() -> int:
                 )
             )
     print_table(
-        f"sweep benchmark: {config.name}, {args.trials} trials, seed {config.sweep.seed}, "
+        f"sweep benchmark: {config.name}, {ran}, seed {config.sweep.seed}, "
         f"objective {' & '.join(config.sweep.objective)}",
         (
             "sweep",

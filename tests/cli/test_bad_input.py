@@ -301,6 +301,25 @@ def test_an_objective_above_the_sweeps_k_is_refused_up_front(exp_dir, tmp_path):
     assert run_folders(tmp_path) == []
 
 
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_sweep_over_a_space_of_one_setting_is_refused_up_front(exp_dir, tmp_path, dry_run):
+    """No [sweep.space] (or one value per dimension) would run the same settings in every
+    trial: one line naming the file and sweep.space, and no sweep folder."""
+    args = ["--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]
+    experiment = str(exp_dir / "experiment.toml")  # it has no [sweep] table
+    proc = harness("sweep", experiment, *args, *(["--dry-run"] if dry_run else []))
+    assert_user_error(
+        proc,
+        "experiment.toml",
+        "sweep.space",
+        "searches nothing",
+        "chunk_size=200 chunk_overlap=20",
+    )
+    one_value = ["--set", "sweep.space.k=[3]", "--set", "sweep.space.reranker=['none']"]
+    assert_user_error(harness("sweep", experiment, *one_value, *args), "searches nothing")
+    assert run_folders(tmp_path) == []
+
+
 def test_a_huge_k_in_a_dry_run_is_capped_with_a_warning(exp_dir, tmp_path):
     t0 = time.monotonic()
     # openai embedder without a cached index: the dry run uses k stand-in chunks a question

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import optuna
+import pytest
 
 from harness.config import load_experiment
+from harness.errors import ConfigError
 from harness.sweep import SearchSpace
 from tests.conftest import DATA
 
@@ -59,3 +61,51 @@ def test_trial_config_puts_the_settings_in_place():
     assert (t.chunking.chunk_size, t.chunking.chunk_overlap) == (120, 40)
     assert (t.retrieval.k, t.retrieval.reranker, t.retrieval.fetch_k) == (2, "bm25", 9)
     assert (t.embedder.name, t.embedder.model) == ("openai", "text-embedding-3-large")
+
+
+def test_grid_trials_count_each_chunk_size_no_overlap_fits_once():
+    # 40: overlaps 0, 20; 10: none of 20..60 lies below it (a grid prunes it once)
+    config = load_experiment(
+        SWEEP,
+        ["sweep.space.chunk_size=[10, 40]", "sweep.space.chunk_overlap={low=20, high=60, step=20}"],
+    )
+    space = SearchSpace(config)
+    assert len(space.enumerate()) == 1 * 2  # overlap 20 below 40, k 2 | 3
+    assert space.grid_trials() == 3
+    study = optuna.create_study(sampler=optuna.samplers.BruteForceSampler(seed=0))
+    study.optimize(lambda t: space.suggest(t) and 0.0, n_trials=10)  # the grid stops itself
+    assert len(study.trials) == space.grid_trials()
+
+
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        (
+            [
+                "sweep.space.chunk_size=[200]",
+                "sweep.space.k=[3]",
+                "sweep.space.chunk_overlap={low=20, high=20, step=20}",
+            ],
+            "searches nothing",
+        ),
+        (["sweep.space.chunk_size=[10]", "sweep.space.k=[3]"], "searches nothing"),  # overlap 0
+        (
+            [
+                "sweep.space.chunk_size=[10, 15]",
+                "sweep.space.chunk_overlap={low=20, high=60, step=20}",
+            ],
+            "no setting fits",
+        ),
+    ],
+)
+def test_a_space_of_fewer_than_two_settings_is_refused_naming_the_file(overrides, expected):
+    config = load_experiment(SWEEP, overrides)
+    with pytest.raises(ConfigError) as err:
+        SearchSpace(config).check()
+    assert err.value.field == "sweep.space" and expected in str(err.value)
+    assert str(err.value).startswith(str(SWEEP))
+
+
+def test_check_returns_the_grid_trials_of_a_space_that_searches():
+    config = load_experiment(SWEEP)
+    assert SearchSpace(config).check() == SearchSpace(config).grid_trials() == 24

@@ -119,13 +119,14 @@ def test_failed_trials_are_recorded_and_the_sweep_goes_on(tmp_path):
 
 
 def test_pruning_stops_a_hopeless_setting_early(tmp_path):
-    # chunk_size 25 cuts every answer apart: no chunk is ever complete, mrr is 0.
+    # chunk_size 25 or 30 cuts every answer apart: no chunk is ever complete, mrr is 0.
+    # (12 settings for 8 trials: TPE; a space no larger than the trials runs as a grid)
     config = load_experiment(
         SWEEP,
         [
             "sweep.trials=8",
-            "sweep.space.chunk_size=[25, 200]",
-            "sweep.space.k=[3]",
+            "sweep.space.chunk_size=[25, 30, 200, 300]",
+            "sweep.space.k=[2, 3, 4]",
             "sweep.space.chunk_overlap={low=0, high=0, step=1}",
             "sweep.batches=[0.34, 0.67, 1.0]",
         ],
@@ -133,7 +134,7 @@ def test_pruning_stops_a_hopeless_setting_early(tmp_path):
     log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
     pruned = [t for t in log.trials if t.state == "pruned"]
     assert pruned, params_of(log)
-    assert all(t.params["chunk_size"] == 25 for t in pruned)
+    assert all(t.params["chunk_size"] < 100 for t in pruned)
     assert all(t.questions_done < 6 for t in pruned)  # stopped before the last batch
     header = json.loads((Path(pruned[0].run_dir) / "header.json").read_text())
     assert header["status"] == "pruned"
@@ -523,3 +524,49 @@ def test_a_sweep_without_warnings_writes_none(tmp_path):
     log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
     assert log.summary.warnings == []
     assert "warnings" not in json.loads((log.sweep_dir / "sweep.json").read_text())
+
+
+def test_a_space_no_larger_than_the_trials_runs_as_a_grid_each_setting_once(tmp_path, capsys):
+    """TPE repeats settings on a small space (20 trials of 8 settings) and may miss some: the
+    sweep runs the grid instead, says why in sweep.json, show and the dry run, and a resume
+    asking for more trials runs nothing again."""
+    overrides = [
+        "sweep.space.chunk_size=[120, 200]",
+        "sweep.space.chunk_overlap={low=0, high=20, step=20}",
+        "sweep.trials=20",
+        "sweep.pruner=none",
+    ]
+    config = load_experiment(SWEEP, overrides)
+    assert config.sweep.sampler == "tpe"
+    space = SearchSpace(config).enumerate()
+    assert len(space) == 2 * 2 * 2  # sizes x overlaps x k
+    cache = tmp_path / "cache"
+    log = run_sweep(config, results_dir=tmp_path, cache_dir=cache, judge=ScriptedJudge())
+    visited = [t.params for t in log.trials]
+    assert sorted(map(str, visited)) == sorted(map(str, space))  # each setting exactly once
+    s = log.summary.to_dict()
+    assert s["sampler"]["name"] == "grid" and "holds 8 settings" in s["sampler"]["reason"]
+    assert s["n_trials_requested"] == 8 and s["status"] == "done"
+    assert main(["show", str(log.sweep_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "sampler grid" in out and "grid: the space holds 8 settings" in out
+    assert main(["report", str(log.sweep_dir)]) == 0
+    capsys.readouterr()
+    page = (log.sweep_dir / "report.html").read_text()
+    assert "grid: the space holds 8 settings" in page
+    again = run_sweep(
+        config,
+        results_dir=tmp_path,
+        cache_dir=cache,
+        trials=30,
+        resume=log.sweep_dir,
+        judge=ScriptedJudge(),
+    )
+    assert len(again.trials) == 8 and again.summary.sampler.name == "grid"
+    # the dry run says the same; a larger space than the trials stays TPE
+    args = ["sweep", str(SWEEP), "--dry-run", "--cache-dir", str(cache)]
+    assert main([*args, *[a for o in overrides for a in ("--set", o)]]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("dry run: 8 trials (grid) over 8 settings\n  grid: the space holds 8")
+    assert main([*args, "--trials", "5"]) == 0
+    assert capsys.readouterr().out.startswith("dry run: 5 trials (tpe) over 24 settings\n")

@@ -696,6 +696,8 @@ class Sampler:
 
     name: str
     seed: int | None
+    reason: str = ""
+    """Why it is not the experiment's own sampler (a small space runs as a grid)."""
 
 
 @dataclass(frozen=True)
@@ -735,7 +737,7 @@ def _sweep_identity(sweep: SweepLog) -> SweepIdentity:
         error=s.error,
         objective=tuple(s.objective),
         directions=tuple(s.directions),
-        sampler=Sampler(s.sampler.name, s.sampler.seed),
+        sampler=Sampler(s.sampler.name, s.sampler.seed, s.sampler.reason),
         pruner=s.pruner,
         trials_requested=s.n_trials_requested,
         counts=TrialCounts(s.counts.complete, s.counts.pruned, s.counts.failed),

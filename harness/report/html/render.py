@@ -368,6 +368,8 @@ def _sweep_summary(page: SweepPage) -> str:
         f"requested</p>",
         f'<p class="muted">{esc(s.sweep_dir)}; updated {esc(s.updated_at)}</p>',
     ]
+    if s.sampler.reason:
+        parts.insert(1, f'<p class="muted">{esc(s.sampler.name)}: {esc(s.sampler.reason)}</p>')
     if s.error:
         parts.append(f'<p class="warn">error: {esc(s.error)}</p>')
     parts += [f'<p class="warn">warning: {esc(w)}</p>' for w in s.warnings]
