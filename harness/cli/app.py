@@ -102,9 +102,10 @@ def _setup_process(verbosity: int) -> None:
     # as Optuna's own optimize loop does with the same warning silenced.
     warnings.filterwarnings("ignore", message=".*fail_stale_trials is experimental")
     # ... and start TPE's multivariate/group modes and RDB heartbeats knowingly, once per
-    # worker process.
+    # worker process, and ask PED-ANOVA for unnormalized importances (normalize=False).
     warnings.filterwarnings(
-        "ignore", message="Argument ``(multivariate|group|heartbeat_interval)`` is an experimental"
+        "ignore",
+        message="Argument ``(multivariate|group|heartbeat_interval|normalize)`` is an experimental",
     )
     # PED-ANOVA warns for every conditional parameter (chunk_overlap per chunk size) seen
     # in fewer than 2 trials; it leaves those out, as the sweep's importances expect.

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
+import optuna
 import pytest
 
 from harness.cli import main
+from harness.cli.app import _setup_process
 from harness.config import load_experiment
 from harness.log import TrialRecord, read_sweep
 from harness.metrics import holm, paired_permutation_p
@@ -205,7 +208,16 @@ def sweep_chars(t: TrialRecord) -> float:
 
 def test_importances_after_a_real_sweep(tmp_path, capsys):
     config = load_experiment(SWEEP, ['sweep.objective=["precision@k"]'])
-    log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        _setup_process(0)  # what `harness sweep` sets up: its warning filters in front
+        log = run_sweep(
+            config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge()
+        )
+    # TPE's group mode and PED-ANOVA's normalize=False are used knowingly: Optuna's notes
+    # that they are experimental are not the user's to read on stderr
+    experimental = optuna.exceptions.ExperimentalWarning
+    assert not [str(w.message) for w in seen if issubclass(w.category, experimental)]
     s = log.summary
     assert s.importances, s.importances_note
     assert all(v >= 0 for v in s.importances.values())
