@@ -571,10 +571,12 @@ def format_compare(comp: Comparison, change_metric: str) -> str:
         f"(intervals: 95% paired bootstrap of the difference to the first run)"
     ]
     lines += [f"  [{i}] {name}" for i, name in enumerate(short)]
+    names = (*METRIC_NAMES, *COUNTS)
+    width = max(18, *(len(f"{m}@{k}") + 1 for m in names))
     lines.append(
-        f"{'metric':<18}" + "".join(f"{'[' + str(i) + ']':>10}" for i in range(len(short)))
+        f"{'metric':<{width}}" + "".join(f"{'[' + str(i) + ']':>10}" for i in range(len(short)))
     )
-    for metric in (*METRIC_NAMES, *COUNTS):
+    for metric in names:
         mk = f"{metric}@{k}"
         cells = []
         for r in comp.runs:
@@ -583,8 +585,9 @@ def format_compare(comp: Comparison, change_metric: str) -> str:
             if v is None and b is not None:
                 cells.append(f"{_bound_cell(b):>10}")
                 continue
-            cells.append(f"{'-':>10}" if v is None else f"{v:>10.3f}" if v < 100 else f"{v:>10.0f}")
-        lines.append(f"{mk:<18}" + "".join(cells))
+            whole = metric in COUNTS or (v is not None and v >= 100)  # counts, characters
+            cells.append(f"{'-':>10}" if v is None else f"{v:>10.0f}" if whole else f"{v:>10.3f}")
+        lines.append(f"{mk:<{width}}" + "".join(cells))
     if any(comp.bounds.values()):
         lines.append(
             "a..b: bounds, not values: lazy judging left chunks unjudged once each question's "
@@ -595,7 +598,7 @@ def format_compare(comp: Comparison, change_metric: str) -> str:
         i = comp.runs.index(d.run)
         sig = "" if d.low <= 0 <= d.high else "  *"
         lines.append(
-            f"[{i}]-[0] {d.metric:<18} {d.mean_diff:+.3f}  [{d.low:+.3f}, {d.high:+.3f}]{sig}"
+            f"[{i}]-[0] {d.metric:<{width}}{d.mean_diff:+.3f}  [{d.low:+.3f}, {d.high:+.3f}]{sig}"
         )
     if comp.changes:
         lines.append(f"\nquestions whose {change_metric}@{k} changed:")

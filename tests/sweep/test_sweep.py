@@ -301,6 +301,14 @@ def test_list_compare_and_show_read_what_sweep_wrote(tmp_path, capsys):
     assert main(["compare", a, b]) == 0
     out = capsys.readouterr().out
     assert "paired bootstrap" in out and "[1]-[0]" in out
+    # one column for the values, however long a metric's name; counts as whole numbers
+    k = comp["k"]
+    table = out.split("\n\n")[0].splitlines()
+    rows = [line for line in table if line.split(" ", 1)[0].endswith(f"@{k}")]
+    assert any(r.startswith(f"relevancy_mrr_found@{k}") for r in rows)
+    assert len({len(r) for r in rows}) == 1  # cells are right-aligned: equal rows
+    failures = next(r for r in rows if r.startswith(f"failures@{k}")).split()[1:]
+    assert all(v.isdigit() for v in failures), failures
 
     assert main(["show", str(log.sweep_dir)]) == 0
     assert "best: trial" in capsys.readouterr().out
