@@ -173,7 +173,7 @@ def format_run_summary(run: RunLog) -> str:
     parts = [
         f"run {h.run_id}: {status}, "
         f"{h.data.get('n_questions', len(run.questions))} questions, "
-        f"{h.data.get('n_chunks', '?')} chunks",
+        f"{h.data.get('n_chunks', '?')} chunks indexed",
         *([headline] if headline else []),
         format_metrics_table(h),
         *_lazy_lines(h),
