@@ -366,7 +366,11 @@ def test_export_config_then_every_command_on_its_output_sends_the_folder_nothing
     assert catcher.url not in text and STOLEN_VAR not in text
     common = ["--cache-dir", str(tmp_path / "c"), "--format", "json"]
     assert main(["run", str(out), "--dry-run", *common]) == 0
-    assert main(["sweep", str(out), "--dry-run", "--trials", "2", *common]) == 0
+    # the exported file runs one setting: a sweep needs a space to search
+    assert main(["sweep", str(out), "--dry-run", *common]) == 2
+    assert "sweep.space: searches nothing" in capsys.readouterr().err
+    space = ["--set", "sweep.space.k=[2, 3]"]
+    assert main(["sweep", str(out), "--dry-run", "--trials", "2", *space, *common]) == 0
     assert main(["generate", str(out), "--dry-run", "--n", "2", *common]) == 0
     with FakeOpenAI(answer_any) as mine:
         # generation for real, with the user's own endpoint: the key goes there only
@@ -443,8 +447,12 @@ def test_sweep_resume_fetches_no_source_url_of_the_folder(tmp_path, capsys):
             assert _resume(log.sweep_dir, tmp_path, *own, *extra) == 2
             line = _error_line(capsys.readouterr().err)
             assert "sweep.json: corpus.sources" in line and "harness sweep FILE --resume" in line
-        # the user's experiment gives the sources
+        # the user's experiment gives the sources (and, as the file a sweep started from
+        # does, a space to search: one of a single setting is refused)
         experiment = _user_experiment(tmp_path, mine.base_url)
+        experiment.write_text(
+            experiment.read_text() + "[sweep.space]\nchunk_size = [120, 200, 300]\nk = [2, 3]\n"
+        )
         assert _resume(log.sweep_dir, tmp_path, str(experiment)) == 0
     assert catcher.requests == 0, catcher.paths
     capsys.readouterr()
