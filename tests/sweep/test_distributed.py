@@ -268,9 +268,17 @@ def test_three_workers_one_killed_mid_trial_finish_the_budget_paying_each_verdic
     db.close()
 
 
-def test_local_workers_share_a_journal_file_and_pay_each_verdict_once(tmp_path, endpoint):
+# TPE asked for 20 trials of the same 12 settings: the sweep runs them as a grid, and the
+# workers, who join it, keep that choice
+TPE_ON_A_SMALL_SPACE = [
+    "sweep.sampler=tpe" if i.startswith("sweep.sampler") else i for i in GRID if "trials" not in i
+] + ["sweep.trials=20"]
+
+
+@pytest.mark.parametrize("search", [GRID, TPE_ON_A_SMALL_SPACE], ids=["grid", "tpe-small-space"])
+def test_local_workers_share_a_journal_file_and_pay_each_verdict_once(tmp_path, endpoint, search):
     args = [str(SWEEP), "--workers", "2", *endpoint.sets()]
-    for item in GRID:
+    for item in search:
         args += ["--set", item]
     p = worker(tmp_path, "w", "one-key-for-both-2291", args)
     assert p.wait(timeout=300) == 0, (tmp_path / "w.log").read_text()
@@ -283,6 +291,9 @@ def test_local_workers_share_a_journal_file_and_pay_each_verdict_once(tmp_path, 
     assert len(finished) == 12 and log.summary.status == "done", (
         why or (tmp_path / "w.log").read_text()[-4000:]
     )
+    assert len({json.dumps(t.params, sort_keys=True) for t in finished}) == 12  # each once
+    assert log.summary.sampler.name == "grid" and log.summary.n_trials_requested == 12
+    assert bool(log.summary.sampler.reason) == (search is TPE_ON_A_SMALL_SPACE)
     st = log.summary.stats
     # both workers' trials are in the summary, and nothing was paid twice
     assert st.judge_calls == sum(endpoint.answered.values()) == st.distinct_verdicts
