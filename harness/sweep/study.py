@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import math
 import os
 import secrets
@@ -37,7 +38,7 @@ from typing import Any
 import optuna
 from loguru import logger
 
-from harness.config import ExperimentConfig
+from harness.config import ExperimentConfig, SpaceConfig
 from harness.errors import HarnessError
 from harness.judge import Judge, check_endpoint, open_judge
 from harness.judge.calibration import read_calibration
@@ -462,19 +463,49 @@ def _check_own_study(study: optuna.Study, sweep_dir: Path, storage: str) -> None
             )
 
 
-def _check_same_sweep(recorded: SweepSummary, config: ExperimentConfig, where: str) -> None:
-    """Joining a sweep by name with an experiment file: its search must be the one the
-    sweep started with (space, objective, sampler), or the workers would mix two sweeps."""
+def _check_same_sweep(
+    recorded: SweepSummary,
+    config: ExperimentConfig,
+    where: str,
+    hint: str = "join it without the experiment file (--join NAME), or pick a new --name",
+) -> None:
+    """Continuing a sweep (joined by name, resumed, or joined with an experiment file):
+    its search must be the one the sweep started with (space, objective, sampler), or the
+    study would mix two searches (and Optuna fail every trial whose choices changed)."""
     c = config
-    mine = (dataclasses.asdict(c.sweep.space), list(c.sweep.objective), c.sweep.sampler)
-    # a TPE sweep whose space was small enough runs as a grid (plan_sampler)
-    asked = "tpe" if recorded.sampler.reason else recorded.sampler.name
-    theirs = (recorded.space, list(recorded.objective), asked)
-    if mine != theirs:
+
+    def as_recorded(space: SpaceConfig) -> dict[str, Any]:  # lists, as sweep.json has them
+        return dict(json.loads(json.dumps(dataclasses.asdict(space))))
+
+    # a dimension an older sweep.json does not name was not searched
+    theirs = {**as_recorded(SpaceConfig()), **recorded.space}
+    # a TPE sweep whose space was small enough runs as a grid (plan_sampler); the config
+    # it records may say either
+    samplers = {recorded.sampler.name} | ({"tpe"} if recorded.sampler.reason else set())
+    same = (as_recorded(c.sweep.space), list(c.sweep.objective)) == (
+        theirs,
+        list(recorded.objective),
+    )
+    if not same or c.sweep.sampler not in samplers:
         raise HarnessError(
-            f"{where}: sweep {recorded.sweep_id!r} exists with another space, objective or "
-            "sampler; join it without the experiment file (--join NAME), or pick a new --name"
+            f"{where}: sweep {recorded.sweep_id!r} searched another space, objective or "
+            f"sampler than this experiment's; {hint}"
         )
+
+
+def _continue_hint(place: _Place, db: SweepDatabase | None, *, resumed: bool) -> tuple[str, str]:
+    """Where a continued sweep's record is, and how to continue it with its own search."""
+    where = (
+        f"{db.where} sweep {place.study_name}"
+        if db is not None
+        else str(place.sweep_dir / SWEEP_FILE)
+    )
+    if resumed:
+        return where, (
+            "resume it without an experiment file (its own settings are recorded), or with "
+            "the file it started from"
+        )
+    return where, "join it without the experiment file (--join NAME), or pick a new --name"
 
 
 def _resume_place(sweep_dir: Path, storage: str | None) -> _Place:
@@ -761,9 +792,14 @@ def run_sweep(
 
         config = resume_config(config, place.sweep_dir)
     log = open_sweep_log(place.storage, place.sweep_dir, db)
-    recorded = None if place.created else log.read().summary.sampler
+    recorded = None if place.created else log.read().summary
+    if recorded is not None:
+        _check_same_sweep(recorded, config, *_continue_hint(place, db, resumed=resume is not None))
     config, n_trials, reason = plan_sampler(
-        config, trials if trials is not None else config.sweep.trials, grid_trials, recorded
+        config,
+        trials if trials is not None else config.sweep.trials,
+        grid_trials,
+        None if recorded is None else recorded.sampler,
     )
     if reason and place.created:
         logger.info("sweep {}: {}", place.sweep_dir.name, reason)

@@ -447,11 +447,13 @@ def test_sweep_resume_fetches_no_source_url_of_the_folder(tmp_path, capsys):
             assert _resume(log.sweep_dir, tmp_path, *own, *extra) == 2
             line = _error_line(capsys.readouterr().err)
             assert "sweep.json: corpus.sources" in line and "harness sweep FILE --resume" in line
-        # the user's experiment gives the sources (and, as the file a sweep started from
-        # does, a space to search: one of a single setting is refused)
+        # the user's experiment gives the sources (and, as the file a sweep started from,
+        # its search: a resume with another space or objective is refused)
         experiment = _user_experiment(tmp_path, mine.base_url)
         experiment.write_text(
-            experiment.read_text() + "[sweep.space]\nchunk_size = [120, 200, 300]\nk = [2, 3]\n"
+            experiment.read_text()
+            + '[sweep]\nobjective = ["mrr@k"]\n[sweep.space]\nchunk_size = [120, 200, 300]\n'
+            + "chunk_overlap = { low = 0, high = 60, step = 20 }\nk = [2, 3]\n"
         )
         assert _resume(log.sweep_dir, tmp_path, str(experiment)) == 0
     assert catcher.requests == 0, catcher.paths

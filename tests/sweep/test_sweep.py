@@ -578,3 +578,34 @@ def test_a_space_no_larger_than_the_trials_runs_as_a_grid_each_setting_once(tmp_
     assert out.startswith("dry run: 8 trials (grid) over 8 settings\n  grid: the space holds 8")
     assert main([*args, "--trials", "5"]) == 0
     assert capsys.readouterr().out.startswith("dry run: 5 trials (tpe) over 24 settings\n")
+
+
+def test_a_sweep_continues_only_with_the_search_it_started_with(tmp_path, capsys):
+    """Resumed or joined with an experiment file, a sweep keeps its space, objective and
+    sampler: another is refused in one line naming sweep.json (Optuna would fail every
+    trial whose choices changed); the same file, read back as sweep.json records it
+    (lists, not tuples), and the file without --set, continue."""
+    from harness.sweep.study import _check_same_sweep
+
+    config = load_experiment(SWEEP, ["sweep.trials=2"])
+    log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
+    recorded = read_sweep(log.sweep_dir).summary
+    _check_same_sweep(recorded, config, "x")  # the same file passes
+    common = ["--cache-dir", str(tmp_path / "c"), "--trials", "3"]
+    for change in ("sweep.space.k=[2, 3, 4]", 'sweep.objective=["hit_rate@k"]'):
+        code = main(["sweep", str(SWEEP), "--resume", str(log.sweep_dir), "--set", change, *common])
+        assert code == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert f"{log.sweep_dir / 'sweep.json'}: sweep " in err
+        assert "searched another space, objective or sampler" in err
+        assert "resume it without an experiment file" in err
+    assert len(read_sweep(log.sweep_dir).trials) == 2  # nothing ran
+    again = run_sweep(
+        config,
+        results_dir=tmp_path,
+        cache_dir=tmp_path / "c",
+        trials=3,
+        resume=log.sweep_dir,
+        judge=ScriptedJudge(),
+    )
+    assert len(again.trials) == 3
