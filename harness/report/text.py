@@ -597,8 +597,9 @@ def format_compare(comp: Comparison, change_metric: str) -> str:
     for d in comp.differences:
         i = comp.runs.index(d.run)
         sig = "" if d.low <= 0 <= d.high else "  *"
+        f = ".0f" if d.metric.startswith("context_chars@") else ".3f"  # characters
         lines.append(
-            f"[{i}]-[0] {d.metric:<{width}}{d.mean_diff:+.3f}  [{d.low:+.3f}, {d.high:+.3f}]{sig}"
+            f"[{i}]-[0] {d.metric:<{width}}{d.mean_diff:+{f}}  [{d.low:+{f}}, {d.high:+{f}}]{sig}"
         )
     if comp.changes:
         lines.append(f"\nquestions whose {change_metric}@{k} changed:")

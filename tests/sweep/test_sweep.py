@@ -309,6 +309,8 @@ def test_list_compare_and_show_read_what_sweep_wrote(tmp_path, capsys):
     assert len({len(r) for r in rows}) == 1  # cells are right-aligned: equal rows
     failures = next(r for r in rows if r.startswith(f"failures@{k}")).split()[1:]
     assert all(v.isdigit() for v in failures), failures
+    chars = next(x for x in out.splitlines() if x.startswith(f"[1]-[0] context_chars@{k}"))
+    assert "." not in chars, chars  # a difference in characters, in whole characters
 
     assert main(["show", str(log.sweep_dir)]) == 0
     assert "best: trial" in capsys.readouterr().out
