@@ -183,6 +183,8 @@ class _Place:
     """An existing folder's study continues (it must be there, and be the folder's own)."""
     created: bool = False
     """This process starts the sweep (else it resumes or joins one)."""
+    recorded: SweepSummary | None = None
+    """The summary of the sweep it resumes or joins (None when it starts one)."""
 
 
 @dataclasses.dataclass
@@ -464,10 +466,7 @@ def _check_own_study(study: optuna.Study, sweep_dir: Path, storage: str) -> None
 
 
 def _check_same_sweep(
-    recorded: SweepSummary,
-    config: ExperimentConfig,
-    where: str,
-    hint: str = "join it without the experiment file (--join NAME), or pick a new --name",
+    recorded: SweepSummary, config: ExperimentConfig, where: str, hint: str
 ) -> None:
     """Continuing a sweep (joined by name, resumed, or joined with an experiment file):
     its search must be the one the sweep started with (space, objective, sampler), or the
@@ -518,27 +517,30 @@ def _resume_place(sweep_dir: Path, storage: str | None) -> _Place:
         storage or recorded_storage(sweep_dir, recorded.storage),
         recorded.study_name or sweep_dir.name,
         resumed=True,
+        recorded=recorded,
     )
 
 
 def _join_place(
     results_dir: Path, join: str, storage: str | None, db: SweepDatabase | None
 ) -> _Place:
-    """An existing sweep to work on: in the database, or a folder with its journal."""
+    """An existing sweep to work on: in the database (its folder on this machine is made
+    once its search is checked), or a folder with its journal."""
     sweep_dir = results_dir / join
     if db is not None:
         if not db.exists(join):
             raise HarnessError(f"{db.where}: no sweep named {join!r} to join")
-        sweep_dir.mkdir(parents=True, exist_ok=True)
         assert storage is not None
-        return _Place(sweep_dir, storage, join)
+        return _Place(sweep_dir, storage, join, recorded=db.read_summary(join))
     if not (sweep_dir / SWEEP_FILE).is_file():
         raise HarnessError(
             f"{sweep_dir}: no sweep folder to join (no {SWEEP_FILE}); give "
             "--storage URL for a sweep in a database"
         )
-    recorded = read_sweep_summary(sweep_dir).storage
-    return _Place(sweep_dir, storage or recorded_storage(sweep_dir, recorded), join)
+    recorded = read_sweep_summary(sweep_dir)
+    return _Place(
+        sweep_dir, storage or recorded_storage(sweep_dir, recorded.storage), join, recorded=recorded
+    )
 
 
 def _locate(
@@ -552,18 +554,23 @@ def _locate(
     join: str | None,
     workers: int,
 ) -> _Place:
-    """Where the sweep lives, its folder made when it is new."""
+    """Where the sweep lives, its folder made when it is new. A sweep it resumes or joins
+    must have this experiment's search (`_check_same_sweep`), checked before its folder
+    is made on this machine."""
     if resume is not None and db is not None:
         join = Path(resume).name  # a database sweep is resumed by joining it
-    elif resume is not None:
-        return _resume_place(Path(resume), storage)
-    if join is not None:
-        return _join_place(results_dir, join, storage, db)
-    sweep_name = name or new_run_id(f"{config.name}-sweep")
+    sweep_name = join or name or new_run_id(f"{config.name}-sweep")
     sweep_dir = results_dir / sweep_name
-    if db is not None and db.exists(sweep_name):
-        _check_same_sweep(db.read_summary(sweep_name), config, db.where)
-        return _join_place(results_dir, sweep_name, storage, db)
+    if resume is not None or join is not None or (db is not None and db.exists(sweep_name)):
+        if resume is not None and db is None:
+            place = _resume_place(Path(resume), storage)
+        else:
+            place = _join_place(results_dir, sweep_name, storage, db)
+        assert place.recorded is not None
+        where, hint = _continue_hint(place, db, resumed=resume is not None)
+        _check_same_sweep(place.recorded, config, where, hint)
+        place.sweep_dir.mkdir(parents=True, exist_ok=True)  # a database sweep's, here
+        return place
     if db is None and sweep_dir.exists():
         raise HarnessError(f"{sweep_dir}: exists; join it with --join {sweep_name}")
     sweep_dir.mkdir(parents=True, exist_ok=db is not None)
@@ -792,14 +799,11 @@ def run_sweep(
 
         config = resume_config(config, place.sweep_dir)
     log = open_sweep_log(place.storage, place.sweep_dir, db)
-    recorded = None if place.created else log.read().summary
-    if recorded is not None:
-        _check_same_sweep(recorded, config, *_continue_hint(place, db, resumed=resume is not None))
     config, n_trials, reason = plan_sampler(
         config,
         trials if trials is not None else config.sweep.trials,
         grid_trials,
-        None if recorded is None else recorded.sampler,
+        None if place.recorded is None else place.recorded.sampler,
     )
     if reason and place.created:
         logger.info("sweep {}: {}", place.sweep_dir.name, reason)

@@ -592,7 +592,7 @@ def test_a_sweep_continues_only_with_the_search_it_started_with(tmp_path, capsys
     config = load_experiment(SWEEP, ["sweep.trials=2"])
     log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
     recorded = read_sweep(log.sweep_dir).summary
-    _check_same_sweep(recorded, config, "x")  # the same file passes
+    _check_same_sweep(recorded, config, "x", "hint")  # the same file passes
     common = ["--cache-dir", str(tmp_path / "c"), "--trials", "3"]
     for change in ("sweep.space.k=[2, 3, 4]", 'sweep.objective=["hit_rate@k"]'):
         code = main(["sweep", str(SWEEP), "--resume", str(log.sweep_dir), "--set", change, *common])
