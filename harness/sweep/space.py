@@ -100,26 +100,23 @@ class SearchSpace:
         except NoOverlap as exc:
             raise optuna.TrialPruned(str(exc)) from None
 
-    def enumerate(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """Every setting the space holds, in the order a grid visits them (with `limit`,
-        no more than `limit + 1` of them: enough to tell whether it holds more)."""
-        return self._walk(limit)[0]
+    def enumerate(self) -> list[dict[str, Any]]:
+        """Every setting the space holds, in the order a grid visits them."""
+        return self._walk()[0]
 
     def grid_trials(self) -> int:
         """The trials a grid takes to visit the whole space: every setting, and one
         (pruned) for each chunk size no overlap of the searched range fits."""
-        listed, dead_ends = self._walk(None)
+        listed, dead_ends = self._walk()
         return len(listed) + dead_ends
 
-    def _walk(self, limit: int | None) -> tuple[list[dict[str, Any]], int]:
+    def _walk(self) -> tuple[list[dict[str, Any]], int]:
         """The settings in grid order, and the chunk sizes that leave no overlap."""
         out: list[dict[str, Any]] = []
         dead_ends = 0
 
         def explore(prefix: list[int]) -> None:
             nonlocal dead_ends
-            if limit is not None and len(out) > limit:
-                return
             depth = 0
 
             def choose(name: str, values: Sequence[Any]) -> Any:
@@ -145,7 +142,7 @@ class SearchSpace:
         naming the experiment file when the space holds fewer than two settings: every
         trial would run the same one (no `[sweep.space]`, or one value per dimension), or
         none fits."""
-        listed = self.enumerate(limit=1)
+        listed, dead_ends = self._walk()
         where = self.config.path or "<experiment>"
         if not listed:
             o = self.config.sweep.space.chunk_overlap
@@ -164,7 +161,7 @@ class SearchSpace:
                 "or more values, e.g. chunk_size = [400, 800, 1200] and k = [2, 3, 4] "
                 "(harness run runs one setting)",
             )
-        return self.grid_trials()
+        return len(listed) + dead_ends
 
     def baseline(self) -> dict[str, Any] | None:
         """The experiment's own settings on the searched dimensions, or None when one of
