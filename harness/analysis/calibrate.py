@@ -182,6 +182,23 @@ def labelled_pairs(
     return out
 
 
+def _unusable(fitted: PlattMap) -> str:
+    """Why re-cutting verdicts with this map would give every chunk one verdict ("" when
+    it would not)."""
+    if fitted.positives in (0, fitted.n):
+        kind = "yes" if fitted.positives else "no"
+        return (
+            f"all {fitted.n} labelled pairs are {kind}: a map needs both kinds of label, "
+            "or it calls every chunk the same (label more questions)"
+        )
+    if fitted.a <= 0:
+        return (
+            f"the judge's P(yes) does not rank the labelled pairs (a = {fitted.a:.3g}): a "
+            "map would turn its verdicts around"
+        )
+    return ""
+
+
 def calibrate(
     runs: Sequence[RunLog],
     qrels: Qrels,
@@ -196,7 +213,13 @@ def calibrate(
     will report: re-cut by the maps (`applies` "verdicts") or as judged ("rates": runs
     keep their verdicts and correct only their rates). Criteria with no probabilities (a
     judge without logprobs) get no map and are left as judged; their rates are still
-    measured. A degenerate fit raises HarnessError (`check_fit`)."""
+    measured. A degenerate fit raises HarnessError (`check_fit`).
+
+    A map that would re-cut a criterion's verdicts to one value is left out when the
+    calibration applies to the verdicts, and the reason recorded in `source["left_out"]`:
+    labels of one kind only (the map is the constant base rate: every chunk yes, or every
+    one no) or a judge whose P(yes) ranks the labels backwards (a <= 0). That
+    criterion's verdicts stay as judged."""
     pairs = labelled_pairs(
         runs, qrels, relevant_grade=relevant_grade, complete_grade=complete_grade
     )
@@ -207,6 +230,13 @@ def calibrate(
         for crit, rows in pairs.items()
         if rows
     }
+    left_out = {
+        crit: reason
+        for crit, fitted in maps.items()
+        if applies == "verdicts" and (reason := _unusable(fitted))
+    }
+    maps = {crit: fitted for crit, fitted in maps.items() if crit not in left_out}
+    source = {**(source or {}), **({"left_out": left_out} if left_out else {})}
     judges = {judge_key(r.header.components.get("judge", ComponentSpec("?"))) for r in runs}
     cal = Calibration(
         criteria=maps,
@@ -214,7 +244,7 @@ def calibrate(
         relevant_grade=relevant_grade,
         complete_grade=complete_grade,
         created_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        source=source or {},
+        source=source,
         applies=applies,
     )
     cuts = {"relevant": relevant_grade, "complete": complete_grade}

@@ -89,14 +89,16 @@ def _rate(flags: list[bool]) -> float | None:
 def length_bias(run: RunLog, qrels: Qrels) -> dict[str, Any]:
     """Within each human label (relevant / not), the judge's "relevant" rate among chunks
     longer than that group's median length minus the rate among the others. A positive
-    difference at equal human label means length sways the judge."""
+    difference at equal human label means length sways the judge. A chunk the labels do
+    not list is left out where they name chunks, irrelevant where they name documents
+    (`unjudged_rule`)."""
     groups: dict[str, list[tuple[int, bool]]] = {"human_relevant": [], "human_not_relevant": []}
     for q in run.questions:
         labels = qrels.get(q.question.question_id)
         if labels is None:
             continue
         for h in q.hits:
-            g = human_grade(labels, h, "irrelevant")
+            g = human_grade(labels, h, "auto")
             if g is None or h.verdict.error:
                 continue
             key = "human_relevant" if g >= 1 else "human_not_relevant"

@@ -22,22 +22,28 @@ complete), None to skip it, or "quit"."""
 def label_run(
     run: RunLog, out: str | os.PathLike[str], ask: Ask, *, sample: int, seed: int = 0
 ) -> int:
-    """Ask about up to `sample` pairs not yet in `out`, in a seeded random order, and
-    append each answer as `query_id chunk_id grade` the moment it is given. Returns how
-    many labels were written."""
+    """Ask about up to `sample` pairs not yet in `out` and append each answer as
+    `query_id chunk_id grade` the moment it is given. Returns how many labels were
+    written.
+
+    Questions come in a seeded random order, and each question's chunks in rank order,
+    all of them: a question whose top k is labelled has metrics by the labels (hit rate,
+    MRR) and counts in `validate`'s label-corrected estimates, where pairs sampled one by
+    one would leave nearly every question with an unlabelled chunk in its top k."""
     if sample < 1:
         raise HarnessError(f"--sample: expected a positive number of pairs, got {sample}")
     path = Path(out)
     done: set[tuple[str, str]] = set()
     if path.is_file():
         done = {(q, c) for q, labels in read_qrels(path).items() for c in labels}
+    questions = sorted(run.questions, key=lambda q: q.question.question_id)
+    random.Random(seed).shuffle(questions)
     pairs = [
         (q, h)
-        for q in run.questions
+        for q in questions
         for h in q.hits
         if (q.question.question_id, h.chunk.chunk_id) not in done
     ]
-    random.Random(seed).shuffle(pairs)
     new_file = not path.is_file()
     written = 0
     with open(path, "a", encoding="utf-8") as f:

@@ -2,7 +2,9 @@
 
 - `read_qrels`: BEIR `qrels.tsv` (`query_id doc_id relevance`, header optional) or TREC
   qrels (`qid 0 id relevance`). An id is a chunk id (labels written by `harness label`)
-  or a document id, which then labels every chunk of that document.
+  or a document id, which then labels every chunk of that document. A chunk the
+  labels do not list is left out where they name chunks (a person labelled a sample)
+  and irrelevant where they name documents (pooled qrels): `unjudged_rule`.
 - `validate_run`: per criterion, the confusion matrix, accuracy and Cohen's kappa (with
   a bootstrap interval over questions) for the verdicts the run paid for; the metrics
   recomputed from the human labels beside the judge's; and a label-corrected
@@ -87,13 +89,37 @@ def max_grade(qrels: Qrels) -> int:
     return max((g for q in qrels.values() for g in q.values()), default=1) or 1
 
 
+UNJUDGED = ("auto", "irrelevant", "skip")
+"""How a retrieved chunk the labels do not list counts (`--unjudged`)."""
+
+
+def is_chunk_id(key: str) -> bool:
+    """Whether a qrels id names a chunk (`doc_id#start`, as runs and `harness label` write
+    them) rather than a document."""
+    doc, sep, start = key.rpartition("#")
+    return bool(sep and doc and start.isdigit())
+
+
+def unjudged_rule(labels: dict[str, int], unjudged: str) -> str:
+    """ "skip" or "irrelevant": how one question's chunks that its labels do not list
+    count. "auto" skips them where the labels name chunks (a sample a person labelled,
+    as `harness label` writes: an unlisted chunk was never looked at) and counts them
+    irrelevant where the labels name documents (pooled qrels, TREC's convention)."""
+    if unjudged not in UNJUDGED:
+        raise HarnessError(f"--unjudged: expected one of {list(UNJUDGED)}, got {unjudged!r}")
+    if unjudged != "auto":
+        return unjudged
+    return "skip" if any(is_chunk_id(key) for key in labels) else "irrelevant"
+
+
 def human_grade(labels: dict[str, int], hit: JudgedHit, unjudged: str) -> int | None:
     """The label of a retrieved chunk: its own (chunk-level) or its document's; an id the
-    qrels do not list is 0 (TREC's convention) or None with unjudged="skip"."""
+    qrels do not list is 0 (TREC's convention) or None (not labelled), as
+    `unjudged_rule` says."""
     for key in (hit.chunk.chunk_id, hit.chunk.doc_id):
         if key in labels:
             return labels[key]
-    return 0 if unjudged == "irrelevant" else None
+    return 0 if unjudged_rule(labels, unjudged) == "irrelevant" else None
 
 
 def _kappa_ci(
@@ -163,14 +189,19 @@ class _Labelled:
     judge_q: dict[str, dict[str, float]] = field(default_factory=dict)
     human_q: dict[str, dict[str, float]] = field(default_factory=dict)
     skipped: int = 0
+    unlabelled: dict[str, int] = field(default_factory=lambda: {"skip": 0, "irrelevant": 0})
+    """Chunks the labels do not list, by how they counted (`unjudged_rule`)."""
 
     def add(self, q: QuestionResult, labels: dict[str, int]) -> None:
         """One labelled question: its chunks without a label or with a failed verdict
         are skipped (counted)."""
         jr, hr, jc, hc = [], [], [], []
         grades_h: list[int | None] = []
+        rule = unjudged_rule(labels, self.unjudged)
         for h in q.hits:
-            g = human_grade(labels, h, self.unjudged)
+            g = human_grade(labels, h, rule)
+            if h.chunk.chunk_id not in labels and h.chunk.doc_id not in labels:
+                self.unlabelled[rule] += 1
             grades_h.append(g)
             if g is None or h.verdict.error:
                 self.skipped += 1
@@ -234,7 +265,7 @@ def validate_run(
     qrels: Qrels,
     *,
     k: int | None = None,
-    unjudged: str = "irrelevant",
+    unjudged: str = "auto",
     relevant_grade: int | None = None,
     complete_grade: int | None = None,
 ) -> dict[str, Any]:
@@ -243,7 +274,10 @@ def validate_run(
     A label counts as relevant from `relevant_grade` and as complete from
     `complete_grade` (default: `default_cuts`). Besides the yes/no agreement, the AUC
     of the judge's P(yes) against the labels says how well its probabilities rank the
-    chunks, whatever cut a calibration would choose."""
+    chunks, whatever cut a calibration would choose. A chunk the labels do not list
+    counts as `unjudged_rule` says (by default left out where the labels name chunks,
+    irrelevant where they name documents); the labels' metrics of a question need each
+    of its top k labelled (or counted irrelevant), else they are left out."""
     rel_cut, top = _cuts(qrels, relevant_grade, complete_grade)
     run_k = max(run.header.ks) if run.header.ks else 1
     if k is None:  # 0 is not "the default": it is refused below
@@ -272,6 +306,11 @@ def validate_run(
         "questions_in_run": len(run.questions),
         "pairs_skipped": seen.skipped,
         "unjudged": unjudged,
+        "unlabelled_skipped": seen.unlabelled["skip"],
+        "unlabelled_irrelevant": seen.unlabelled["irrelevant"],
+        "questions_with_label_metrics": sum(
+            f"hit_rate@{k}" in metrics for metrics in seen.human_q.values()
+        ),
         "binary_labels": max_grade(qrels) == 1,
         "relevant_grade": rel_cut,
         "complete_grade": top,
@@ -349,7 +388,7 @@ def validate_sweep(
     qrels: Qrels,
     *,
     metric: str | None = None,
-    unjudged: str = "irrelevant",
+    unjudged: str = "auto",
     relevant_grade: int | None = None,
     complete_grade: int | None = None,
 ) -> dict[str, Any]:

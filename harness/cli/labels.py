@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.validate import default_cuts
+from harness.analysis.validate import UNJUDGED, default_cuts
 from harness.cli.options import (
     cache_dir_option,
     emit,
@@ -89,6 +89,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         applies=args.apply or "verdicts",
     )
     if not cal.criteria and not cal.rates:
+        left_out = cal.source.get("left_out", {})
+        if left_out:
+            reasons = "; ".join(f"{crit}: {why}" for crit, why in left_out.items())
+            raise HarnessError(f"calibrate: {qrels_path}: nothing to write: {reasons}")
         raise HarnessError(
             f"{args.target}: no labelled chunk has a probability (the judge gave no logprobs?) "
             "and none has both an answer and a non-answer label to measure error rates on"
@@ -217,7 +221,8 @@ def ask_on_terminal(q: QuestionResult, h: JudgedHit) -> int | str | None:
     """Show one (question, chunk) and ask for its grade: 0, 1, 2, None (skip) or "quit"."""
     print("\n" + "=" * 80)
     print(printable(f"question [{q.question.question_id}]: {q.question.text}"))
-    print("-" * 80)
+    rank = next((i for i, x in enumerate(q.hits, 1) if x is h), None)
+    print("-" * 33 + (f" chunk {rank} of {len(q.hits)} " if rank else "").ljust(47, "-"))
     print(printable(h.chunk.text))
     print("-" * 80)
     rel = _ask("relevant: is the passage about what the question asks? [y/n/s=skip/q=quit] ")
@@ -356,9 +361,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p_val.add_argument(
         "--unjudged",
-        choices=("irrelevant", "skip"),
-        default="irrelevant",
-        help="chunks of documents the qrels do not list (default: irrelevant)",
+        choices=UNJUDGED,
+        default="auto",
+        help="retrieved chunks the labels do not list: left out (skip) or irrelevant; "
+        "default auto: left out where the labels name chunks (harness label), irrelevant "
+        "where they name documents (pooled qrels, TREC's convention)",
     )
     format_option(p_val)
     results_dir_option(p_val)
@@ -418,11 +425,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p_lab = sub.add_parser("label", help="label sampled chunks of a run by hand, into qrels")
     p_lab.add_argument("run", metavar="RUN_OR_TRIAL")
-    p_lab.add_argument("--sample", type=positive_int, default=50)
+    p_lab.add_argument(
+        "--sample",
+        type=positive_int,
+        default=50,
+        help="pairs to ask about (default 50): random questions, each with all its chunks "
+        "in rank order, so the labels also give each question's hit rate and MRR",
+    )
     p_lab.add_argument(
         "--out", default="labels.tsv", help="qrels file to append to (default: labels.tsv)"
     )
-    p_lab.add_argument("--seed", type=int, default=0)
+    p_lab.add_argument("--seed", type=int, default=0, help="the questions' order (default 0)")
     format_option(p_lab)
     results_dir_option(p_lab)
     p_lab.set_defaults(func=cmd_label)

@@ -647,11 +647,32 @@ def format_validate_sweep(res: dict[str, Any], target: str) -> str:
     return "\n".join(lines)
 
 
+def unlabelled_note(res: Mapping[str, Any]) -> str:
+    """How `validate_run` counted the retrieved chunks its labels do not list, and which
+    questions the labels' metrics cover, in words."""
+    skipped = res.get("unlabelled_skipped", 0)
+    irrelevant = res.get("unlabelled_irrelevant", 0)
+    parts = []
+    if skipped:
+        parts.append(f"{skipped} unlabelled chunks left out (the labels name chunks)")
+    if irrelevant:
+        parts.append(
+            f"{irrelevant} unlabelled chunks counted irrelevant (the labels name documents)"
+        )
+    covered = res.get("questions_with_label_metrics")
+    if covered is not None and covered < res["questions_labelled"]:
+        parts.append(
+            f"the labels' metrics cover the {covered} questions whose top {res['k']} are all "
+            "labelled"
+        )
+    return "; ".join(parts) or "every retrieved chunk labelled"
+
+
 def format_validate_run(res: dict[str, Any], run_dir: Path) -> str:
     """`validate RUN`: agreement per criterion, metrics both ways, PPI estimates."""
     lines = [
         f"run {run_dir}: {res['questions_labelled']} of {res['questions_in_run']} "
-        f"questions labelled; k={res['k']}; unlabelled chunks count as {res['unjudged']}"
+        f"questions labelled; k={res['k']}; {unlabelled_note(res)}"
     ]
     if res["binary_labels"]:
         lines.append("labels are binary: 'complete' is checked against relevance")
@@ -677,13 +698,10 @@ def format_validate_run(res: dict[str, Any], run_dir: Path) -> str:
         )
     k = res["k"]
     lines.append(f"\n{'metric':<18} {'judge':>8} {'labels':>8}")
-    nan = float("nan")
     for name in ("hit_rate", "mrr", "relevancy_mrr", "precision", "ndcg"):
         key = f"{name}@{k}"
         j, h = res["metrics"]["judge"].get(key), res["metrics"]["human"].get(key)
-        lines.append(
-            f"{key:<18} {j if j is not None else nan:>8.3f} {h if h is not None else nan:>8.3f}"
-        )
+        lines.append(f"{key:<18} {_num(j):>8} {_num(h):>8}")
     for key, p in res["ppi"].items():
         lines.append(
             f"{key}: judge only {p['judge_only']:.3f}; label-corrected (PPI, {p['n_labelled']} "
@@ -694,6 +712,10 @@ def format_validate_run(res: dict[str, Any], run_dir: Path) -> str:
 
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{v:.1%}"
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
 
 
 def format_judge_check(res: dict[str, Any]) -> str:
@@ -727,8 +749,14 @@ def format_calibration(cal: Any, path: Path) -> str:
         f"{'criterion':<10} {'pairs':>6} {'yes':>5} {'a':>7} {'b':>7}  verdict yes when raw P(yes) >",
     ]
     for name, m in cal.criteria.items():
-        cut = "never (no ranking signal)" if m.threshold is None else f"{m.threshold:.3f}"
+        cut = (
+            "none (P(yes) does not rank the labels)"
+            if m.threshold is None
+            else f"{m.threshold:.3f}"
+        )
         lines.append(f"{name:<10} {m.n:>6} {m.positives:>5} {m.a:>7.3f} {m.b:>7.3f}  {cut}")
+    for name, reason in cal.source.get("left_out", {}).items():
+        lines.append(f"{name}: no map, its verdicts stay as judged: {reason}")
     for name, r in cal.rates.items():
         lines.append(
             f"{name}: TPR {r.tpr:.2f}, FPR {r.fpr:.2f} on {r.positives} answers and "

@@ -203,3 +203,38 @@ def test_a_label_calibration_can_apply_to_the_rates_only(tmp_path):
         ]
 
     assert as_judged(again) == as_judged(first)  # from the cache, not re-cut
+
+
+def test_a_map_that_would_give_every_chunk_one_verdict_is_left_out(tmp_path):
+    """Labels of one kind only fit a constant map (re-cut, every verdict the same), and
+    labels the judge's P(yes) ranks backwards fit a < 0 (re-cut, its verdicts turned
+    around): re-cutting leaves such a criterion as judged and says why; a calibration of
+    the rates only keeps its map (it never re-cuts)."""
+    with FakeOpenAI(_graded) as server:
+        _, first, _ = _graded_run(server, tmp_path)
+    hits = [(q.question.question_id, h) for q in first.questions for h in q.hits]
+    every_one_relevant = tmp_path / "all-relevant.tsv"
+    every_one_relevant.write_text(
+        "".join(f"{qid}\t{h.chunk.chunk_id}\t{max(1, _label(h.chunk.text))}\n" for qid, h in hits)
+    )
+    cal = calibrate([first], read_qrels(every_one_relevant))
+    assert "relevant" not in cal.criteria and "complete" in cal.criteria
+    assert cal.source["left_out"]["relevant"].startswith(f"all {len(hits)} labelled pairs are yes")
+    assert cal.criteria["complete"].a > 0
+    # what a run does with it: relevance as judged, completeness re-cut
+    v = hits[0][1].verdict
+    assert cal.apply(v.relevant) == v.relevant and cal.apply(v.complete).p_raw is not None
+    backwards = tmp_path / "backwards.tsv"
+    backwards.write_text(
+        "".join(f"{qid}\t{h.chunk.chunk_id}\t{2 - _label(h.chunk.text)}\n" for qid, h in hits)
+    )
+    recut = calibrate([first], read_qrels(backwards))
+    assert "does not rank the labelled pairs" in recut.source["left_out"]["complete"]
+    assert "complete" not in recut.criteria
+    rates_only = calibrate([first], read_qrels(backwards), applies="rates")
+    assert rates_only.criteria["complete"].a < 0 and "left_out" not in rates_only.source
+    from harness.report.text import format_calibration
+
+    out = format_calibration(cal, tmp_path / "cal.json")
+    assert "relevant: no map, its verdicts stay as judged: all" in out
+    assert "never" not in out

@@ -213,6 +213,49 @@ def test_label_through_its_prompts(run_with_planted_disagreements, tmp_path, mon
     assert len(out.read_text().splitlines()) == 5
 
 
+def test_label_asks_whole_questions_and_validate_leaves_out_what_it_never_asked(
+    run_with_planted_disagreements, tmp_path
+):
+    """`harness label` labels a question's chunks in rank order before the next question,
+    so the labels give that question's metrics; `validate` leaves a chunk the labels do
+    not list out where they name chunks (nobody looked at it), where it counted it
+    irrelevant before and so measured agreement on verdicts nobody labelled."""
+    from harness.analysis import label_run
+    from harness.analysis.validate import is_chunk_id
+    from harness.report.text import format_validate_run
+
+    run = run_with_planted_disagreements
+    k = len(run.questions[0].hits)
+    asked: list[tuple[str, int]] = []
+
+    def ask(q, h):
+        rank = q.hits.index(h) + 1
+        asked.append((q.question.question_id, rank))
+        return 2 if rank == 1 else 0
+
+    out = tmp_path / "labels.tsv"
+    assert label_run(run, out, ask, sample=k + 1) == k + 1
+    first, second = asked[0][0], asked[k][0]
+    assert asked == [(first, r) for r in range(1, k + 1)] + [(second, 1)]
+    labels = read_qrels(out)
+    res = validate_run(run, labels)
+    assert res["agreement"]["relevant"]["n"] == k + 1
+    assert (res["unlabelled_skipped"], res["unlabelled_irrelevant"]) == (k - 1, 0)
+    assert res["questions_with_label_metrics"] == 1
+    assert res["metrics"]["human"][f"hit_rate@{k}"] == 1.0  # the fully labelled question
+    summary = format_validate_run(res, run.run_dir)
+    assert f"{k - 1} unlabelled chunks left out (the labels name chunks)" in summary
+    assert "the labels' metrics cover the 1 questions" in summary
+    # the old default, asked for: every unlisted chunk a "no" nobody gave
+    old = validate_run(run, labels, unjudged="irrelevant")
+    assert old["agreement"]["relevant"]["n"] == 2 * k
+    # document-level labels keep TREC's convention by default
+    docs = validate_run(run, read_qrels(QRELS))
+    assert docs["unlabelled_skipped"] == 0 and docs["unlabelled_irrelevant"] > 0
+    assert is_chunk_id("notes.md#120") and not is_chunk_id("notes.md")
+    assert not is_chunk_id("page.html#intro") and not is_chunk_id("#5")
+
+
 def test_our_mrr_is_trec_evals_recip_rank(run_with_planted_disagreements, tmp_path):
     import pytrec_eval
 

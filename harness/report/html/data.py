@@ -39,7 +39,13 @@ from harness.log import (
     effective_status,
 )
 from harness.metrics import COUNTS, METRIC_NAMES, metric_key, paired_bootstrap
-from harness.report.text import HARD_BESIDE, failure_counts, headline_metrics, short_name
+from harness.report.text import (
+    HARD_BESIDE,
+    failure_counts,
+    headline_metrics,
+    short_name,
+    unlabelled_note,
+)
 from harness.types import ComponentSpec, CriterionVerdict, JudgedHit, QuestionResult
 
 OUTCOMES = ("complete", "relevant", "miss", "error", "not run")
@@ -447,6 +453,7 @@ class RunValidation:
     relevant_grade: int
     complete_grade: int
     unjudged: str
+    """How the chunks the labels do not list counted, in words (`unlabelled_note`)."""
     agreement: tuple[Agreement, ...]
     metrics: tuple[MetricPair, ...]
     corrected: tuple[CorrectedEstimate, ...]
@@ -462,7 +469,7 @@ class RunValidation:
             k=k,
             relevant_grade=v["relevant_grade"],
             complete_grade=v["complete_grade"],
-            unjudged=v["unjudged"],
+            unjudged=unlabelled_note(v),
             agreement=tuple(Agreement.of(c, a) for c, a in v["agreement"].items()),
             metrics=tuple(
                 MetricPair(

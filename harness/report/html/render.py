@@ -324,7 +324,7 @@ def _run_validation(page: RunPage) -> str:
     parts = [
         f"<p>{esc(v.questions_labelled)} of {esc(v.questions_in_run)} questions labelled; "
         f"k = {esc(v.k)}; labels: relevant from grade {esc(v.relevant_grade)}, complete "
-        f"from grade {esc(v.complete_grade)}; unlabelled chunks count as {esc(v.unjudged)}</p>",
+        f"from grade {esc(v.complete_grade)}; {esc(v.unjudged)}</p>",
         "<h3>confusion matrices (judge vs labels)</h3>"
         + table(_AGREEMENT_HEAD, [_agreement_row(a) for a in v.agreement]),
         "<h3>metrics by the judge and by the labels</h3>"
