@@ -8,7 +8,7 @@ beside this module and read the same records.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ from harness.log import (
     TrialRecord,
     effective_status,
 )
-from harness.metrics import COUNTS, METRIC_NAMES, failure_count_name
+from harness.metrics import COUNTS, METRIC_NAMES, METRICS, failure_count_name
 from harness.types import FAILURE_LABELS, QuestionResult
 
 if TYPE_CHECKING:  # harness.sweep imports Optuna, which show and list do not need
@@ -49,17 +49,28 @@ def _lazy_lines(h: RunHeader) -> list[str]:
     ]
 
 
+def _rows(names: Sequence[str], has: Callable[[str], bool]) -> list[str]:
+    """The metric rows a table shows: all but the metrics that exist only for some runs,
+    where `has` says a run has none of them. Source metrics need questions with a source
+    span (generated sets), the metrics on evidence a judge that extracts it: elsewhere
+    they would be a row of dashes, which reads as a failure."""
+    return [
+        n
+        for n in names
+        if n not in METRICS or METRICS[n].on not in ("source", "evidence") or has(n)
+    ]
+
+
 def format_metrics_table(header: RunHeader) -> str:
     """Metrics as a table: one row per metric, one column per k. A metric that lazy
     judging could only bound is shown as least..most, never as a value."""
     ks = list(header.ks)
-    names = [*METRIC_NAMES, "failures", "errors"]
-    # source metrics exist only for questions with a source span (generated sets)
-    names = [
-        n
-        for n in names
-        if not n.startswith("source_") or any(f"{n}@{k}" in header.metrics for k in ks)
-    ]
+    names = _rows(
+        [*METRIC_NAMES, "failures", "errors"],
+        lambda n: any(
+            f"{n}@{k}" in header.metrics or f"{n}@{k}" in header.metric_bounds for k in ks
+        ),
+    )
     width = max(len(n) for n in names)
     cell = 10 if header.metric_bounds else 8
     lines = [f"{'metric':<{width}}  " + "  ".join(f"{'@' + str(k):>{cell}}" for k in ks)]
@@ -571,7 +582,12 @@ def format_compare(comp: Comparison, change_metric: str) -> str:
         f"(intervals: 95% paired bootstrap of the difference to the first run)"
     ]
     lines += [f"  [{i}] {name}" for i, name in enumerate(short)]
-    names = (*METRIC_NAMES, *COUNTS)
+    names = _rows(
+        (*METRIC_NAMES, *COUNTS),
+        lambda n: any(
+            f"{n}@{k}" in comp.metrics[r] or f"{n}@{k}" in comp.bounds.get(r, {}) for r in comp.runs
+        ),
+    )
     width = max(18, *(len(f"{m}@{k}") + 1 for m in names))
     lines.append(
         f"{'metric':<{width}}" + "".join(f"{'[' + str(i) + ']':>10}" for i in range(len(short)))

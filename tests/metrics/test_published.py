@@ -111,3 +111,29 @@ def test_relevant_share_as_an_objective_needs_extractive_judging():
     with pytest.raises(ConfigError):  # the default mode, pointwise, extracts nothing
         parse_experiment(base, overrides=['sweep.objective=["relevant_share@k"]'])
     assert parse_experiment(base, overrides=['sweep.objective=["ap@k"]']).sweep.objective
+
+
+def test_the_run_table_has_a_relevant_share_row_only_where_the_judge_extracts(
+    tmp_path, scripted_judge
+):
+    """relevant_share needs extractive judging: every other mode printed it as a row of
+    dashes, which reads as a failure."""
+    import dataclasses
+
+    from harness.config import load_experiment
+    from harness.pipeline import run_experiment
+    from harness.report.text import format_metrics_table
+    from tests.conftest import DATA
+
+    run = run_experiment(
+        load_experiment(DATA / "experiment.toml"),
+        results_dir=tmp_path,
+        cache_dir=tmp_path / "c",
+        judge=scripted_judge,
+    )
+    table = format_metrics_table(run.header)
+    assert "relevant_share" not in table and "\nhit_rate " in table
+    extracted = dataclasses.replace(
+        run.header, metrics={**run.header.metrics, "relevant_share@1": 0.4}
+    )
+    assert "\nrelevant_share " in format_metrics_table(extracted)

@@ -306,6 +306,8 @@ def test_list_compare_and_show_read_what_sweep_wrote(tmp_path, capsys):
     table = out.split("\n\n")[0].splitlines()
     rows = [line for line in table if line.split(" ", 1)[0].endswith(f"@{k}")]
     assert any(r.startswith(f"relevancy_mrr_found@{k}") for r in rows)
+    # no row of dashes for a metric only an extractive judge or source spans give
+    assert not any(r.startswith(("relevant_share@", "source_")) for r in rows)
     assert len({len(r) for r in rows}) == 1  # cells are right-aligned: equal rows
     failures = next(r for r in rows if r.startswith(f"failures@{k}")).split()[1:]
     assert all(v.isdigit() for v in failures), failures
