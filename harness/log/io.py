@@ -345,6 +345,7 @@ def sweep_entry(sw: SweepSummary, sweep_id: str, path: str) -> dict[str, Any]:
             "complete": sw.counts.complete,
             "pruned": sw.counts.pruned,
             "failed": sw.counts.failed,
+            "repeats": sw.counts.repeats,
         },
         "objective": sw.objective,
         "best_values": best.values if best else None,

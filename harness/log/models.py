@@ -26,7 +26,7 @@ STATUS_FAILED = "failed"
 STATUS_INTERRUPTED = "interrupted"
 STATUS_PRUNED = "pruned"
 
-TRIAL_STATES = ("complete", "pruned", "failed", "interrupted", "requeued")
+TRIAL_STATES = ("complete", "pruned", "failed", "interrupted", "requeued", "repeat")
 
 _PREPARE = (
     "index_cache_hit",
@@ -292,7 +292,9 @@ class TrialRecord:
     number: int
     """Optuna's trial number."""
     state: str
-    """complete, pruned, failed, interrupted or requeued (cut short; run again)."""
+    """complete, pruned, failed, interrupted, requeued (cut short; run again) or repeat
+    (the sampler proposed a complete trial's settings again: not run, that trial's
+    values stand; `error` names it)."""
     params: dict[str, Any]
     """The trial's settings: chunk_size, chunk_overlap, k, reranker, fetch_k, embedder."""
     values: list[float] | None
@@ -331,6 +333,9 @@ class TrialCounts:
     complete: int = 0
     pruned: int = 0
     failed: int = 0
+    repeats: int = 0
+    """Proposals of settings a complete trial had taken: not run, and not counted
+    against the budget (up to as many as the budget)."""
 
 
 @dataclass(frozen=True)
@@ -529,6 +534,8 @@ class SweepSummary:
                 d["stats"].pop(key)
         if not d["sampler"]["reason"]:
             d["sampler"].pop("reason")
+        if not d["counts"]["repeats"]:
+            d["counts"].pop("repeats")
         order = ("log_version", "sweep_id", "status", "updated_at", "error", "experiment")
         return {**{k: d[k] for k in order}, **{k: v for k, v in d.items() if k not in order}}
 

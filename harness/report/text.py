@@ -399,8 +399,9 @@ def format_sweep(
     lines += [f"warning: {w}" for w in summary.warnings]
     c, st = summary.counts, summary.stats
     lines.append(
-        f"trials: {c.complete} complete, {c.pruned} pruned, {c.failed} failed; "
-        f"judge calls {st.judge_calls}, cache hits {st.judge_cache_hits}, distinct "
+        f"trials: {c.complete} complete, {c.pruned} pruned, {c.failed} failed"
+        + (f", {c.repeats} repeats not run" if c.repeats else "")
+        + f"; judge calls {st.judge_calls}, cache hits {st.judge_cache_hits}, distinct "
         f"verdicts {st.distinct_verdicts}, without a cache {st.naive_calls} calls"
     )
     if st.batch_verdicts:

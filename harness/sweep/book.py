@@ -162,6 +162,7 @@ class SweepBook:
             complete=states.count("complete"),
             pruned=states.count("pruned"),
             failed=states.count("failed"),
+            repeats=states.count("repeat"),
         )
 
     def _tie(self, best: int, other: int) -> bool:

@@ -15,6 +15,8 @@ import math
 
 import optuna
 
+from harness.sweep.shared import REPEAT_ATTR
+
 IMPORTANCE_METHOD = "PED-ANOVA"
 """The evaluator named in show and the report."""
 
@@ -22,13 +24,18 @@ IMPORTANCE_METHOD = "PED-ANOVA"
 def param_importances(study: optuna.Study, objective: str = "") -> tuple[dict[str, float], str]:
     """(parameter -> share of the first objective's variation, summing to 1; a note).
 
-    Over the study's complete trials and only the parameters that took more than one
-    value among them. The note says why the importances are empty (fewer than 2 complete
+    Over the study's complete trials, each setting once (a repeat, a complete trial's
+    settings proposed again, is left out), and only the parameters that took more than
+    one value among them. The note says why the importances are empty (fewer than 2 complete
     trials, fewer than 2 parameters that varied, every trial scoring the same, or the
     evaluator's error), or is "" when they are not. With two objectives the importances
     are those of the first; `objective`, its metric id, is only used in the note.
     """
-    done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    done = [
+        t
+        for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+        if REPEAT_ATTR not in t.user_attrs
+    ]
     if len(done) < 2:
         return {}, f"fewer than 2 complete trials ({len(done)})"
     varied = sorted(

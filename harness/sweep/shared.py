@@ -55,6 +55,9 @@ WORKER_ATTR = "harness_worker"
 """The trial user attribute naming the worker running it (host:pid)."""
 FAILED_ATTR = "harness_failed"
 """The trial user attribute marking a trial that failed (counts against the budget)."""
+REPEAT_ATTR = "harness_repeat_of"
+"""The trial user attribute of a repeat: the number of the complete trial whose settings
+it was proposed (not run; see `study.complete_twin`)."""
 POLL_S = 0.5
 PARENT_ENV = "HARNESS_SWEEP_PARENT"
 """Set by `run_workers` to its own pid: a worker whose parent is gone stops (`watch_parent`)."""
@@ -179,16 +182,22 @@ def folder_lock(sweep_dir: Path) -> Iterator[None]:
 # ---------------------------------------------------------------- the budget
 
 
-def budget_used(trials: Sequence[optuna.trial.FrozenTrial]) -> int:
+def budget_used(trials: Sequence[optuna.trial.FrozenTrial], budget: int) -> int:
     """Trials that count against the budget: complete, pruned, or failed by the trial
-    itself (not those failed because their worker died: those run again)."""
+    itself (not those failed because their worker died: those run again). A repeat (a
+    complete trial's settings proposed again, not run) does not count, up to as many
+    repeats as the budget: a sampler that proposes only what it has tried still ends."""
     done = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
-    return sum(
-        1
-        for t in trials
-        if t.state in done
-        or (t.state == optuna.trial.TrialState.FAIL and t.user_attrs.get(FAILED_ATTR))
-    )
+    used = repeats = 0
+    for t in trials:
+        if t.state in done or (
+            t.state == optuna.trial.TrialState.FAIL and t.user_attrs.get(FAILED_ATTR)
+        ):
+            if REPEAT_ATTR in t.user_attrs:
+                repeats += 1
+            else:
+                used += 1
+    return used + max(0, repeats - budget)
 
 
 def worker_name() -> str:
@@ -247,7 +256,7 @@ def run_budget(
             if reap_local:
                 fail_dead_local(study, on_stale)
             trials = study.get_trials(deepcopy=False)
-            used = budget_used(trials)
+            used = budget_used(trials, budget)
             if used >= budget:
                 return
             running = sum(1 for t in trials if t.state == optuna.trial.TrialState.RUNNING)

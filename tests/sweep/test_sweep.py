@@ -28,6 +28,12 @@ def params_of(log):
     return [(t.number, t.state, t.params) for t in log.trials]
 
 
+def ran(log):
+    """The trials that count against the budget: all but repeats (a complete trial's
+    settings proposed again, not run)."""
+    return [t for t in log.trials if t.state != "repeat"]
+
+
 def test_seeded_sweep_writes_its_log_and_is_reproducible(tmp_path):
     config = load_experiment(SWEEP)
     judge = ScriptedJudge()
@@ -35,8 +41,8 @@ def test_seeded_sweep_writes_its_log_and_is_reproducible(tmp_path):
     s = log.summary.to_dict()
     assert s["status"] == "done"
     assert s["objective"] == ["mrr@k"] and s["directions"] == ["maximize"]
-    assert len(log.trials) == 5
-    assert all(t.state in ("complete", "pruned") for t in log.trials)
+    assert len(ran(log)) == 5
+    assert all(t.state in ("complete", "pruned") for t in ran(log))
     # trial 0 is the experiment's own settings
     assert log.trials[0].params == {
         "chunk_size": 200,
@@ -116,6 +122,81 @@ def test_failed_trials_are_recorded_and_the_sweep_goes_on(tmp_path):
     assert log.summary.to_dict()["status"] == "done" and log.summary.to_dict()["counts"][
         "failed"
     ] == len(failed)
+
+
+def test_tpe_does_not_run_a_setting_twice_nor_count_its_repeats(tmp_path, capsys):
+    """TPE proposes settings it has tried (4 to 5 of 20 trials on spaces a few times
+    larger than the budget, median over seeds). Such a proposal is not run: it is logged
+    as a repeat pointing at its twin, the sampler is told the twin's values, and it does
+    not count against the budget, so the sweep tries as many settings as it was asked
+    for. Before, each repeat ran again and the recommendation listed it as a trial that
+    cannot be told apart from its own twin."""
+    from harness.log import read_trials
+
+    # 24 settings for 12 trials: TPE (a space no larger than the trials runs as a grid)
+    config = load_experiment(SWEEP, ["sweep.trials=12", "sweep.pruner=none"])
+    log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
+    trials = read_trials(log.sweep_dir)
+    complete = {t.number: t for t in trials if t.state == "complete"}
+    repeats = [t for t in trials if t.state == "repeat"]
+    assert len(complete) == 12
+    assert len({json.dumps(t.params, sort_keys=True) for t in complete.values()}) == 12
+    assert len(repeats) >= 2, "seed 7's TPE proposes tried settings on this space"
+    for r in repeats:
+        twin = next(t for t in complete.values() if t.params == r.params)
+        assert r.run_dir == twin.run_dir and r.values == twin.values
+        assert r.error == f"trial {twin.number}'s settings: not run again"
+        assert not (log.sweep_dir / "trials" / str(r.number)).exists()  # nothing ran
+    summary = log.summary.to_dict()
+    assert summary["counts"]["repeats"] == len(repeats)
+    repeat_numbers = {r.number for r in repeats}
+    for best in log.summary.best:
+        assert best.number in complete
+        assert not repeat_numbers & set(best.indistinguishable or [])
+    assert main(["show", str(log.sweep_dir)]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(repeats)} repeats not run" in out and "  repeat  " in out
+
+
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+def test_a_sampler_that_proposes_only_tried_settings_still_ends(tmp_path, monkeypatch):
+    """Repeats are free up to as many as the budget: a sampler stuck on one setting runs
+    it once and stops after `trials` repeats."""
+    from harness.sweep import study
+
+    fixed = {"chunk_size": 200, "chunk_overlap": 20, "k": 3}
+    monkeypatch.setattr(
+        study,
+        "_sampler",
+        lambda config, parallel=False: optuna.samplers.PartialFixedSampler(
+            fixed, optuna.samplers.RandomSampler(seed=0)
+        ),
+    )
+    config = load_experiment(SWEEP, ["sweep.trials=4", "sweep.pruner=none"])
+    log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
+    states = [t.state for t in log.trials]
+    assert states == ["complete"] + ["repeat"] * 4
+
+
+def test_shared_budget_counts_repeats_only_past_the_budget():
+    from harness.sweep.shared import REPEAT_ATTR, budget_used
+
+    dist = {"k": optuna.distributions.CategoricalDistribution([2, 3])}
+
+    def trial(state, repeat=False):
+        return optuna.trial.create_trial(
+            state=state,
+            value=0.5 if state == optuna.trial.TrialState.COMPLETE else None,
+            params={"k": 2},
+            distributions=dist,
+            user_attrs={REPEAT_ATTR: 0} if repeat else {},
+        )
+
+    done = optuna.trial.TrialState.COMPLETE
+    two = [trial(done), trial(optuna.trial.TrialState.PRUNED)]
+    assert budget_used(two, 3) == 2
+    assert budget_used([*two, trial(done, repeat=True)], 3) == 2
+    assert budget_used([*two, *[trial(done, repeat=True)] * 5], 3) == 4  # 2 past the budget
 
 
 def test_pruning_stops_a_hopeless_setting_early(tmp_path):
@@ -612,4 +693,4 @@ def test_a_sweep_continues_only_with_the_search_it_started_with(tmp_path, capsys
         resume=log.sweep_dir,
         judge=ScriptedJudge(),
     )
-    assert len(again.trials) == 3
+    assert len(ran(again)) == 3

@@ -714,6 +714,7 @@ class TrialCounts:
     complete: int
     pruned: int
     failed: int
+    repeats: int = 0
 
 
 @dataclass(frozen=True)
@@ -747,7 +748,7 @@ def _sweep_identity(sweep: SweepLog) -> SweepIdentity:
         sampler=Sampler(s.sampler.name, s.sampler.seed, s.sampler.reason),
         pruner=s.pruner,
         trials_requested=s.n_trials_requested,
-        counts=TrialCounts(s.counts.complete, s.counts.pruned, s.counts.failed),
+        counts=TrialCounts(s.counts.complete, s.counts.pruned, s.counts.failed, s.counts.repeats),
         storage=s.storage,
         sweep_dir=str(sweep.sweep_dir),
         warnings=tuple(s.warnings),

@@ -357,6 +357,10 @@ def _params(params: Mapping[str, Any]) -> str:
     return esc(" ".join(f"{k}={v}" for k, v in params.items()))
 
 
+def _repeats(n: int) -> str:
+    return f" ({n} proposals repeated a complete trial's settings and were not run)" if n else ""
+
+
 def _sweep_summary(page: SweepPage) -> str:
     s = page.sweep
     c = s.counts
@@ -365,7 +369,7 @@ def _sweep_summary(page: SweepPage) -> str:
         f"({esc(', '.join(s.directions))}); sampler {esc(s.sampler.name)} seed "
         f"{esc(s.sampler.seed)}, pruner {esc(s.pruner)}; {esc(c.complete)} complete, "
         f"{esc(c.pruned)} pruned, {esc(c.failed)} failed of {esc(s.trials_requested)} "
-        f"requested</p>",
+        f"requested{_repeats(c.repeats)}</p>",
         f'<p class="muted">{esc(s.sweep_dir)}; updated {esc(s.updated_at)}</p>',
     ]
     if s.sampler.reason:
