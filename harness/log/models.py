@@ -293,8 +293,8 @@ class TrialRecord:
     """Optuna's trial number."""
     state: str
     """complete, pruned, failed, interrupted, requeued (cut short; run again) or repeat
-    (the sampler proposed a complete trial's settings again: not run, that trial's
-    values stand; `error` names it)."""
+    (the sampler proposed the settings of a complete or pruned trial again: not run, it
+    ends as that trial did; `error` names it, `run_dir` is that trial's)."""
     params: dict[str, Any]
     """The trial's settings: chunk_size, chunk_overlap, k, reranker, fetch_k, embedder."""
     values: list[float] | None
@@ -334,7 +334,7 @@ class TrialCounts:
     pruned: int = 0
     failed: int = 0
     repeats: int = 0
-    """Proposals of settings a complete trial had taken: not run, and not counted
+    """Proposals of settings a complete or pruned trial had taken: not run, and not counted
     against the budget (up to as many as the budget)."""
 
 

@@ -57,7 +57,7 @@ FAILED_ATTR = "harness_failed"
 """The trial user attribute marking a trial that failed (counts against the budget)."""
 REPEAT_ATTR = "harness_repeat_of"
 """The trial user attribute of a repeat: the number of the complete trial whose settings
-it was proposed (not run; see `study.complete_twin`)."""
+it was proposed (not run; see `study.finished_twin`)."""
 POLL_S = 0.5
 PARENT_ENV = "HARNESS_SWEEP_PARENT"
 """Set by `run_workers` to its own pid: a worker whose parent is gone stops (`watch_parent`)."""
@@ -185,7 +185,7 @@ def folder_lock(sweep_dir: Path) -> Iterator[None]:
 def budget_used(trials: Sequence[optuna.trial.FrozenTrial], budget: int) -> int:
     """Trials that count against the budget: complete, pruned, or failed by the trial
     itself (not those failed because their worker died: those run again). A repeat (a
-    complete trial's settings proposed again, not run) does not count, up to as many
+    finished trial's settings proposed again, not run) does not count, up to as many
     repeats as the budget: a sampler that proposes only what it has tried still ends."""
     done = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
     used = repeats = 0

@@ -195,6 +195,8 @@ class _TrialEnd:
     run_dir: Path
     started: float = dataclasses.field(default_factory=time.perf_counter)
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    logged: bool = False
+    """Its record is written (a repeat): an exception after it adds none."""
 
     def record(
         self, state: str, values: list[float] | None = None, error: str | None = None, done: int = 0
@@ -250,7 +252,7 @@ class _Sweep:
         self.batch: dict[str, Any] = {}
         """What the sweep's batch jobs cost (judge.batch; harness.judge.batch)."""
         self.repeats = 0
-        """Proposals of a complete trial's settings this process logged (`_repeat`)."""
+        """Proposals of a finished trial's settings this process logged (`_repeat`)."""
 
     def summary(self, status: str, error: str | None = None) -> SweepSummary:
         c = self.config
@@ -321,14 +323,15 @@ class _Sweep:
                 # and their samplers see what it took (a grid does not visit it twice).
                 if self.slots is not None:
                     self.slots.release()
-            twin = complete_twin(trial)
+            twin = finished_twin(trial)
             values = self._run_trial(trial, end) if twin is None else self._repeat(trial, end, twin)
             return values[0] if len(values) == 1 else values
         except KeyboardInterrupt:
             self.append(end.record("interrupted", error="interrupted"))
             raise
         except optuna.TrialPruned as exc:
-            if not (end.run_dir / HEADER).is_file():  # pruned before it ran
+            # pruned before it ran (not a repeat, logged as one)
+            if not end.logged and not (end.run_dir / HEADER).is_file():
                 self.append(end.record("pruned", error=str(exc)))
             raise
         except Exception as exc:
@@ -344,20 +347,26 @@ class _Sweep:
     def _repeat(
         self, trial: optuna.Trial, end: _TrialEnd, twin: optuna.trial.FrozenTrial
     ) -> list[float]:
-        """A proposal of a complete trial's settings: not run (the pipeline is
+        """A proposal of a finished trial's settings: not run (the pipeline is
         deterministic, so it would give the same values from the caches), logged as a
-        repeat, and told to the sampler with the twin's values."""
+        repeat, and told to the sampler as its twin ended: the twin's values, or pruned
+        (TrialPruned)."""
         trial.set_user_attr(shared.REPEAT_ATTR, twin.number)
-        values = list(twin.values)
+        pruned = twin.state == optuna.trial.TrialState.PRUNED
+        values = None if pruned else list(twin.values)
+        how = "pruned, not run again" if pruned else "not run again"
         logger.info("trial {}: trial {}'s settings again, not run", trial.number, twin.number)
         self.append(
             dataclasses.replace(
                 end.record("repeat", values=values),
                 run_dir=str(self.dir / "trials" / str(twin.number)),
-                error=f"trial {twin.number}'s settings: not run again",
+                error=f"trial {twin.number}'s settings: {how}",
             )
         )
+        end.logged = True
         self.repeats += 1
+        if values is None:
+            raise optuna.TrialPruned(f"trial {twin.number}'s settings, pruned")
         return values
 
     def _run_trial(self, trial: optuna.Trial, end: _TrialEnd) -> list[float]:
@@ -388,20 +397,22 @@ class _Sweep:
         return values
 
 
-def complete_twin(trial: optuna.Trial) -> optuna.trial.FrozenTrial | None:
-    """The complete trial of the study that took `trial`'s settings (suggested), if any.
+def finished_twin(trial: optuna.Trial) -> optuna.trial.FrozenTrial | None:
+    """The trial of the study that took `trial`'s settings (suggested) and ran to its
+    end, complete (first) or pruned; None if there is none.
 
     TPE proposes settings it has tried: on spaces a few times larger than the budget, 4
     to 5 of 20 trials (median over seeds). Such a trial would only repeat its twin's
-    run, and its twin's values are what it would return."""
-    for t in trial.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
-        if (
-            t.number != trial.number
-            and t.params == trial.params
-            and shared.REPEAT_ATTR not in t.user_attrs
-        ):
-            return t
-    return None
+    run from the caches, and end as its twin did."""
+    states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+    twins = [
+        t
+        for t in trial.study.get_trials(deepcopy=False, states=states)
+        if t.number != trial.number
+        and t.params == trial.params
+        and shared.REPEAT_ATTR not in t.user_attrs
+    ]
+    return min(twins, key=lambda t: (t.state != states[0], t.number), default=None)
 
 
 def _pruning_hook(
@@ -695,7 +706,7 @@ def _start(study: optuna.Study, sweep: _Sweep, place: _Place, n_trials: int) -> 
 def _optimize(study: optuna.Study, sweep: _Sweep, n_trials: int, remaining: int) -> None:
     """Run this process's trials: up to the shared budget, or `remaining` of its own.
 
-    A repeat (a complete trial's settings proposed again, not run) does not count
+    A repeat (a finished trial's settings proposed again, not run) does not count
     against the budget, so a sweep tries as many settings as it was asked for; up to
     `n_trials` repeats, so a sampler that proposes only what it has tried still ends."""
     if not sweep.shared:

@@ -221,6 +221,16 @@ def test_pruning_stops_a_hopeless_setting_early(tmp_path):
     assert header["status"] == "pruned"
     lines = (Path(pruned[0].run_dir) / "questions.jsonl").read_text().splitlines()
     assert len(lines) == pruned[0].questions_done  # the questions it did finish are kept
+    # a pruned trial's settings proposed again are a repeat, pruned as its twin was
+    ran = {t.number: t for t in log.trials if t.state in ("complete", "pruned")}
+    assert len({json.dumps(t.params, sort_keys=True) for t in ran.values()}) == len(ran)
+    again = [t for t in log.trials if t.state == "repeat" and t.values is None]
+    assert again, params_of(log)
+    for r in again:
+        twin = next(t for t in ran.values() if t.params == r.params)
+        assert twin.state == "pruned" and r.run_dir == twin.run_dir
+        assert r.error == f"trial {twin.number}'s settings: pruned, not run again"
+        assert not (log.sweep_dir / "trials" / str(r.number)).exists()
 
 
 def test_two_objectives_give_a_pareto_front(tmp_path):

@@ -358,7 +358,7 @@ def _params(params: Mapping[str, Any]) -> str:
 
 
 def _repeats(n: int) -> str:
-    return f" ({n} proposals repeated a complete trial's settings and were not run)" if n else ""
+    return f" ({n} proposals repeated a finished trial's settings and were not run)" if n else ""
 
 
 def _sweep_summary(page: SweepPage) -> str:
