@@ -269,7 +269,31 @@ def resolve_run_dir(arg: str, results_dir: str | os.PathLike[str]) -> Path:
     for candidate in candidates:
         if (candidate / HEADER).is_file():
             return candidate
+    if ":" in arg:
+        sweep, _, number = arg.rpartition(":")
+        why = _trial_without_run(sweep, number, results_dir)
+        if why:
+            raise HarnessError(f"{arg}: {why}")
     raise HarnessError(f"{arg}: no run folder here or under {results_dir}/ (no {HEADER})")
+
+
+def _trial_without_run(sweep: str, number: str, results_dir: str | os.PathLike[str]) -> str:
+    """Why trial `number` of sweep `sweep` has no run folder, from the sweep's trials log
+    ("" when the log does not say): a repeat (its twin's folder is named), or a trial
+    pruned or failed before it ran."""
+    folder = find_sweep_dir(sweep, results_dir)
+    if folder is None or not number.isdigit() or not (folder / TRIALS_FILE).is_file():
+        return ""
+    try:
+        rec = next((t for t in read_trials(folder) if t.number == int(number)), None)
+    except HarnessError:
+        return ""
+    if rec is None:
+        return ""
+    state = "a repeat" if rec.state == "repeat" else rec.state
+    why = f"trial {rec.number} is {state}" + (f" ({rec.error})" if rec.error else "")
+    twin = Path(rec.run_dir).name if rec.state == "repeat" else ""
+    return why + (f": its settings ran as {sweep}:{twin}" if twin.isdigit() else ", no run")
 
 
 def find_sweep_dir(arg: str, results_dir: str | os.PathLike[str]) -> Path | None:

@@ -59,12 +59,15 @@ class ExportedConfig:
 
 
 def choose_trial(log: SweepLog, trial: int | None) -> tuple[TrialRecord, str]:
-    """The trial to export and why: `trial` when given (complete or pruned), else the
-    recommended one. Raises HarnessError naming what to do when there is none."""
+    """The trial to export and why: `trial` when given (complete or pruned; a repeat gives
+    the trial whose settings it repeats), else the recommended one. Raises HarnessError naming what to do when there is none."""
     where = log.sweep_dir / SWEEP_FILE
     records = {t.number: t for t in log.trials}
     if trial is not None:
         rec = records.get(trial)
+        twin = Path(rec.run_dir).name if rec is not None and rec.state == "repeat" else ""
+        if twin.isdigit() and int(twin) in records:  # a repeat: its settings ran as the twin
+            return records[int(twin)], f"trial {twin}, whose settings trial {trial} repeats"
         if rec is None or rec.state not in _EXPORTABLE or not rec.params:
             ran = ", ".join(str(n) for n, t in sorted(records.items()) if t.state in _EXPORTABLE)
             state = "no such trial" if rec is None else f"trial {trial} is {rec.state}"

@@ -156,6 +156,16 @@ def test_tpe_does_not_run_a_setting_twice_nor_count_its_repeats(tmp_path, capsys
     assert main(["show", str(log.sweep_dir)]) == 0
     out = capsys.readouterr().out
     assert f"{len(repeats)} repeats not run" in out and "  repeat  " in out
+    # a repeat's number leads to the trial that ran its settings
+    r = repeats[0]
+    twin = Path(r.run_dir).name
+    assert main(["show", f"{log.sweep_dir}:{r.number}"]) == 2
+    err = capsys.readouterr().err
+    assert f"trial {r.number} is a repeat" in err and f"ran as {log.sweep_dir}:{twin}" in err
+    from harness.sweep.export import choose_trial
+
+    chosen, why = choose_trial(read_sweep(log.sweep_dir), r.number)
+    assert str(chosen.number) == twin and f"trial {r.number} repeats" in why
 
 
 @pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
