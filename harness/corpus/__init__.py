@@ -4,11 +4,13 @@ load_documents(sources, ...)   Document records, ids stable across runs and mach
 load_questions(path)           Question records (JSONL or one per line)
 read_text_file(path, field)    a UTF-8 text file, binary or undecodable ones refused
 chunk_documents(docs, ...)     Chunk records with ids `<doc_id>#<start_char>`
+fit_sources(questions, docs)   source spans kept only where the corpus holds them
 """
 
 from harness.corpus.chunk import chunk_documents, splitter_spec
 from harness.corpus.load import (
     corpus_hash,
+    fit_sources,
     load_beir_corpus,
     load_documents,
     load_questions,
@@ -18,6 +20,7 @@ from harness.corpus.load import (
 __all__ = [
     "chunk_documents",
     "corpus_hash",
+    "fit_sources",
     "load_beir_corpus",
     "load_documents",
     "load_questions",

@@ -1,6 +1,8 @@
 """Load documents from files, folders and URLs into `Document` records.
 
-Local: .md, .txt and .html files, or folders searched recursively for them. URLs go
+Local: .md, .txt, .html and .pdf files, or folders searched recursively for them (a
+folder's other files are skipped, and the run says which kinds). A PDF's text is what
+pypdf extracts, page after page; a PDF without text (scanned pages) is refused. URLs go
 through LangChain's WebBaseLoader. For HTML, `html_classes` keeps only the elements with
 those CSS classes (a blog's post-title / post-header / post-content, say).
 """
@@ -12,6 +14,7 @@ import json
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,7 @@ from loguru import logger
 from harness.errors import ConfigError
 from harness.types import Document, Question, SourceSpan
 
-SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm")
+SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf")
 """Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
 USER_AGENT = "harness-retrieval-tuning/0.1 (+https://github.com/; offline-first)"
 CONTROL_SHARE = 0.25
@@ -73,7 +76,39 @@ def _html_text(html: str, html_classes: Sequence[str], where: str) -> tuple[str,
     return text, title
 
 
+def _pdf_text(path: Path) -> tuple[str, str]:
+    """The text pypdf extracts from a PDF, its pages joined by a blank line, and its
+    title (the document information's, else ""). Raises ConfigError naming the file for
+    a PDF it cannot read (damaged, encrypted) or one without text (scanned pages)."""
+    import pypdf
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = pypdf.PdfReader(path)
+        if reader.is_encrypted:
+            raise ConfigError(str(path), "corpus.sources", "the PDF is encrypted; decrypt it first")
+        pages = [(page.extract_text() or "").strip() for page in reader.pages]
+        meta = reader.metadata
+        title = str((meta.title if meta is not None else None) or "").strip()
+    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
+        raise ConfigError(
+            str(path), "corpus.sources", f"cannot read this PDF ({type(exc).__name__}: {exc})"
+        ) from None
+    text = "\n\n".join(p for p in pages if p)
+    if not text:
+        raise ConfigError(
+            str(path),
+            "corpus.sources",
+            f"the PDF holds no text in its {len(pages)} pages (scanned images?): run OCR on it "
+            "first, or leave it out",
+        )
+    return text, title
+
+
 def _load_file(path: Path, doc_id: str, html_classes: Sequence[str]) -> Document:
+    if path.suffix.lower() == ".pdf":
+        text, title = _pdf_text(path)
+        return Document(doc_id=doc_id, text=text, source=str(path), title=title or path.stem)
     raw = read_text_file(path, "corpus.sources")
     if path.suffix.lower() in (".html", ".htm"):
         text, title = _html_text(raw, html_classes, str(path))
@@ -139,6 +174,7 @@ def load_documents(
         path = Path(source)
         if path.is_dir():
             files = sorted(p for p in path.rglob("*") if p.suffix.lower() in SUFFIXES)
+            _warn_skipped(path, files)
             if not files:
                 raise ConfigError(
                     where or str(path),
@@ -161,6 +197,30 @@ def load_documents(
         raise ConfigError(where, "corpus.sources", f"two documents share the id {dup!r}")
     logger.info("loaded {} documents ({} chars)", len(docs), sum(len(d.text) for d in docs))
     return docs
+
+
+def _warn_skipped(folder: Path, read: Sequence[Path]) -> None:
+    """Warn, by kind, about the files of `folder` that are not read: a corpus of Word
+    files beside two notes would otherwise be indexed as the two notes. Hidden files and
+    folders (.git, .DS_Store) are not counted."""
+    taken = set(read)
+    kinds: dict[str, int] = {}
+    for p in folder.rglob("*"):
+        rel = p.relative_to(folder).parts
+        if p in taken or any(part.startswith(".") for part in rel) or not p.is_file():
+            continue
+        kind = p.suffix.lower() or "(no suffix)"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    if kinds:
+        listed = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+        logger.warning(
+            "{}: skipped {} files harness does not read ({}); it reads {}: convert the others "
+            "to one of them",
+            folder,
+            sum(kinds.values()),
+            listed,
+            " ".join(SUFFIXES),
+        )
 
 
 def load_beir_corpus(path: Path) -> list[Document]:
@@ -293,3 +353,38 @@ def load_questions(path: str | os.PathLike[str]) -> list[Question]:
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ConfigError(str(p), "id", f"question id {dup!r} appears twice")
     return questions
+
+
+def fit_sources(
+    questions: Sequence[Question], docs: Sequence[Document], where: str = "questions"
+) -> tuple[list[Question], str | None]:
+    """The questions with their source spans kept only where the corpus holds them, and a
+    warning (None when every span fits).
+
+    A span names a document and characters of its text: with questions written for
+    another corpus (other file names, a PDF of the same pages, an edited document) the
+    document is missing or shorter, and the source metrics would read 0, as if retrieval
+    never found the source. Such a question's spans are dropped, so its source metrics
+    and failure reasons are left out instead."""
+    lengths = {d.doc_id: len(d.text) for d in docs}
+
+    def fits(s: SourceSpan) -> bool:
+        return 0 <= s.start <= s.end <= lengths.get(s.doc_id, -1)
+
+    out: list[Question] = []
+    stray: list[str] = []
+    for q in questions:
+        misfit = next((s.doc_id for s in q.source if not fits(s)), None)
+        if misfit is not None:
+            stray.append(misfit)
+            q = replace(q, source=())
+        out.append(q)
+    if not stray:
+        return out, None
+    missing = sorted({d for d in stray if d not in lengths})
+    example = f"no document {missing[0]!r}" if missing else f"{stray[0]!r} is shorter"
+    return out, (
+        f"{where}: {len(stray)} of {sum(1 for q in questions if q.source)} questions' source "
+        f"spans are not in this corpus ({example}): their source metrics and failure reasons "
+        "are left out (were the questions written from other documents?)"
+    )

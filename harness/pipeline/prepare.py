@@ -123,6 +123,8 @@ class Inputs:
     """The questions the run uses (`questions.limit` applied)."""
     questions_path: str
     chunks: tuple[Chunk, ...]
+    warnings: tuple[str, ...] = ()
+    """What the run's header should say about its inputs (source spans not in the corpus)."""
 
 
 def load_inputs(config: ExperimentConfig) -> Inputs:
@@ -130,11 +132,17 @@ def load_inputs(config: ExperimentConfig) -> Inputs:
     the file for anything wrong with them."""
     docs = load_corpus(config)
     questions_path = config.resolve_path(config.questions.file)
-    questions = config.questions.take(corpus.load_questions(questions_path))
+    questions, stray = corpus.fit_sources(
+        config.questions.take(corpus.load_questions(questions_path)), docs, questions_path
+    )
+    if stray:
+        logger.warning(stray)
     chunks = corpus.chunk_documents(
         docs, chunk_size=config.chunking.chunk_size, chunk_overlap=config.chunking.chunk_overlap
     )
-    return Inputs(tuple(docs), tuple(questions), questions_path, tuple(chunks))
+    return Inputs(
+        tuple(docs), tuple(questions), questions_path, tuple(chunks), (stray,) if stray else ()
+    )
 
 
 def cap_k(config: ExperimentConfig, n_chunks: int) -> ExperimentConfig:

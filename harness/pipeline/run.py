@@ -138,7 +138,13 @@ def run_experiment(
             if bias:
                 logger.warning(bias)
             header = replace(
-                header, warnings=judged.tally.warnings() + trust_note + ([bias] if bias else [])
+                header,
+                warnings=[
+                    *inputs.warnings,
+                    *judged.tally.warnings(),
+                    *trust_note,
+                    *([bias] if bias else []),
+                ],
             )
         cost.run["judge_s"] = round(time.perf_counter() - t_judge, 3)
         header = _finished(header, judged, config.retrieval.k, cost.stats())

@@ -112,3 +112,143 @@ def test_chunks_have_stable_ids_and_true_offsets():
         assert len(c.text) <= 120
         assert texts[c.doc_id][c.start_char : c.start_char + len(c.text)] == c.text
         assert c.chunk_id == f"{c.doc_id}#{c.start_char}"
+
+
+def tiny_pdf(pages: list[str], title: str | None = None) -> bytes:
+    """A PDF of text pages in Helvetica (one line per text line), written by hand so the
+    tests need no PDF writer; `title` goes in the document information."""
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>"]
+    kids = " ".join(f"{4 + 2 * i} 0 R" for i in range(len(pages)))
+    objs.append(f"<< /Type /Pages /Kids [{kids}] /Count {len(pages)} >>".encode())
+    objs.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    for i, text in enumerate(pages):
+        lines = [
+            ln.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+            for ln in text.split("\n")
+        ]
+        ops = [
+            "BT",
+            "/F1 12 Tf",
+            "14 TL",
+            "72 720 Td",
+            *(f"({ln}) Tj T*" for ln in lines if ln),
+            "ET",
+        ]
+        stream = "\n".join(ops).encode("latin-1")
+        objs.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << "
+            f"/F1 3 0 R >> >> /Contents {5 + 2 * i} 0 R >>".encode()
+        )
+        objs.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    if title:
+        objs.append(f"<< /Title ({title}) >>".encode())
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for n, body in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += f"{n} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{off:010d} 00000 n \n".encode() for off in offsets)
+    info = f" /Info {len(objs)} 0 R" if title else ""
+    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R{info} >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
+def test_a_folder_of_pdfs_is_read_page_by_page(tmp_path):
+    folder = tmp_path / "docs"
+    (folder / "manuals").mkdir(parents=True)
+    (folder / "notes.md").write_text("# Notes\n\nThe shed key is under the pot.\n")
+    (folder / "manuals" / "hive.pdf").write_bytes(
+        tiny_pdf(
+            ["Hive manual\nThe hive is inspected every Saturday.", "Page two: wear a veil."],
+            title="Hive manual",
+        )
+    )
+    docs = {d.doc_id: d for d in load_documents([str(folder)])}
+    assert set(docs) == {"notes.md", "manuals/hive.pdf"}
+    pdf = docs["manuals/hive.pdf"]
+    assert "inspected every Saturday" in pdf.text and "wear a veil" in pdf.text
+    assert pdf.text.index("Saturday") < pdf.text.index("Page two")  # pages in order
+    assert "\n\n" in pdf.text and pdf.title == "Hive manual"
+    # chunks of a PDF's text carry true offsets, as any document's do
+    for c in chunk_documents([pdf], chunk_size=40, chunk_overlap=5):
+        assert pdf.text[c.start_char : c.start_char + len(c.text)] == c.text
+
+
+def test_a_pdf_without_text_or_a_damaged_one_names_the_file(tmp_path):
+    scanned = tmp_path / "scan.pdf"
+    scanned.write_bytes(tiny_pdf(["", ""]))
+    with pytest.raises(ConfigError, match="holds no text in its 2 pages") as exc:
+        load_documents([str(scanned)])
+    assert exc.value.field == "corpus.sources" and str(scanned) in str(exc.value)
+    damaged = tmp_path / "broken.pdf"
+    damaged.write_bytes(b"%PDF-1.4\nthis is not a PDF body\n")
+    with pytest.raises(ConfigError, match="cannot read this PDF") as exc:
+        load_documents([str(damaged)])
+    assert str(damaged) in str(exc.value)
+
+
+def test_files_a_folder_cannot_be_read_as_are_counted_in_a_warning(tmp_path):
+    from loguru import logger
+
+    folder = tmp_path / "docs"
+    (folder / ".git").mkdir(parents=True)
+    (folder / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (folder / "guide.md").write_text("# Guide\n\nRead me.\n")
+    for name in ("a.docx", "b.docx", "deck.pptx"):
+        (folder / name).write_bytes(b"PK\x03\x04")
+    seen: list[str] = []
+    sink = logger.add(lambda m: seen.append(m.record["message"]), level="WARNING")
+    try:
+        docs = load_documents([str(folder)])
+    finally:
+        logger.remove(sink)
+    assert [d.doc_id for d in docs] == ["guide.md"]
+    assert len(seen) == 1, seen
+    assert "skipped 3 files harness does not read (2 .docx, 1 .pptx)" in seen[0]
+    assert ".git" not in seen[0] and ".pdf" in seen[0]
+
+
+def test_source_spans_the_corpus_does_not_hold_are_dropped_with_a_warning(tmp_path):
+    """Questions written for other documents (other names, a PDF of the same pages, an
+    edited file): their source metrics read 0 as if retrieval never found the source.
+    Their spans are dropped, the run says so, and the source metrics are left out."""
+    import json
+
+    from harness.config import load_experiment
+    from harness.corpus import fit_sources
+    from harness.pipeline import run_experiment
+    from tests.conftest import ScriptedJudge
+
+    docs = load_documents([str(CORPUS)])
+    bees = next(d for d in docs if d.doc_id == "bees.md")
+    rows = [
+        {"id": "hive", "text": "When is the hive inspection?", "source": [
+            {"doc_id": "bees.md", "start": 0, "end": 40}]},
+        {"id": "renamed", "text": "When is the hive inspection?", "source": [
+            {"doc_id": "bees.pdf", "start": 0, "end": 40}]},
+        {"id": "edited", "text": "When is the hive inspection?", "source": [
+            {"doc_id": "bees.md", "start": 10, "end": len(bees.text) + 5}]},
+        {"id": "plain", "text": "Who keeps the tool shed key?"},
+    ]  # fmt: skip
+    path = tmp_path / "q.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    questions = load_questions(path)
+    kept, warning = fit_sources(questions, docs, str(path))
+    assert [bool(q.source) for q in kept] == [True, False, False, False]
+    assert warning == (
+        f"{path}: 2 of 3 questions' source spans are not in this corpus (no document "
+        "'bees.pdf'): their source metrics and failure reasons are left out (were the "
+        "questions written from other documents?)"
+    )
+    assert fit_sources(questions[:1], docs) == ([questions[0]], None)
+    run = run_experiment(
+        load_experiment(DATA / "experiment.toml", [f'questions.file="{path}"']),
+        results_dir=tmp_path / "r",
+        cache_dir=tmp_path / "c",
+        judge=ScriptedJudge(),
+    )
+    assert warning in run.header.warnings
+    by_id = {q.question.question_id: q for q in run.questions}
+    assert "source_hit@1" in by_id["hive"].metrics
+    assert "source_hit@1" not in by_id["renamed"].metrics  # unknown, never a 0
