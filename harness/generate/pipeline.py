@@ -57,6 +57,7 @@ from harness.generate.critique import (
     parse_critique,
     parse_draft,
     points_at_source,
+    repeats_question,
 )
 from harness.generate.dedup import Embed, near_duplicates
 from harness.generate.exam import ExamItem
@@ -396,7 +397,8 @@ def _source_answer(c: Candidate, gen: Generator) -> Candidate:
     """The query style's answer and answerability check, once the query is final: the
     query answered from its source passage(s) in at most ten words
     (`prompts.source_answer_messages`). NONE, or an answer that points at the text
-    instead of giving a fact (`points_at_source`), drops the question (`unanswered`):
+    instead of giving a fact (`points_at_source`) or only repeats the query
+    (`repeats_question`), drops the question (`unanswered`):
     its label would be a passage that does not answer it. An answer that drifts into a
     script its source does not use is cut there (`clip_script_drift`)."""
     assert c.draft is not None
@@ -423,6 +425,8 @@ def _source_answer(c: Candidate, gen: Generator) -> Candidate:
         why = "answered NONE"
     elif points_at_source(answer):
         why = f"its answer points at the text: {answer[:100]!r}"
+    elif repeats_question(c.draft.question, answer):
+        why = f"its answer only repeats the query: {answer[:100]!r}"
     else:
         return replace(c, draft=replace(c.draft, answer=answer))
     return replace(c, dropped_by=["unanswered"], reason=f"its source does not answer it ({why})")

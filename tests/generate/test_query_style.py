@@ -21,6 +21,7 @@ from harness.generate.critique import (
     mentions_source,
     names_the_search,
     points_at_source,
+    repeats_question,
 )
 from harness.generate.pipeline import (
     closed_book_match,
@@ -94,6 +95,8 @@ class QueryModel:
                 answer = "document outlines the word list"
             if "MARK-DRIFT" in passage:  # ends in a script the source does not use
                 answer = "secret word list 水分,"
+            if "MARK-ECHO" in passage:  # the query itself
+                answer = prompt.split("Search query: ", 1)[1].split("\n", 1)[0]
             return Act(text=json.dumps({"answer": answer}))
         if "from what you know" in prompt:
             q = prompt.split("Question:", 1)[1].split("\n", 1)[0]
@@ -491,12 +494,16 @@ def test_a_query_gets_its_answer_from_its_source_or_is_dropped(tmp_path):
         "fixable": _doc_text("fixable", 1, "MARK-FIXABLE"),
         "meta": _doc_text("meta", 1, "MARK-META"),
         "drift": _doc_text("drift", 1, "MARK-DRIFT"),
+        "echo": _doc_text("echo", 1, "MARK-ECHO"),
     }
-    report, kept, model = _run(tmp_path, docs, 7, types=("simple",))
+    report, kept, model = _run(tmp_path, docs, 8, types=("simple",))
     dropped = [d for d in report.dropped if d["dropped_by"] == ["unanswered"]]
     assert report.counts["unanswered"] == len(dropped)
     reasons = {d["text"]: d["reason"] for d in dropped}
-    assert set(reasons) == {"zzquery nonexfactx0", "zzquery metaxfactx0"}
+    assert set(reasons) == {"zzquery nonexfactx0", "zzquery metaxfactx0", "zzquery echoxfactx0"}
+    assert reasons["zzquery echoxfactx0"] == (
+        "its source does not answer it (its answer only repeats the query: 'zzquery echoxfactx0')"
+    )
     assert reasons["zzquery nonexfactx0"] == "its source does not answer it (answered NONE)"
     assert reasons["zzquery metaxfactx0"] == (
         "its source does not answer it (its answer points at the text: "
@@ -787,6 +794,23 @@ def test_a_query_naming_the_search_is_dropped_unless_its_source_does(tmp_path):
 )
 def test_answers_that_point_at_their_source_are_caught(answer, points):
     assert points_at_source(answer) is points
+
+
+@pytest.mark.parametrize(
+    ("query", "answer", "repeats"),
+    [
+        ("what is the data handling guide?", "Data handling guide", True),
+        ("badge collection, laptop setup, weekly buddy meetings",
+         "Badge collection, laptop setup, weekly buddy meetings", True),
+        ("search office closure days 2026 customer support",
+         "search office closure days 2026 customer support", True),
+        ("how many days of annual leave", "27 days of paid annual leave", False),
+        ("is parental leave paid?", "yes, parental leave is paid", False),
+        ("vpn on android", "", False),  # no content word: says_none's case
+    ],
+)  # fmt: skip
+def test_an_answer_that_only_repeats_its_query_is_caught(query, answer, repeats):
+    assert repeats_question(query, answer) is repeats
 
 
 def test_an_answer_is_cut_where_it_drifts_into_another_script():
