@@ -173,8 +173,9 @@ def load_documents(
             continue
         path = Path(source)
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.suffix.lower() in SUFFIXES)
-            _warn_skipped(path, files)
+            found = sorted(path.rglob("*"))
+            files = [p for p in found if p.suffix.lower() in SUFFIXES]
+            _warn_skipped(path, found, files)
             if not files:
                 raise ConfigError(
                     where or str(path),
@@ -199,13 +200,13 @@ def load_documents(
     return docs
 
 
-def _warn_skipped(folder: Path, read: Sequence[Path]) -> None:
-    """Warn, by kind, about the files of `folder` that are not read: a corpus of Word
-    files beside two notes would otherwise be indexed as the two notes. Hidden files and
-    folders (.git, .DS_Store) are not counted."""
+def _warn_skipped(folder: Path, found: Sequence[Path], read: Sequence[Path]) -> None:
+    """Warn, by kind, about the files `found` under `folder` that are not `read`: a
+    corpus of Word files beside two notes would otherwise be indexed as the two notes.
+    Hidden files and folders (.git, .DS_Store) are not counted."""
     taken = set(read)
     kinds: dict[str, int] = {}
-    for p in folder.rglob("*"):
+    for p in found:
         rel = p.relative_to(folder).parts
         if p in taken or any(part.startswith(".") for part in rel) or not p.is_file():
             continue

@@ -60,7 +60,8 @@ class ExportedConfig:
 
 def choose_trial(log: SweepLog, trial: int | None) -> tuple[TrialRecord, str]:
     """The trial to export and why: `trial` when given (complete or pruned; a repeat gives
-    the trial whose settings it repeats), else the recommended one. Raises HarnessError naming what to do when there is none."""
+    the trial whose settings it repeats), else the recommended one. Raises HarnessError
+    naming what to do when there is none."""
     where = log.sweep_dir / SWEEP_FILE
     records = {t.number: t for t in log.trials}
     if trial is not None:

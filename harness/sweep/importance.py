@@ -26,9 +26,9 @@ def param_importances(study: optuna.Study, objective: str = "") -> tuple[dict[st
 
     Over the study's complete trials, each setting once (a repeat, a complete trial's
     settings proposed again, is left out), and only the parameters that took more than
-    one value among them. The note says why the importances are empty (fewer than 2 complete
-    trials, fewer than 2 parameters that varied, every trial scoring the same, or the
-    evaluator's error), or is "" when they are not. With two objectives the importances
+    one value among them. The note says why the importances are empty (fewer than 2
+    complete trials, fewer than 2 parameters that varied, every trial scoring the same,
+    or the evaluator's error), or is "" when they are not. With two objectives the importances
     are those of the first; `objective`, its metric id, is only used in the note.
     """
     done = [

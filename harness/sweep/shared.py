@@ -56,8 +56,8 @@ WORKER_ATTR = "harness_worker"
 FAILED_ATTR = "harness_failed"
 """The trial user attribute marking a trial that failed (counts against the budget)."""
 REPEAT_ATTR = "harness_repeat_of"
-"""The trial user attribute of a repeat: the number of the complete trial whose settings
-it was proposed (not run; see `study.finished_twin`)."""
+"""The trial user attribute of a repeat: the number of the finished trial whose settings
+it repeats (it is not run; see `study.finished_twin`)."""
 POLL_S = 0.5
 PARENT_ENV = "HARNESS_SWEEP_PARENT"
 """Set by `run_workers` to its own pid: a worker whose parent is gone stops (`watch_parent`)."""
