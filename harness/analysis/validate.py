@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -340,7 +340,7 @@ def _sweep_metric(objective: Sequence[str]) -> str:
 
 def _tau_rows(
     sweep: Any,
-    qrels: Qrels,
+    qrels: Qrels | Callable[[RunLog], Qrels],
     metric: str,
     unjudged: str,
     relevant_grade: int | None,
@@ -359,7 +359,7 @@ def _tau_rows(
         k = min(int(t.params["k"]), max(run.header.ks, default=1))
         v = validate_run(
             run,
-            qrels,
+            qrels(run) if callable(qrels) else qrels,
             k=k,
             unjudged=unjudged,
             relevant_grade=relevant_grade,
@@ -385,7 +385,7 @@ def _tau_rows(
 
 def validate_sweep(
     sweep_dir: str | os.PathLike[str],
-    qrels: Qrels,
+    qrels: Qrels | Callable[[RunLog], Qrels],
     *,
     metric: str | None = None,
     unjudged: str = "auto",
@@ -394,7 +394,10 @@ def validate_sweep(
 ) -> dict[str, Any]:
     """Kendall tau between the judge's and the labels' ranking of a sweep's complete trials
     (each at its own k), and the top configurations of each side. The labels' cut-offs
-    are `validate_run`'s.
+    are `validate_run`'s. `qrels` may be a function of a trial's run (labels from its
+    source spans, `sources.source_qrels`): chunk ids are `doc#start`, so a 400-character
+    chunk and an 800-character one that start at 0 share an id, and one set of
+    chunk-level labels for every trial would give the shorter the longer one's label.
 
     `metric` (a name, or a metric id such as "soft_mrr@k") defaults to the sweep's
     objective, the statistic its decisions rest on (soft_mrr by default). A soft metric

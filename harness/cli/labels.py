@@ -147,20 +147,6 @@ def _calibrate_exam(args: argparse.Namespace) -> int:
     )
 
 
-def _sweep_source_qrels(sweep_dir: Path) -> dict[str, dict[str, int]]:
-    """Source-span labels over every trial of a sweep (a chunk id keeps its highest)."""
-    from harness.analysis.sources import source_qrels
-
-    out: dict[str, dict[str, int]] = {}
-    for p in sorted((sweep_dir / "trials").glob("*")):
-        if (p / HEADER).is_file():
-            for qid, labels in source_qrels(read_run(p)).items():
-                mine = out.setdefault(qid, {})
-                for cid, g in labels.items():
-                    mine[cid] = max(g, mine.get(cid, 0))
-    return out
-
-
 def cmd_validate(args: argparse.Namespace) -> int:
     """Measure a run's (or every trial's) verdicts against human qrels; the qrels default
     to those named in the experiment.
@@ -174,8 +160,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             for p in sorted((sweep_dir / "trials").glob("*"))
             if (p / HEADER).is_file()
         ]
+        from harness.analysis.sources import source_qrels
+
         qrels = (
-            _sweep_source_qrels(sweep_dir)
+            source_qrels  # each trial's own: chunk ids repeat across chunk sizes
             if args.sources
             else read_qrels(_qrels_path(args.qrels, headers[0] if headers else None))
         )

@@ -385,3 +385,58 @@ def test_ppi_interval_of_a_rate_stays_inside_zero_to_one():
     assert (est_b, high_b) == (1.0, 1.0) and low_b == low
     inside = m.ppi_mean([0.5, 0.4, 0.6, 0.5], [0.5, 0.4], [0.5, 0.5])
     assert m.ppi_mean([0.5, 0.4, 0.6, 0.5], [0.5, 0.4], [0.5, 0.5], bounds=(0.0, 1.0)) == inside
+
+
+def test_validate_sweep_sources_labels_each_trial_by_its_own_chunks(tmp_path):
+    """Chunk ids are `doc#start`: bees.md's 120- and 300-character chunks from offset
+    169 are both `bees.md#169`. Source-span labels merged over the trials gave the short
+    chunk (the answer lies past its end) the long one's "complete"; each trial is now
+    labelled by its own chunks."""
+    import json
+
+    from harness.analysis.sources import source_qrels
+    from harness.sweep import run_sweep
+
+    text = (DATA / "corpus" / "bees.md").read_text()
+    start = text.index("Never inspect in the rain")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        json.dumps(
+            {
+                "id": "hive",
+                "text": "Should the hive be inspected in the rain?",
+                "source": [{"doc_id": "bees.md", "start": start, "end": start + 26}],
+            }
+        )
+        + "\n"
+    )
+    config = load_experiment(
+        DATA / "sweep.toml",
+        [
+            f'questions.file="{questions}"',
+            "sweep.sampler=grid",
+            "sweep.pruner=none",
+            "sweep.baseline=false",
+            "sweep.space.chunk_size=[120, 300]",
+            "sweep.space.chunk_overlap={low=0, high=0, step=1}",
+            "sweep.space.k=[3]",
+        ],
+    )
+    log = run_sweep(config, results_dir=tmp_path, cache_dir=tmp_path / "c", judge=ScriptedJudge())
+    runs = {t.params["chunk_size"]: read_run(t.run_dir) for t in log.trials}
+    short, long = runs[120], runs[300]
+    assert "bees.md#169" in {h.chunk.chunk_id for h in short.questions[0].hits} & {
+        h.chunk.chunk_id for h in long.questions[0].hits
+    }, "both trials retrieve a chunk with the id bees.md#169"
+    assert source_qrels(long)["hive"]["bees.md#169"] == 2
+    assert source_qrels(short)["hive"]["bees.md#169"] == 0  # ends before the answer
+    res = validate_sweep(log.sweep_dir, source_qrels, metric="mrr")
+    by_size = {r["params"]["chunk_size"]: r["human"] for r in res["rows"]}
+    for size, run in runs.items():
+        own = validate_run(run, source_qrels(run))["metrics"]["human"]["mrr@3"]
+        assert by_size[size] == pytest.approx(own)
+    # the labels merged over the trials, as before: the short chunk read as the answer
+    merged = {"hive": {**source_qrels(short)["hive"], **source_qrels(long)["hive"]}}
+    before = validate_sweep(log.sweep_dir, merged, metric="mrr")
+    wrong = {r["params"]["chunk_size"]: r["human"] for r in before["rows"]}
+    assert wrong[120] > by_size[120]
