@@ -4,12 +4,14 @@ on a terminal); this module samples, resumes and writes."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from harness.analysis.validate import read_qrels
+from harness.analysis.validate import CHUNKING_LINE, labelled_chunking, read_qrels
 from harness.errors import HarnessError
 from harness.log import RunLog
 from harness.types import JudgedHit, QuestionResult
@@ -34,8 +36,16 @@ def label_run(
         raise HarnessError(f"--sample: expected a positive number of pairs, got {sample}")
     path = Path(out)
     done: set[tuple[str, str]] = set()
+    chunking = run.header.config.get("chunking")
     if path.is_file():
-        done = {(q, c) for q, labels in read_qrels(path).items() for c in labels}
+        done = {(q, c) for q, labels in read_qrels(path, allow_empty=True).items() for c in labels}
+        theirs = labelled_chunking(path)
+        if theirs is not None and theirs != chunking:
+            raise HarnessError(
+                f"{path}: its chunks were cut with {_settings(theirs)}, this run's with "
+                f"{_settings(chunking)}: the same chunk ids would name other texts; label "
+                "into another file (--out)"
+            )
     questions = sorted(run.questions, key=lambda q: q.question.question_id)
     random.Random(seed).shuffle(questions)
     pairs = [
@@ -48,6 +58,8 @@ def label_run(
     written = 0
     with open(path, "a", encoding="utf-8") as f:
         if new_file:
+            # validate and calibrate apply these chunk ids to runs cut the same way only
+            f.write(f"{CHUNKING_LINE}{json.dumps(chunking, sort_keys=True)}\n")
             f.write("query_id\tdoc_id\trelevance\n")
         for q, h in pairs[:sample]:
             grade = ask(q, h)
@@ -59,3 +71,10 @@ def label_run(
             f.flush()
             written += 1
     return written
+
+
+def _settings(chunking: Any) -> str:
+    """A chunking as `chunk_size=800 chunk_overlap=100`."""
+    if not isinstance(chunking, dict):
+        return "unknown settings"
+    return " ".join(f"{k}={v}" for k, v in sorted(chunking.items()))

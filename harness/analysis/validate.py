@@ -18,6 +18,7 @@ is relevance itself, and the report says so.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -45,12 +46,14 @@ def _number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def read_qrels(path: str | os.PathLike[str]) -> Qrels:
+def read_qrels(path: str | os.PathLike[str], *, allow_empty: bool = False) -> Qrels:
     """query id -> (chunk or document id) -> grade.
 
     The first row is a header only when its last column is not a number; a grade may be
-    written as an integer-valued float (`1.0`). Raises ConfigError naming the file and
-    line for anything else: a non-integer grade, a wrong row, a binary or non-UTF-8 file.
+    written as an integer-valued float (`1.0`); `#` lines are comments. Raises
+    ConfigError naming the file and line for anything else: a non-integer grade, a wrong
+    row, a binary or non-UTF-8 file, or no label at all (unless `allow_empty`: a labels
+    file `harness label` was stopped in before the first answer).
     """
     p = Path(path)
     if not p.is_file():
@@ -77,7 +80,7 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
         if grade is None or not grade.is_integer():
             raise ConfigError(f"{p}:{n}", "relevance", f"expected an integer grade, got {rel!r}")
         out.setdefault(qid, {})[did] = int(grade)
-    if not out:
+    if not out and not allow_empty:
         raise ConfigError(str(p), "qrels", "the file holds no labels")
     return out
 
@@ -87,6 +90,39 @@ def max_grade(qrels: Qrels) -> int:
     so binary qrels (0/1) treat every relevant label as complete.
     """
     return max((g for q in qrels.values() for g in q.values()), default=1) or 1
+
+
+CHUNKING_LINE = "# chunking: "
+"""How `harness label` records, in the labels file, the chunking its chunk ids were cut
+with (read_qrels skips the line as a comment)."""
+
+
+def labelled_chunking(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The chunking a labels file's chunk ids were cut with (its `# chunking:` line, as
+    `harness label` writes it), or None when the file does not say."""
+    for line in read_text_file(Path(path), "qrels").splitlines():
+        if line.startswith(CHUNKING_LINE):
+            try:
+                value = json.loads(line[len(CHUNKING_LINE) :])
+            except json.JSONDecodeError:
+                return None
+            return value if isinstance(value, dict) else None
+    return None
+
+
+def labels_for(run: RunLog, qrels: Qrels, chunking: dict[str, Any] | None) -> Qrels:
+    """The labels that apply to `run`: all of them when the run cuts its chunks as the
+    labels' were cut (or the labels do not say how), else only the document-level ones.
+
+    Chunk ids are `doc#start`: a run with another chunk size has chunks with the labelled
+    ids and other texts (the 400-character chunk at 0 is not the 800-character one), so
+    a chunk label would be read as another chunk's."""
+    if chunking is None or run.header.config.get("chunking") == chunking:
+        return qrels
+    docs = {
+        q: {k: g for k, g in labels.items() if not is_chunk_id(k)} for q, labels in qrels.items()
+    }
+    return {q: labels for q, labels in docs.items() if labels}
 
 
 UNJUDGED = ("auto", "irrelevant", "skip")
@@ -355,11 +391,14 @@ def _tau_rows(
         if t.state != "complete":
             continue
         run = read_run(t.run_dir)
+        labels = qrels(run) if callable(qrels) else qrels
+        if not any(q.question.question_id in labels for q in run.questions):
+            continue  # labels of chunks cut otherwise (`labels_for`)
         # a trial's k above its corpus's chunks was lowered to their number in the run
         k = min(int(t.params["k"]), max(run.header.ks, default=1))
         v = validate_run(
             run,
-            qrels(run) if callable(qrels) else qrels,
+            labels,
             k=k,
             unjudged=unjudged,
             relevant_grade=relevant_grade,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.validate import UNJUDGED, default_cuts
+from harness.analysis.validate import UNJUDGED, Qrels, default_cuts
 from harness.cli.options import (
     cache_dir_option,
     emit,
@@ -56,6 +58,23 @@ def grade_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _labels_of(path: str) -> tuple[Qrels, dict[str, Any] | None]:
+    """A labels file and the chunking its chunk ids were cut with (None: it does not say)."""
+    from harness.analysis.validate import labelled_chunking, read_qrels
+
+    return read_qrels(path), labelled_chunking(path)
+
+
+def _other_chunking(path: str, chunking: dict[str, Any], target: str) -> HarnessError:
+    """The error for labels whose chunk ids were cut otherwise than every run given."""
+    cut = " ".join(f"{k}={v}" for k, v in sorted(chunking.items()))
+    return HarnessError(
+        f"{path}: its chunk labels are of chunks cut with {cut}, and {target} cuts its "
+        "chunks otherwise: the same chunk ids name other texts there; label a run of "
+        f"{target} (harness label)"
+    )
+
+
 def _runs_of(target: str, results_dir: str) -> tuple[list[RunLog], RunHeader | None]:
     """The run, or every trial's run of a sweep, and a header to find the qrels in."""
     sweep_dir = find_sweep_dir(target, results_dir)
@@ -69,7 +88,7 @@ def _runs_of(target: str, results_dir: str) -> tuple[list[RunLog], RunHeader | N
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Fit a calibration of the judge on labelled pairs of a run or sweep and write it;
     with --exam, on the judge exam and the corpus's near misses (no labels)."""
-    from harness.analysis import calibrate, read_qrels
+    from harness.analysis import calibrate
     from harness.judge.calibration import write_calibration
 
     if args.exam is not None:
@@ -78,7 +97,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise HarnessError("calibrate: give a RUN_OR_SWEEP with labels (--qrels), or --exam FILE")
     runs, header = _runs_of(args.target, args.results_dir)
     qrels_path = _qrels_path(args.qrels, header)
-    qrels = read_qrels(qrels_path)
+    qrels, chunking = _labels_of(qrels_path)
+    if chunking is not None:  # chunk labels fit only runs that cut their chunks the same
+        runs = [r for r in runs if r.header.config.get("chunking") == chunking]
+        if not runs:
+            raise _other_chunking(qrels_path, chunking, args.target)
     rel_default, comp_default = default_cuts(qrels)
     cal = calibrate(
         runs,
@@ -151,7 +174,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """Measure a run's (or every trial's) verdicts against human qrels; the qrels default
     to those named in the experiment.
     """
-    from harness.analysis import read_qrels, validate_run, validate_sweep
+    from harness.analysis import validate_run, validate_sweep
 
     sweep_dir = find_sweep_dir(args.target, args.results_dir)
     if sweep_dir is not None:
@@ -161,12 +184,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if (p / HEADER).is_file()
         ]
         from harness.analysis.sources import source_qrels
+        from harness.analysis.validate import labels_for
 
-        qrels = (
-            source_qrels  # each trial's own: chunk ids repeat across chunk sizes
-            if args.sources
-            else read_qrels(_qrels_path(args.qrels, headers[0] if headers else None))
-        )
+        qrels: Qrels | Callable[[RunLog], Qrels] = source_qrels  # each trial's own
+        if not args.sources:  # chunk labels apply to trials that cut their chunks alike
+            labels, chunking = _labels_of(_qrels_path(args.qrels, headers[0] if headers else None))
+            qrels = functools.partial(labels_for, qrels=labels, chunking=chunking)
         res = validate_sweep(
             sweep_dir,
             qrels,
@@ -182,7 +205,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
         qrels = source_qrels(run)
     else:
-        qrels = read_qrels(_qrels_path(args.qrels, run.header))
+        from harness.analysis.validate import labels_for
+
+        path = _qrels_path(args.qrels, run.header)
+        labels, chunking = _labels_of(path)
+        qrels = labels_for(run, labels, chunking)
+        if not qrels and chunking is not None:
+            raise _other_chunking(path, chunking, str(run.run_dir))
     res = validate_run(
         run,
         qrels,

@@ -13,6 +13,7 @@ from harness import metrics as m
 from harness.analysis import export_trec, read_qrels, validate_run, validate_sweep
 from harness.cli import main
 from harness.config import load_experiment
+from harness.errors import HarnessError
 from harness.log import read_run
 from harness.pipeline import run_experiment
 from tests.conftest import DATA, ScriptedJudge
@@ -199,8 +200,8 @@ def test_label_through_its_prompts(run_with_planted_disagreements, tmp_path, mon
     monkeypatch.setattr("sys.stdin", io.StringIO("y\ny\ny\nn\nn\ns\nmaybe\nq\n"))
     assert main([*args, "--out", str(out)]) == 0
     lines = out.read_text().splitlines()
-    assert lines[0] == "query_id\tdoc_id\trelevance"
-    assert [line.split("\t")[2] for line in lines[1:]] == ["2", "1", "0"]
+    assert lines[0].startswith("# chunking: ") and lines[1] == "query_id\tdoc_id\trelevance"
+    assert [line.split("\t")[2] for line in lines[2:]] == ["2", "1", "0"]
     assert "please answer y, n, s or q" in capsys.readouterr().out
     labels = read_qrels(out)  # chunk-level labels, which validate reads back
     assert sum(len(v) for v in labels.values()) == 3
@@ -210,7 +211,7 @@ def test_label_through_its_prompts(run_with_planted_disagreements, tmp_path, mon
     monkeypatch.setattr("sys.stdin", io.StringIO("n\nq\n"))
     assert main([*args, "--out", str(out)]) == 0
     assert len(read_qrels(out)[next(iter(read_qrels(out)))]) >= 1
-    assert len(out.read_text().splitlines()) == 5
+    assert len(out.read_text().splitlines()) == 6
 
 
 def test_label_asks_whole_questions_and_validate_leaves_out_what_it_never_asked(
@@ -440,3 +441,58 @@ def test_validate_sweep_sources_labels_each_trial_by_its_own_chunks(tmp_path):
     before = validate_sweep(log.sweep_dir, merged, metric="mrr")
     wrong = {r["params"]["chunk_size"]: r["human"] for r in before["rows"]}
     assert wrong[120] > by_size[120]
+
+
+def test_chunk_labels_apply_only_to_runs_that_cut_their_chunks_alike(
+    run_with_planted_disagreements, tmp_path, cache_dir, capsys
+):
+    """Chunk ids are `doc#start`: a run with another chunk size has chunks with the
+    labelled ids and other texts. `harness label` records the chunking in the labels
+    file; validate and calibrate apply the chunk labels to runs cut the same way only,
+    and label refuses to mix two chunkings in one file."""
+    from harness.analysis import label_run
+    from harness.analysis.validate import CHUNKING_LINE
+
+    run = run_with_planted_disagreements
+    out = tmp_path / "labels.tsv"
+    # stopped before the first answer: the file holds its header only, and labelling
+    # again goes on (it refused "the file holds no labels" before)
+    assert label_run(run, out, lambda q, h: "quit", sample=3) == 0
+    assert label_run(run, out, lambda q, h: 2, sample=3) == 3
+    first = out.read_text().splitlines()[0]
+    assert first.startswith(CHUNKING_LINE) and '"chunk_size": 200' in first
+    assert sum(len(v) for v in read_qrels(out).values()) == 3  # the line is a comment
+    other = run_experiment(
+        load_experiment(DATA / "experiment.toml", ["chunking.chunk_size=120"]),
+        results_dir=tmp_path / "r",
+        cache_dir=cache_dir,
+        judge=ScriptedJudge(),
+    )
+    with pytest.raises(HarnessError, match="cut with chunk_overlap=20 chunk_size=200"):
+        label_run(other, out, lambda q, h: 2, sample=1)
+    from harness.analysis.validate import labelled_chunking, labels_for
+
+    labels, chunking = read_qrels(out), labelled_chunking(out)
+    assert labels_for(run, labels, chunking) == labels
+    assert labels_for(other, labels, chunking) == {}  # a sweep's trial cut otherwise: none
+    qid = next(iter(labels))
+    with_doc = {**labels, qid: {**labels[qid], "bees.md": 1}}  # a document's label applies
+    assert labels_for(other, with_doc, chunking) == {qid: {"bees.md": 1}}
+    assert main(["validate", str(run.run_dir), "--qrels", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(other.run_dir), "--qrels", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "its chunk labels are of chunks cut with chunk_overlap=20 chunk_size=200" in err
+    assert (
+        main(
+            [
+                "calibrate",
+                str(other.run_dir),
+                "--qrels",
+                str(out),
+                "--out",
+                str(tmp_path / "c.json"),
+            ]
+        )
+        == 2
+    )
