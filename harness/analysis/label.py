@@ -9,9 +9,13 @@ import os
 import random
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from harness.analysis.validate import CHUNKING_LINE, labelled_chunking, read_qrels
+from harness.analysis.validate import (
+    CHUNKING_LINE,
+    chunking_text,
+    labelled_chunking,
+    read_qrels,
+)
 from harness.errors import HarnessError
 from harness.log import RunLog
 from harness.types import JudgedHit, QuestionResult
@@ -42,8 +46,8 @@ def label_run(
         theirs = labelled_chunking(path)
         if theirs is not None and theirs != chunking:
             raise HarnessError(
-                f"{path}: its chunks were cut with {_settings(theirs)}, this run's with "
-                f"{_settings(chunking)}: the same chunk ids would name other texts; label "
+                f"{path}: its chunks were cut with {chunking_text(theirs)}, this run's with "
+                f"{chunking_text(chunking)}: the same chunk ids would name other texts; label "
                 "into another file (--out)"
             )
     questions = sorted(run.questions, key=lambda q: q.question.question_id)
@@ -71,10 +75,3 @@ def label_run(
             f.flush()
             written += 1
     return written
-
-
-def _settings(chunking: Any) -> str:
-    """A chunking as `chunk_size=800 chunk_overlap=100`."""
-    if not isinstance(chunking, dict):
-        return "unknown settings"
-    return " ".join(f"{k}={v}" for k, v in sorted(chunking.items()))

@@ -110,6 +110,13 @@ def labelled_chunking(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     return None
 
 
+def chunking_text(chunking: Any) -> str:
+    """A chunking as `chunk_overlap=100 chunk_size=800`."""
+    if not isinstance(chunking, dict):
+        return "unknown settings"
+    return " ".join(f"{k}={v}" for k, v in sorted(chunking.items()))
+
+
 def labels_for(run: RunLog, qrels: Qrels, chunking: dict[str, Any] | None) -> Qrels:
     """The labels that apply to `run`: all of them when the run cuts its chunks as the
     labels' were cut (or the labels do not say how), else only the document-level ones.
@@ -123,6 +130,25 @@ def labels_for(run: RunLog, qrels: Qrels, chunking: dict[str, Any] | None) -> Qr
         q: {k: g for k, g in labels.items() if not is_chunk_id(k)} for q, labels in qrels.items()
     }
     return {q: labels for q, labels in docs.items() if labels}
+
+
+def labels_file(path: str | os.PathLike[str]) -> Callable[[RunLog], Qrels]:
+    """The labels in `path` as a function of a run (`labels_for`): a run cut otherwise
+    than the file's chunk labels gets its document-level labels only, and HarnessError
+    (one line) when that leaves none; `validate_sweep` leaves such trials out."""
+    qrels, chunking = read_qrels(path), labelled_chunking(path)
+
+    def of(run: RunLog) -> Qrels:
+        mine = labels_for(run, qrels, chunking)
+        if mine or chunking is None:
+            return mine
+        raise HarnessError(
+            f"{path}: its chunk labels are of chunks cut with {chunking_text(chunking)}, and "
+            f"{run.run_dir} cuts its chunks otherwise: the same chunk ids name other texts "
+            "there; label that run (harness label)"
+        )
+
+    return of
 
 
 UNJUDGED = ("auto", "irrelevant", "skip")
@@ -391,9 +417,12 @@ def _tau_rows(
         if t.state != "complete":
             continue
         run = read_run(t.run_dir)
-        labels = qrels(run) if callable(qrels) else qrels
+        try:
+            labels = qrels(run) if callable(qrels) else qrels
+        except HarnessError:
+            continue  # labels of chunks cut otherwise (`labels_file`)
         if not any(q.question.question_id in labels for q in run.questions):
-            continue  # labels of chunks cut otherwise (`labels_for`)
+            continue
         # a trial's k above its corpus's chunks was lowered to their number in the run
         k = min(int(t.params["k"]), max(run.header.ks, default=1))
         v = validate_run(

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.validate import UNJUDGED, Qrels, default_cuts
+from harness.analysis.validate import UNJUDGED, default_cuts
 from harness.cli.options import (
     cache_dir_option,
     emit,
@@ -58,23 +56,6 @@ def grade_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _labels_of(path: str) -> tuple[Qrels, dict[str, Any] | None]:
-    """A labels file and the chunking its chunk ids were cut with (None: it does not say)."""
-    from harness.analysis.validate import labelled_chunking, read_qrels
-
-    return read_qrels(path), labelled_chunking(path)
-
-
-def _other_chunking(path: str, chunking: dict[str, Any], target: str) -> HarnessError:
-    """The error for labels whose chunk ids were cut otherwise than every run given."""
-    cut = " ".join(f"{k}={v}" for k, v in sorted(chunking.items()))
-    return HarnessError(
-        f"{path}: its chunk labels are of chunks cut with {cut}, and {target} cuts its "
-        "chunks otherwise: the same chunk ids name other texts there; label a run of "
-        f"{target} (harness label)"
-    )
-
-
 def _runs_of(target: str, results_dir: str) -> tuple[list[RunLog], RunHeader | None]:
     """The run, or every trial's run of a sweep, and a header to find the qrels in."""
     sweep_dir = find_sweep_dir(target, results_dir)
@@ -88,7 +69,8 @@ def _runs_of(target: str, results_dir: str) -> tuple[list[RunLog], RunHeader | N
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Fit a calibration of the judge on labelled pairs of a run or sweep and write it;
     with --exam, on the judge exam and the corpus's near misses (no labels)."""
-    from harness.analysis import calibrate
+    from harness.analysis import calibrate, read_qrels
+    from harness.analysis.validate import chunking_text, labelled_chunking
     from harness.judge.calibration import write_calibration
 
     if args.exam is not None:
@@ -97,11 +79,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise HarnessError("calibrate: give a RUN_OR_SWEEP with labels (--qrels), or --exam FILE")
     runs, header = _runs_of(args.target, args.results_dir)
     qrels_path = _qrels_path(args.qrels, header)
-    qrels, chunking = _labels_of(qrels_path)
+    qrels, chunking = read_qrels(qrels_path), labelled_chunking(qrels_path)
     if chunking is not None:  # chunk labels fit only runs that cut their chunks the same
-        runs = [r for r in runs if r.header.config.get("chunking") == chunking]
-        if not runs:
-            raise _other_chunking(qrels_path, chunking, args.target)
+        mine = [r for r in runs if r.header.config.get("chunking") == chunking]
+        if not mine:
+            raise HarnessError(
+                f"{qrels_path}: its chunk labels are of chunks cut with "
+                f"{chunking_text(chunking)}, and {args.target} cuts its chunks otherwise: "
+                "the same chunk ids name other texts there; label a run of it (harness label)"
+            )
+        runs = mine
     rel_default, comp_default = default_cuts(qrels)
     cal = calibrate(
         runs,
@@ -184,15 +171,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if (p / HEADER).is_file()
         ]
         from harness.analysis.sources import source_qrels
-        from harness.analysis.validate import labels_for
+        from harness.analysis.validate import labels_file
 
-        qrels: Qrels | Callable[[RunLog], Qrels] = source_qrels  # each trial's own
-        if not args.sources:  # chunk labels apply to trials that cut their chunks alike
-            labels, chunking = _labels_of(_qrels_path(args.qrels, headers[0] if headers else None))
-            qrels = functools.partial(labels_for, qrels=labels, chunking=chunking)
         res = validate_sweep(
             sweep_dir,
-            qrels,
+            # each trial's own labels: chunk ids repeat across chunk sizes (`labels_for`)
+            source_qrels
+            if args.sources
+            else labels_file(_qrels_path(args.qrels, headers[0] if headers else None)),
             metric=args.metric,
             unjudged=args.unjudged,
             relevant_grade=args.relevant_grade,
@@ -205,13 +191,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
         qrels = source_qrels(run)
     else:
-        from harness.analysis.validate import labels_for
+        from harness.analysis.validate import labels_file
 
-        path = _qrels_path(args.qrels, run.header)
-        labels, chunking = _labels_of(path)
-        qrels = labels_for(run, labels, chunking)
-        if not qrels and chunking is not None:
-            raise _other_chunking(path, chunking, str(run.run_dir))
+        qrels = labels_file(_qrels_path(args.qrels, run.header))(run)
     res = validate_run(
         run,
         qrels,

@@ -89,17 +89,18 @@ def _write(page: Page, out: Path, kind: str, started: float, note: str) -> Writt
 
 def _qrels_for(qrels: str | os.PathLike[str] | None, header: RunHeader | None) -> Any:
     """(labels or None, note): the labels named on the command line (an error if they
-    cannot be read) or in the experiment (a note if they are gone)."""
-    from harness.analysis import read_qrels
+    cannot be read) or in the experiment (a note if they are gone), as a function of a
+    run: chunk labels apply only to runs cut as they were (`labels_for`)."""
+    from harness.analysis.validate import labels_file
 
-    if qrels is not None:
-        return read_qrels(qrels), ""
-    recorded = header.data.get("qrels_file") if header is not None else None
-    if not recorded:
-        return None, "no labels given (harness report --qrels FILE, or questions.qrels)"
-    if not Path(recorded).is_file():
-        return None, f"the experiment's labels {recorded} are not on this machine"
-    return read_qrels(recorded), ""
+    path = qrels
+    if path is None:
+        path = header.data.get("qrels_file") if header is not None else None
+        if not path:
+            return None, "no labels given (harness report --qrels FILE, or questions.qrels)"
+        if not Path(path).is_file():
+            return None, f"the experiment's labels {path} are not on this machine"
+    return labels_file(path), ""
 
 
 def report_run(
@@ -118,7 +119,7 @@ def report_run(
     validation = None
     if labels is not None:
         try:
-            validation = validate_run(run, labels)
+            validation = validate_run(run, labels(run))
         except HarnessError as exc:
             note = str(exc)
     page = run_page(run, validation=validation, validation_note=note or None)
