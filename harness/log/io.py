@@ -292,8 +292,8 @@ def _trial_without_run(sweep: str, number: str, results_dir: str | os.PathLike[s
         return ""
     state = "a repeat" if rec.state == "repeat" else rec.state
     why = f"trial {rec.number} is {state}" + (f" ({rec.error})" if rec.error else "")
-    twin = Path(rec.run_dir).name if rec.state == "repeat" else ""
-    return why + (f": its settings ran as {sweep}:{twin}" if twin.isdigit() else ", no run")
+    twin = rec.repeat_of
+    return why + (f": its settings ran as {sweep}:{twin}" if twin is not None else ", no run")
 
 
 def find_sweep_dir(arg: str, results_dir: str | os.PathLike[str]) -> Path | None:

@@ -308,6 +308,13 @@ class TrialRecord:
     duration_s: float = 0.0
     """Wall time of the trial."""
 
+    @property
+    def repeat_of(self) -> int | None:
+        """For a repeat, the number of the trial that ran its settings (its `run_dir` is
+        that trial's folder, `trials/N`); None for any other trial."""
+        name = Path(self.run_dir).name if self.state == "repeat" else ""
+        return int(name) if name.isdigit() else None
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of its line."""
         return plain(self)

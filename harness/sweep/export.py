@@ -66,9 +66,9 @@ def choose_trial(log: SweepLog, trial: int | None) -> tuple[TrialRecord, str]:
     records = {t.number: t for t in log.trials}
     if trial is not None:
         rec = records.get(trial)
-        twin = Path(rec.run_dir).name if rec is not None and rec.state == "repeat" else ""
-        if twin.isdigit() and int(twin) in records:  # a repeat: its settings ran as the twin
-            return records[int(twin)], f"trial {twin}, whose settings trial {trial} repeats"
+        twin = rec.repeat_of if rec is not None else None
+        if twin is not None and twin in records:  # a repeat: its settings ran as the twin
+            return records[twin], f"trial {twin}, whose settings trial {trial} repeats"
         if rec is None or rec.state not in _EXPORTABLE or not rec.params:
             ran = ", ".join(str(n) for n, t in sorted(records.items()) if t.state in _EXPORTABLE)
             state = "no such trial" if rec is None else f"trial {trial} is {rec.state}"
