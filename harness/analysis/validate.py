@@ -117,6 +117,21 @@ def chunking_text(chunking: Any) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(chunking.items()))
 
 
+def cut_alike(run: RunLog, chunking: dict[str, Any] | None) -> bool:
+    """Whether `run` cuts its chunks as labels of `chunking` were cut (None: the labels
+    do not say, so they are taken to fit)."""
+    return chunking is None or run.header.config.get("chunking") == chunking
+
+
+def other_chunking(path: str | os.PathLike[str], chunking: Any, target: str) -> HarnessError:
+    """The one-line error for chunk labels that fit no run of `target`."""
+    return HarnessError(
+        f"{path}: its chunk labels are of chunks cut with {chunking_text(chunking)}, and "
+        f"{target} cuts its chunks otherwise: the same chunk ids name other texts there; "
+        "label a run of it (harness label)"
+    )
+
+
 def labels_for(run: RunLog, qrels: Qrels, chunking: dict[str, Any] | None) -> Qrels:
     """The labels that apply to `run`: all of them when the run cuts its chunks as the
     labels' were cut (or the labels do not say how), else only the document-level ones.
@@ -124,7 +139,7 @@ def labels_for(run: RunLog, qrels: Qrels, chunking: dict[str, Any] | None) -> Qr
     Chunk ids are `doc#start`: a run with another chunk size has chunks with the labelled
     ids and other texts (the 400-character chunk at 0 is not the 800-character one), so
     a chunk label would be read as another chunk's."""
-    if chunking is None or run.header.config.get("chunking") == chunking:
+    if cut_alike(run, chunking):
         return qrels
     docs = {
         q: {k: g for k, g in labels.items() if not is_chunk_id(k)} for q, labels in qrels.items()
@@ -142,11 +157,7 @@ def labels_file(path: str | os.PathLike[str]) -> Callable[[RunLog], Qrels]:
         mine = labels_for(run, qrels, chunking)
         if mine or chunking is None:
             return mine
-        raise HarnessError(
-            f"{path}: its chunk labels are of chunks cut with {chunking_text(chunking)}, and "
-            f"{run.run_dir} cuts its chunks otherwise: the same chunk ids name other texts "
-            "there; label that run (harness label)"
-        )
+        raise other_chunking(path, chunking, str(run.run_dir))
 
     return of
 

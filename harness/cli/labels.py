@@ -70,7 +70,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     """Fit a calibration of the judge on labelled pairs of a run or sweep and write it;
     with --exam, on the judge exam and the corpus's near misses (no labels)."""
     from harness.analysis import calibrate, read_qrels
-    from harness.analysis.validate import chunking_text, labelled_chunking
+    from harness.analysis.validate import cut_alike, labelled_chunking, other_chunking
     from harness.judge.calibration import write_calibration
 
     if args.exam is not None:
@@ -80,15 +80,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     runs, header = _runs_of(args.target, args.results_dir)
     qrels_path = _qrels_path(args.qrels, header)
     qrels, chunking = read_qrels(qrels_path), labelled_chunking(qrels_path)
-    if chunking is not None:  # chunk labels fit only runs that cut their chunks the same
-        mine = [r for r in runs if r.header.config.get("chunking") == chunking]
-        if not mine:
-            raise HarnessError(
-                f"{qrels_path}: its chunk labels are of chunks cut with "
-                f"{chunking_text(chunking)}, and {args.target} cuts its chunks otherwise: "
-                "the same chunk ids name other texts there; label a run of it (harness label)"
-            )
-        runs = mine
+    if chunking is not None:  # chunk labels fit only runs that cut their chunks alike
+        runs = [r for r in runs if cut_alike(r, chunking)]
+        if not runs:
+            raise other_chunking(qrels_path, chunking, args.target)
     rel_default, comp_default = default_cuts(qrels)
     cal = calibrate(
         runs,
