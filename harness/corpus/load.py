@@ -2,9 +2,12 @@
 
 Local: .md, .txt, .html and .pdf files, or folders searched recursively for them (a
 folder's other files are skipped, and the run says which kinds). A PDF's text is what
-pypdf extracts, page after page; a PDF without text (scanned pages) is refused. URLs go
-through LangChain's WebBaseLoader. For HTML, `html_classes` keeps only the elements with
-those CSS classes (a blog's post-title / post-header / post-content, say).
+pypdf extracts, page after page; a PDF without text (scanned pages) is refused. An HTML
+file gives its main content in lines, without the site's menus, header and footer (see
+`harness.corpus.html`). URLs go through LangChain's WebBaseLoader, whose text is the
+page's strings as written, as the reference-free guide read them. For HTML, both ways,
+`html_classes` keeps only the elements with those CSS classes (a blog's post-title /
+post-header / post-content, say).
 """
 
 from __future__ import annotations
@@ -57,18 +60,11 @@ def read_text_file(path: Path, field: str) -> str:
 
 
 def _html_text(html: str, html_classes: Sequence[str], where: str) -> tuple[str, str]:
-    """Visible text and title of an HTML page, restricted to `html_classes` if given."""
-    from bs4 import BeautifulSoup, SoupStrainer
+    """`html_text` of a page, refused in one line naming `where` when `html_classes`
+    match no element with text."""
+    from harness.corpus.html import html_text  # bs4 only when a page is read
 
-    title_soup = BeautifulSoup(html, "html.parser", parse_only=SoupStrainer("title"))
-    title = title_soup.get_text(strip=True)
-    strainer = SoupStrainer(class_=tuple(html_classes)) if html_classes else None
-    soup = BeautifulSoup(html, "html.parser", parse_only=strainer)
-    for tag in soup(["script", "style", "noscript"]):
-        tag.decompose()
-    text = soup.get_text("\n")
-    lines = [line.strip() for line in text.splitlines()]
-    text = "\n".join(line for line in lines if line)
+    text, title = html_text(html, html_classes)
     if html_classes and not text:
         raise ConfigError(
             where, "corpus.html_classes", f"no element with classes {list(html_classes)} found"

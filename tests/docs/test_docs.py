@@ -152,7 +152,10 @@ def output_matches(expected: typing.Sequence[str], printed: str) -> bool:
 # --- (a) the site builds with no warning ----------------------------------------------
 
 
-def test_site_builds_strict(tmp_path):
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The documentation site built with --strict, and the build's process."""
+    out = tmp_path_factory.mktemp("site")
     proc = subprocess.run(
         [
             sys.executable,
@@ -163,7 +166,7 @@ def test_site_builds_strict(tmp_path):
             "-f",
             str(DOCS / "mkdocs.yml"),
             "-d",
-            str(tmp_path / "site"),
+            str(out),
         ],
         capture_output=True,
         text=True,
@@ -171,12 +174,37 @@ def test_site_builds_strict(tmp_path):
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
         timeout=300,
     )
+    return out, proc
+
+
+def test_site_builds_strict(site):
+    out, proc = site
     assert proc.returncode == 0, proc.stderr
     assert "WARNING" not in proc.stderr, proc.stderr
-    page = (tmp_path / "site" / "experiment-file" / "index.html").read_text(encoding="utf-8")
+    page = (out / "experiment-file" / "index.html").read_text(encoding="utf-8")
     for key in config_keys():
         assert f"<code>{key}</code>" in page, f"{key} has no entry in the built reference"
-    assert (tmp_path / "site" / "screenshots" / "report-run.png").is_file()
+    assert (out / "screenshots" / "report-run.png").is_file()
+
+
+def test_the_built_site_read_as_a_corpus_is_its_pages_content(site):
+    """A user's saved documentation site is a corpus: each page reads as its article
+    (its title first, no menu, search box or footer) with sentences whole."""
+    from harness.corpus import load_documents
+
+    out, proc = site
+    assert proc.returncode == 0, proc.stderr
+    docs = {d.doc_id: d for d in load_documents([str(out)])}
+    pages = sorted((DOCS / "pages").glob("*.md"))
+    for page in pages:
+        html_id = "index.html" if page.stem == "index" else f"{page.stem}/index.html"
+        heading = next(line for line in page.read_text().splitlines() if line.startswith("# "))
+        text = docs[html_id].text
+        assert text.splitlines()[0] == heading[2:].replace("`", ""), html_id
+        for chrome in ("Skip to content", "Initializing search", "Table of contents", "Made with"):
+            assert chrome not in text, (html_id, chrome)
+    runs = docs["runs/index.html"].text.splitlines()
+    assert any(line.startswith("harness show results/<run_id> --failures prints") for line in runs)
 
 
 # --- (b) every config key has a reference entry ---------------------------------------

@@ -1,0 +1,186 @@
+"""The readable text of a saved HTML page: its main content, laid out in lines.
+
+A page saved from a site carries the site around its content: a header with the search
+box, the navigation menu and table of contents, a footer, "¶" anchors beside every
+heading. Indexed as they are, these lines open every document's first chunk with the
+same menu (which names every topic, so it matches many questions), and the text between
+inline tags (`<code>`, `<a>`, `<em>`) falls apart into one line per tag.
+
+`html_text` keeps what a reader of the page reads:
+
+- the content: the element `html_classes` name when given; otherwise the page's `<main>`
+  (or `role="main"`), else its only `<article>`, else its `<body>`;
+- without what is not content inside it: `nav`, `aside`, `footer`, forms and buttons, a
+  header outside an article or section, scripts and styles, hidden elements and heading
+  anchors (`a.headerlink`, `a.hash-link`, `a.anchor`, `aria-hidden`);
+- in lines: a block element (paragraph, heading, list item, table row, ...) starts a
+  line, inline elements stay in their sentence, white space runs become one space; a
+  table row's cells are joined by " | "; `<pre>` keeps its lines as written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from bs4 import BeautifulSoup, NavigableString, SoupStrainer, Tag
+from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
+
+BLOCKS = frozenset(
+    [
+        "address",
+        "article",
+        "blockquote",
+        "br",
+        "caption",
+        "dd",
+        "details",
+        "dialog",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hgroup",
+        "hr",
+        "li",
+        "main",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "summary",
+        "table",
+        "tbody",
+        "tfoot",
+        "thead",
+        "tr",
+        "ul",
+    ]
+)
+"""Elements that start and end a line."""
+NOT_CONTENT = frozenset(
+    [
+        "head",
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "svg",
+        "canvas",
+        "iframe",
+        "object",
+        "nav",
+        "aside",
+        "footer",
+        "form",
+        "button",
+        "select",
+        "textarea",
+    ]
+)
+"""Elements dropped with everything inside them."""
+ANCHOR_CLASSES = frozenset(("headerlink", "hash-link", "anchor"))
+"""Classes of the permalink anchors documentation generators put beside headings."""
+_SPACE = re.compile(r"\s+")
+_CELL = "\x1f"
+_PRE = "\x1e"
+_LINE = "\n"
+
+
+def _dropped(tag: Tag) -> bool:
+    if tag.name in NOT_CONTENT or tag.has_attr("hidden"):
+        return True
+    if tag.get("aria-hidden") == "true":
+        return True
+    if tag.name == "a" and ANCHOR_CLASSES.intersection(tag.get("class") or ()):
+        return True
+    return tag.name == "header" and tag.find_parent(("article", "section")) is None
+
+
+def _content_root(soup: BeautifulSoup) -> Tag:
+    main = soup.find("main") or soup.find(attrs={"role": "main"})
+    if isinstance(main, Tag):
+        return main
+    articles = soup.find_all("article")
+    if len(articles) == 1:
+        return articles[0]
+    body = soup.find("body")
+    return body if isinstance(body, Tag) else soup
+
+
+def _render(node: Tag, out: list[str]) -> None:
+    """Append `node`'s text to `out`: text pieces, `_LINE` at block boundaries,
+    `_CELL` before each table cell but a row's first, and each line of a `<pre>` as one
+    piece marked `_PRE` (kept as written)."""
+    for child in node.children:
+        if isinstance(child, (Comment, Declaration, Doctype, ProcessingInstruction)):
+            continue
+        if isinstance(child, NavigableString):
+            out.append(_SPACE.sub(" ", str(child)))
+            continue
+        if not isinstance(child, Tag) or _dropped(child):
+            continue
+        if child.name == "pre":
+            out.append(_LINE)
+            lines = child.get_text().splitlines()
+            out.extend(part for line in lines for part in (_PRE + line, _LINE))
+            continue
+        if child.name in ("td", "th") and child.find_previous_sibling(("td", "th")):
+            out.append(_CELL)
+        block = child.name in BLOCKS
+        if block:
+            out.append(_LINE)
+        _render(child, out)
+        if block:
+            out.append(_LINE)
+
+
+def _lines(pieces: list[str]) -> list[str]:
+    lines: list[str] = []
+    current: list[str] = []
+    for piece in [*pieces, _LINE]:
+        if piece == _LINE:
+            text = "".join(current)
+            if text.startswith(_PRE):
+                line = text[1:].rstrip()
+            else:
+                cells = (cell.strip() for cell in text.split(_CELL))
+                line = " | ".join(cell for cell in cells if cell)
+            if line:
+                lines.append(line)
+            current = []
+        else:
+            current.append(piece)
+    return lines
+
+
+def html_text(html: str, html_classes: Sequence[str] = ()) -> tuple[str, str]:
+    """The readable text of `html` (lines joined by newlines) and its `<title>`.
+
+    With `html_classes`, the text of the elements with those classes, in page order;
+    otherwise the page's main content (see the module docstring). "" when the page (or
+    its classed elements) holds no text.
+    """
+    title_soup = BeautifulSoup(html, "html.parser", parse_only=SoupStrainer("title"))
+    title = _SPACE.sub(" ", title_soup.get_text()).strip()
+    if html_classes:
+        strainer = SoupStrainer(class_=tuple(html_classes))
+        return _text(BeautifulSoup(html, "html.parser", parse_only=strainer)), title
+    soup = BeautifulSoup(html, "html.parser")
+    root = _content_root(soup)
+    return _text(root) or _text(soup), title
+
+
+def _text(root: Tag) -> str:
+    pieces: list[str] = []
+    _render(root, pieces)
+    return "\n".join(_lines(pieces))
