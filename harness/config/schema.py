@@ -81,7 +81,10 @@ class QuestionsConfig:
     """`[questions]`: the questions to ask, and optional human labels for them."""
 
     file: str = ""
-    """JSONL with {"id", "text"} per line, or a .txt file with one question per line."""
+    """JSONL with {"id", "text"} per line (the text may be named question or query, an
+    id left out is q1, q2, ...), a JSON array of such objects or of strings, a .csv or
+    .tsv with a header row naming a text, question or query column (and optionally id,
+    type, topic, answer), or a .txt file with one question per line."""
     qrels: str = ""
     """Optional human labels (BEIR qrels.tsv or TREC qrels) that `harness validate` uses."""
     limit: int = 0
@@ -454,9 +457,10 @@ class GenerateConfig:
     prompt, a question written while reading the passage. Unmeasured: the default until
     `make bench-generate` (--trec) shows which one ranks settings like real queries."""
     style_examples: str = ""
-    """A file of a few real questions (from logs): JSONL with a "text" (or "question")
-    field, or plain text, one a line. Up to 8 are shown to the model as style examples,
-    and they set `max_overlap` (see there)."""
+    """A file of a few real questions (from logs), in any questions.file format (JSONL,
+    a JSON array, CSV/TSV with a text, question or query column, or .txt, one a line).
+    The first 8 are shown to the model as style examples, and they set `max_overlap`
+    (see there)."""
     max_overlap: float = 0.75
     """Highest share (0-1] of a question's content words that may occur in its source
     passage (harness.metrics.word_overlap); above it the question is rewritten once, then

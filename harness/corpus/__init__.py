@@ -1,21 +1,15 @@
 """The corpus: documents from files, folders, BEIR JSONL and URLs; questions; chunks.
 
 load_documents(sources, ...)   Document records, ids stable across runs and machines
-load_questions(path)           Question records (JSONL or one per line)
+load_questions(path)           Question records (JSONL, JSON, CSV/TSV or one per line)
 read_text_file(path, field)    a UTF-8 text file, binary or undecodable ones refused
 chunk_documents(docs, ...)     Chunk records with ids `<doc_id>#<start_char>`
 fit_sources(questions, docs)   source spans kept only where the corpus holds them
 """
 
 from harness.corpus.chunk import chunk_documents, splitter_spec
-from harness.corpus.load import (
-    corpus_hash,
-    fit_sources,
-    load_beir_corpus,
-    load_documents,
-    load_questions,
-    read_text_file,
-)
+from harness.corpus.load import corpus_hash, load_beir_corpus, load_documents, read_text_file
+from harness.corpus.questions import fit_sources, load_questions
 
 __all__ = [
     "chunk_documents",

@@ -17,14 +17,12 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from loguru import logger
 
 from harness.errors import ConfigError
-from harness.types import Document, Question, SourceSpan
+from harness.types import Document
 
 SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf")
 """Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
@@ -36,7 +34,8 @@ _CONTROLS = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
 
 
 def read_text_file(path: Path, field: str) -> str:
-    """A UTF-8 text file's content, newlines made `\\n` (as `Path.read_text` reads them).
+    """A UTF-8 text file's content, newlines made `\\n` (as `Path.read_text` reads them)
+    and a byte-order mark (some Windows editors write one) skipped.
 
     Raises ConfigError naming the file and `field` for bytes that are not UTF-8, a NUL
     byte, or mostly control characters: a binary file given where text was expected.
@@ -50,7 +49,7 @@ def read_text_file(path: Path, field: str) -> str:
         raise ConfigError(
             str(path), field, f"expected a UTF-8 text file (byte {exc.start} is not UTF-8)"
         ) from None
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     controls = len(_CONTROLS.findall(text))
     if controls > CONTROL_SHARE * len(text):
         raise ConfigError(
@@ -257,131 +256,3 @@ def corpus_hash(docs: Sequence[Document]) -> str:
         h.update(b"\0")
         h.update(hashlib.sha256(d.text.encode()).digest())
     return h.hexdigest()
-
-
-QUESTION_FIELDS = ("id", "_id", "text", "type", "topic", "source", "answer")
-"""Fields of a questions line that `Question` holds as its own; the others go to `extra`."""
-
-
-def _source_spans(value: Any, where: str) -> tuple[SourceSpan, ...]:
-    """A line's `source`: one {doc_id, start, end} object or a list of them (None: none)."""
-    if value is None:
-        return ()
-    items = value if isinstance(value, list) else [value]
-    spans = []
-    for item in items:
-        ok = (
-            isinstance(item, dict)
-            and isinstance(item.get("doc_id"), str)
-            and all(
-                isinstance(item.get(k), int) and not isinstance(item.get(k), bool)
-                for k in ("start", "end")
-            )
-        )
-        if not ok or not 0 <= item["start"] < item["end"]:
-            raise ConfigError(
-                where, "source", "expected {doc_id, start, end} objects with 0 <= start < end"
-            )
-        spans.append(SourceSpan(doc_id=item["doc_id"], start=item["start"], end=item["end"]))
-    return tuple(spans)
-
-
-def _question(obj: dict[str, Any], qid: str, text: str, where: str) -> Question:
-    """One JSONL line as a Question: generated sets' type, topic, source and answer as
-    its own fields, every other field kept in `extra` (so the log keeps it). A `topic`
-    that is not a string (a list of words, say) stays in `extra` as it was."""
-    label = {}
-    for name in ("type", "answer"):
-        value = obj.get(name)
-        if value is not None and not isinstance(value, str):
-            raise ConfigError(where, name, f"expected a string, got {value!r}")
-        label[name] = value
-    topic = obj.get("topic")
-    extra = {k: v for k, v in obj.items() if k not in QUESTION_FIELDS}
-    if topic is not None and not isinstance(topic, str):
-        extra["topic"] = topic
-        topic = None
-    return Question(
-        question_id=qid,
-        text=text,
-        type=label["type"],
-        topic=topic,
-        source=_source_spans(obj.get("source"), where),
-        answer=label["answer"],
-        extra=extra,
-    )
-
-
-def load_questions(path: str | os.PathLike[str]) -> list[Question]:
-    """Questions from JSONL (`{"id": ..., "text": ...}` per line, the BEIR queries layout)
-    or from a .txt file with one question per line (ids q1, q2, ...).
-
-    Raises ConfigError naming the file and line for bad lines, duplicate ids or no
-    questions at all.
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(str(p), "questions.file", "questions file not found")
-    questions: list[Question] = []
-    lines = read_text_file(p, "questions.file").splitlines()
-    if p.suffix.lower() == ".txt":
-        texts = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
-        questions = [Question(question_id=f"q{i}", text=t) for i, t in enumerate(texts, 1)]
-    else:
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except (json.JSONDecodeError, RecursionError):  # RecursionError: nested too deep
-                raise ConfigError(f"{p}:{n}", "", "expected a JSON object per line") from None
-            if not isinstance(obj, dict):
-                raise ConfigError(f"{p}:{n}", "", "expected a JSON object per line")
-            qid, text = obj.get("id", obj.get("_id")), obj.get("text")
-            if not isinstance(qid, (str, int)) or not str(qid):
-                raise ConfigError(f"{p}:{n}", "id", "expected a non-empty string id")
-            if not isinstance(text, str) or not text.strip():
-                raise ConfigError(f"{p}:{n}", "text", "expected a non-empty question text")
-            questions.append(_question(obj, str(qid), text.strip(), f"{p}:{n}"))
-    if not questions:
-        raise ConfigError(str(p), "questions.file", "the file holds no questions")
-    ids = [q.question_id for q in questions]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise ConfigError(str(p), "id", f"question id {dup!r} appears twice")
-    return questions
-
-
-def fit_sources(
-    questions: Sequence[Question], docs: Sequence[Document], where: str = "questions"
-) -> tuple[list[Question], str | None]:
-    """The questions with their source spans kept only where the corpus holds them, and a
-    warning (None when every span fits).
-
-    A span names a document and characters of its text: with questions written for
-    another corpus (other file names, a PDF of the same pages, an edited document) the
-    document is missing or shorter, and the source metrics would read 0, as if retrieval
-    never found the source. Such a question's spans are dropped, so its source metrics
-    and failure reasons are left out instead."""
-    lengths = {d.doc_id: len(d.text) for d in docs}
-
-    def fits(s: SourceSpan) -> bool:
-        return 0 <= s.start <= s.end <= lengths.get(s.doc_id, -1)
-
-    out: list[Question] = []
-    stray: list[str] = []
-    for q in questions:
-        misfit = next((s.doc_id for s in q.source if not fits(s)), None)
-        if misfit is not None:
-            stray.append(misfit)
-            q = replace(q, source=())
-        out.append(q)
-    if not stray:
-        return out, None
-    missing = sorted({d for d in stray if d not in lengths})
-    example = f"no document {missing[0]!r}" if missing else f"{stray[0]!r} is shorter"
-    return out, (
-        f"{where}: {len(stray)} of {sum(1 for q in questions if q.source)} questions' source "
-        f"spans are not in this corpus ({example}): their source metrics and failure reasons "
-        "are left out (were the questions written from other documents?)"
-    )

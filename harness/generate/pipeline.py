@@ -544,43 +544,14 @@ def process(
 
 
 def read_style_examples(path: str | Path, limit: int = 8) -> list[str]:
-    """Up to `limit` real questions from `path`: JSONL lines with "text" or "question",
-    or plain text, one a line. A byte-order mark (a file saved by some Windows editors)
-    is skipped. Bad input is one HarnessError line."""
-    import json
+    """Up to `limit` real questions from `path`, in any questions file format
+    (`harness.corpus.load_questions`: JSONL, a JSON array, CSV/TSV, or one a line),
+    white space runs made one space. Bad input is one ConfigError line naming
+    `generate.style_examples`' file."""
+    from harness.corpus import load_questions
 
-    from harness.errors import HarnessError, os_error_message
-
-    try:
-        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
-    except OSError as exc:
-        raise HarnessError(f"generate.style_examples: {os_error_message(exc)}") from None
-    except UnicodeDecodeError:
-        raise HarnessError(f"generate.style_examples {path}: expected UTF-8 text") from None
-    out: list[str] = []
-    for i, line in enumerate(lines, 1):
-        line = line.strip()
-        if not line:
-            continue
-        if line.startswith("{"):
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                raise HarnessError(
-                    f"generate.style_examples {path} line {i}: expected a JSON object"
-                ) from None
-            text = obj.get("text", obj.get("question")) if isinstance(obj, dict) else None
-            if not isinstance(text, str) or not text.strip():
-                raise HarnessError(
-                    f'generate.style_examples {path} line {i}: expected a "text" field'
-                )
-            line = text.strip()
-        out.append(" ".join(line.split()))
-        if len(out) >= limit:
-            break
-    if not out:
-        raise HarnessError(f"generate.style_examples {path}: no question in the file")
-    return out
+    questions = load_questions(path, field="generate.style_examples")
+    return [" ".join(q.text.split()) for q in questions[:limit]]
 
 
 def overlap_limit(examples: Sequence[str], passages: Sequence[str], default: float) -> float:

@@ -569,7 +569,7 @@ def test_read_style_examples_text_jsonl_and_bad_input(tmp_path):
     assert len(read_style_examples(many)) == 8
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": 1}\n', encoding="utf-8")
-    with pytest.raises(HarnessError, match='line 1: expected a "text" field'):
+    with pytest.raises(HarnessError, match=r"bad\.jsonl:1: text: expected a non-empty question"):
         read_style_examples(bad)
     with pytest.raises(HarnessError, match="style_examples"):
         read_style_examples(tmp_path / "missing.txt")

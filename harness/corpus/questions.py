@@ -1,0 +1,237 @@
+"""Questions from a file, and their source spans checked against the corpus.
+
+`load_questions` reads, by the file's content and suffix:
+
+- JSONL (one JSON object a line; the BEIR queries layout): the question in `text` (or
+  `question`, `query`), its id in `id` (or `_id`); generated sets' `type`, `topic`,
+  `answer` and `source` spans; every other field is kept in the question's `extra`.
+- a JSON array (a file whose text starts with `[`): of such objects, or of strings.
+- .csv / .tsv, as a spreadsheet or a log export writes them: a header row naming the
+  question's column (`text`, `question` or `query`) and optionally `id`, `type`, `topic`,
+  `answer`; other columns go to `extra`, an empty cell is an absent field.
+- .txt: one question a line; lines starting with `#` are comments.
+
+A question without an id gets `q<n>`, its position among the file's questions. A
+byte-order mark (a file saved by some Windows editors) is skipped. Bad input is one
+ConfigError naming the file, the line (or item) and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from harness.corpus.load import read_text_file
+from harness.errors import ConfigError
+from harness.types import Document, Question, SourceSpan
+
+TEXT_FIELDS = ("text", "question", "query")
+"""Names of the question's field (or column), in the order they are looked for."""
+ID_FIELDS = ("id", "_id")
+
+QUESTION_FIELDS = ("id", "_id", "text", "type", "topic", "source", "answer")
+"""Fields of a questions line that `Question` holds as its own; the others go to `extra`."""
+
+
+def _source_spans(value: Any, where: str) -> tuple[SourceSpan, ...]:
+    """A line's `source`: one {doc_id, start, end} object or a list of them (None: none)."""
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    spans = []
+    for item in items:
+        ok = (
+            isinstance(item, dict)
+            and isinstance(item.get("doc_id"), str)
+            and all(
+                isinstance(item.get(k), int) and not isinstance(item.get(k), bool)
+                for k in ("start", "end")
+            )
+        )
+        if not ok or not 0 <= item["start"] < item["end"]:
+            raise ConfigError(
+                where, "source", "expected {doc_id, start, end} objects with 0 <= start < end"
+            )
+        spans.append(SourceSpan(doc_id=item["doc_id"], start=item["start"], end=item["end"]))
+    return tuple(spans)
+
+
+def _question(obj: dict[str, Any], qid: str, text: str, where: str) -> Question:
+    """One JSONL line as a Question: generated sets' type, topic, source and answer as
+    its own fields, every other field kept in `extra` (so the log keeps it). A `topic`
+    that is not a string (a list of words, say) stays in `extra` as it was."""
+    label = {}
+    for name in ("type", "answer"):
+        value = obj.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(where, name, f"expected a string, got {value!r}")
+        label[name] = value
+    topic = obj.get("topic")
+    extra = {k: v for k, v in obj.items() if k not in QUESTION_FIELDS}
+    if topic is not None and not isinstance(topic, str):
+        extra["topic"] = topic
+        topic = None
+    return Question(
+        question_id=qid,
+        text=text,
+        type=label["type"],
+        topic=topic,
+        source=_source_spans(obj.get("source"), where),
+        answer=label["answer"],
+        extra=extra,
+    )
+
+
+def _record(obj: dict[str, Any], n: int, where: str) -> Question:
+    """One object (a JSONL line, an array item, a table row) as the file's `n`-th
+    Question: its text from the first of TEXT_FIELDS it has, its id or `q<n>`."""
+    text_key = next((k for k in TEXT_FIELDS if k in obj), None)
+    text = obj.get(text_key) if text_key else None
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(where, "text", "expected a non-empty question text")
+    qid = next((obj[k] for k in ID_FIELDS if obj.get(k) is not None), f"q{n}")
+    if not isinstance(qid, (str, int)) or isinstance(qid, bool) or not str(qid).strip():
+        raise ConfigError(where, "id", "expected a non-empty string id")
+    rest = {k: v for k, v in obj.items() if k != text_key}
+    return _question(rest, str(qid).strip(), text.strip(), where)
+
+
+def _from_lines(raw: str) -> list[Question]:
+    texts = [line.strip() for line in raw.splitlines() if line.strip()]
+    texts = [t for t in texts if not t.startswith("#")]
+    return [Question(question_id=f"q{i}", text=t) for i, t in enumerate(texts, 1)]
+
+
+def _from_jsonl(raw: str, p: Path) -> list[Question]:
+    out: list[Question] = []
+    for n, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: nested too deep
+            raise ConfigError(f"{p}:{n}", "", "expected a JSON object per line") from None
+        if not isinstance(obj, dict):
+            raise ConfigError(f"{p}:{n}", "", "expected a JSON object per line")
+        out.append(_record(obj, len(out) + 1, f"{p}:{n}"))
+    return out
+
+
+def _from_array(raw: str, p: Path) -> list[Question]:
+    try:
+        items = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{p}:{exc.lineno}", "", f"not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise ConfigError(str(p), "", "not valid JSON (nested too deep)") from None
+    if not isinstance(items, list):
+        raise ConfigError(str(p), "", "expected a JSON array of questions")
+    out: list[Question] = []
+    for i, item in enumerate(items, 1):
+        obj = {"text": item} if isinstance(item, str) else item
+        if not isinstance(obj, dict):
+            raise ConfigError(f"{p}: item {i}", "", "expected an object or a string")
+        out.append(_record(obj, i, f"{p}: item {i}"))
+    return out
+
+
+def _from_table(raw: str, p: Path) -> list[Question]:
+    reader = csv.reader(io.StringIO(raw), delimiter="\t" if p.suffix.lower() == ".tsv" else ",")
+    out: list[Question] = []
+    header: list[str] = []
+    try:
+        for row in reader:
+            where = f"{p}:{reader.line_num}"
+            if not any(cell.strip() for cell in row):
+                continue
+            if not header:
+                header = [cell.strip().lower() for cell in row]
+                if not set(TEXT_FIELDS) & set(header):
+                    raise ConfigError(
+                        where,
+                        "text",
+                        "expected a header row naming the questions' column (text, question "
+                        f"or query); found {', '.join(row)}",
+                    )
+                continue
+            if len(row) > len(header):
+                raise ConfigError(
+                    where, "", f"{len(row)} cells where the header names {len(header)} columns"
+                )
+            obj = {h: cell.strip() for h, cell in zip(header, row, strict=False) if cell.strip()}
+            out.append(_record(obj, len(out) + 1, where))
+    except csv.Error as exc:
+        raise ConfigError(
+            f"{p}:{reader.line_num}", "", f"not a readable table row ({exc})"
+        ) from None
+    return out
+
+
+def load_questions(path: str | os.PathLike[str], field: str = "questions.file") -> list[Question]:
+    """The questions in `path` (formats in the module docstring); `field` is the setting
+    that named the file, for the messages.
+
+    Raises ConfigError naming the file and line for a missing file, bad lines, duplicate
+    ids or no questions at all.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(str(p), field, "questions file not found")
+    raw = read_text_file(p, field)
+    suffix = p.suffix.lower()
+    if suffix == ".txt":
+        questions = _from_lines(raw)
+    elif suffix in (".csv", ".tsv"):
+        questions = _from_table(raw, p)
+    elif raw.lstrip().startswith("["):
+        questions = _from_array(raw, p)
+    else:
+        questions = _from_jsonl(raw, p)
+    if not questions:
+        raise ConfigError(str(p), field, "the file holds no questions")
+    ids = [q.question_id for q in questions]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise ConfigError(str(p), "id", f"question id {dup!r} appears twice")
+    return questions
+
+
+def fit_sources(
+    questions: Sequence[Question], docs: Sequence[Document], where: str = "questions"
+) -> tuple[list[Question], str | None]:
+    """The questions with their source spans kept only where the corpus holds them, and a
+    warning (None when every span fits).
+
+    A span names a document and characters of its text: with questions written for
+    another corpus (other file names, a PDF of the same pages, an edited document) the
+    document is missing or shorter, and the source metrics would read 0, as if retrieval
+    never found the source. Such a question's spans are dropped, so its source metrics
+    and failure reasons are left out instead."""
+    lengths = {d.doc_id: len(d.text) for d in docs}
+
+    def fits(s: SourceSpan) -> bool:
+        return 0 <= s.start <= s.end <= lengths.get(s.doc_id, -1)
+
+    out: list[Question] = []
+    stray: list[str] = []
+    for q in questions:
+        misfit = next((s.doc_id for s in q.source if not fits(s)), None)
+        if misfit is not None:
+            stray.append(misfit)
+            q = replace(q, source=())
+        out.append(q)
+    if not stray:
+        return out, None
+    missing = sorted({d for d in stray if d not in lengths})
+    example = f"no document {missing[0]!r}" if missing else f"{stray[0]!r} is shorter"
+    return out, (
+        f"{where}: {len(stray)} of {sum(1 for q in questions if q.source)} questions' source "
+        f"spans are not in this corpus ({example}): their source metrics and failure reasons "
+        "are left out (were the questions written from other documents?)"
+    )

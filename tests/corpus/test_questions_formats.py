@@ -1,0 +1,79 @@
+"""Questions as users have them: JSONL, a JSON array, a spreadsheet's CSV/TSV, text."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.corpus import load_questions
+from harness.errors import ConfigError
+
+
+def _texts(path):
+    return [(q.question_id, q.text) for q in load_questions(path)]
+
+
+def test_csv_from_a_spreadsheet_with_a_byte_order_mark_and_quoted_cells(tmp_path):
+    p = tmp_path / "logs.csv"
+    p.write_text(
+        'ID,Question,Type,Clicks\n1,"How long is parental leave, in weeks?",simple,12\n'
+        '2,"Who approves\nexpenses?",,3\n\n',
+        encoding="utf-8-sig",
+    )
+    qs = load_questions(p)
+    assert [(q.question_id, q.text) for q in qs] == [
+        ("1", "How long is parental leave, in weeks?"),
+        ("2", "Who approves\nexpenses?"),
+    ]
+    assert qs[0].type == "simple" and qs[1].type is None
+    assert qs[0].extra == {"clicks": "12"}
+
+
+def test_tsv_without_ids_numbers_the_questions(tmp_path):
+    p = tmp_path / "q.tsv"
+    p.write_text("query\tcount\nvpn setup\t4\nbadge lost\t1\n")
+    assert _texts(p) == [("q1", "vpn setup"), ("q2", "badge lost")]
+
+
+def test_jsonl_names_the_text_question_or_query_and_ids_are_optional(tmp_path):
+    p = tmp_path / "q.jsonl"
+    p.write_text('{"question": "First?"}\n{"query": "second"}\n{"id": 7, "text": "Third?"}\n')
+    assert _texts(p) == [("q1", "First?"), ("q2", "second"), ("7", "Third?")]
+
+
+def test_a_json_array_of_strings_or_objects(tmp_path):
+    p = tmp_path / "q.json"
+    p.write_text('[\n  "First?",\n  {"id": "b", "question": "Second?"}\n]\n')
+    assert _texts(p) == [("q1", "First?"), ("b", "Second?")]
+    lines = tmp_path / "lines.json"  # JSONL named .json reads as JSONL
+    lines.write_text('{"id": "a", "text": "A?"}\n')
+    assert _texts(lines) == [("a", "A?")]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "match"),
+    [
+        ("q.csv", "id,words\n1,hello\n", r"q.csv:1: text: expected a header row .*found id, words"),
+        ("q.csv", "text\nfine\n1,2\n", r"q.csv:3: 2 cells where the header names 1 columns"),
+        ("q.csv", "id,text\n1,\n", r"q.csv:2: text: expected a non-empty question text"),
+        ("q.csv", "id,text\na,x\na,y\n", "question id 'a' appears twice"),
+        ("q.csv", "text\n\n", "holds no questions"),
+        ("q.json", '["ok", 3]', r"q.json: item 2: expected an object or a string"),
+        ("q.json", '[{"text": "a"},\n {"text": }]', r"q.json:2: not valid JSON"),
+        ("q.jsonl", '{"id": "a"}\n', r"q.jsonl:1: text: expected a non-empty question text"),
+        ("q.jsonl", '{"id": true, "text": "x"}\n', r"q.jsonl:1: id: expected a non-empty"),
+    ],
+)
+def test_bad_files_name_the_file_line_and_field(tmp_path, name, content, match):
+    p = tmp_path / name
+    p.write_text(content)
+    with pytest.raises(ConfigError, match=match):
+        load_questions(p)
+
+
+def test_a_byte_order_mark_does_not_break_the_first_line(tmp_path):
+    p = tmp_path / "q.jsonl"
+    p.write_text('{"id": "a", "text": "A?"}\n', encoding="utf-8-sig")
+    assert _texts(p) == [("a", "A?")]
+    t = tmp_path / "q.txt"
+    t.write_text("First?\n", encoding="utf-8-sig")
+    assert _texts(t) == [("q1", "First?")]
