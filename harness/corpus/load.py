@@ -195,18 +195,59 @@ def load_documents(
     return docs
 
 
+ASSETS = frozenset(
+    [
+        ".js",
+        ".mjs",
+        ".css",
+        ".map",
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".svg",
+        ".webp",
+        ".ico",
+        ".bmp",
+        ".woff",
+        ".woff2",
+        ".ttf",
+        ".otf",
+        ".eot",
+        ".json",
+        ".xml",
+        ".gz",
+        ".zip",
+        ".mp4",
+        ".webm",
+        ".mp3",
+        ".wasm",
+        ".lock",
+    ]
+)
+"""Suffixes of files a saved site or a repository holds beside its documents (scripts,
+styles, images, fonts, data): skipped without a warning."""
+
+
 def _warn_skipped(folder: Path, found: Sequence[Path], read: Sequence[Path]) -> None:
     """Warn, by kind, about the files `found` under `folder` that are not `read`: a
     corpus of Word files beside two notes would otherwise be indexed as the two notes.
-    Hidden files and folders (.git, .DS_Store) are not counted."""
+    Hidden files and folders (.git, .DS_Store) are not counted; ASSETS are counted in
+    an info line only, as no one converts a site's scripts and images to text."""
     taken = set(read)
     kinds: dict[str, int] = {}
+    assets = 0
     for p in found:
         rel = p.relative_to(folder).parts
         if p in taken or any(part.startswith(".") for part in rel) or not p.is_file():
             continue
         kind = p.suffix.lower() or "(no suffix)"
-        kinds[kind] = kinds.get(kind, 0) + 1
+        if kind in ASSETS:
+            assets += 1
+        else:
+            kinds[kind] = kinds.get(kind, 0) + 1
+    if assets:
+        logger.info("{}: skipped {} scripts, styles, images and data files", folder, assets)
     if kinds:
         listed = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
         logger.warning(

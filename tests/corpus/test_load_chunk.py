@@ -195,7 +195,8 @@ def test_files_a_folder_cannot_be_read_as_are_counted_in_a_warning(tmp_path):
     (folder / ".git").mkdir(parents=True)
     (folder / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (folder / "guide.md").write_text("# Guide\n\nRead me.\n")
-    for name in ("a.docx", "b.docx", "deck.pptx"):
+    for name in ("a.docx", "b.docx", "deck.pptx", "assets/app.js", "assets/logo.png"):
+        (folder / name).parent.mkdir(exist_ok=True)
         (folder / name).write_bytes(b"PK\x03\x04")
     seen: list[str] = []
     sink = logger.add(lambda m: seen.append(m.record["message"]), level="WARNING")
@@ -206,7 +207,7 @@ def test_files_a_folder_cannot_be_read_as_are_counted_in_a_warning(tmp_path):
     assert [d.doc_id for d in docs] == ["guide.md"]
     assert len(seen) == 1, seen
     assert "skipped 3 files harness does not read (2 .docx, 1 .pptx)" in seen[0]
-    assert ".git" not in seen[0] and ".pdf" in seen[0]
+    assert ".git" not in seen[0] and ".pdf" in seen[0] and ".js" not in seen[0]
 
 
 def test_source_spans_the_corpus_does_not_hold_are_dropped_with_a_warning(tmp_path):
