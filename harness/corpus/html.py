@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 
 from bs4 import BeautifulSoup, NavigableString, SoupStrainer, Tag
-from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
+from bs4.element import Comment, Declaration, Doctype, PageElement, ProcessingInstruction
 
 BLOCKS = frozenset(
     [
@@ -117,31 +117,35 @@ def _content_root(soup: BeautifulSoup) -> Tag:
     return body if isinstance(body, Tag) else soup
 
 
-def _render(node: Tag, out: list[str]) -> None:
-    """Append `node`'s text to `out`: text pieces, `_LINE` at block boundaries,
-    `_CELL` before each table cell but a row's first, and each line of a `<pre>` as one
-    piece marked `_PRE` (kept as written)."""
-    for child in node.children:
-        if isinstance(child, (Comment, Declaration, Doctype, ProcessingInstruction)):
-            continue
-        if isinstance(child, NavigableString):
-            out.append(_SPACE.sub(" ", str(child)))
-            continue
-        if not isinstance(child, Tag) or _dropped(child):
-            continue
-        if child.name == "pre":
+def _render(root: Tag) -> list[str]:
+    """`root`'s text as pieces: text, `_LINE` at block boundaries, `_CELL` before each
+    table cell but a row's first, and each line of a `<pre>` as one piece marked `_PRE`
+    (kept as written). Walks with a stack, so a page nested thousands deep is read."""
+    out: list[str] = []
+    stack: list[PageElement | None] = list(reversed(root.contents))
+    while stack:
+        node = stack.pop()
+        if node is None:  # the end of a block element
             out.append(_LINE)
-            lines = child.get_text().splitlines()
-            out.extend(part for line in lines for part in (_PRE + line, _LINE))
+        elif isinstance(node, (Comment, Declaration, Doctype, ProcessingInstruction)):
             continue
-        if child.name in ("td", "th") and child.find_previous_sibling(("td", "th")):
-            out.append(_CELL)
-        block = child.name in BLOCKS
-        if block:
+        elif isinstance(node, NavigableString):
+            out.append(_SPACE.sub(" ", str(node)))
+        elif not isinstance(node, Tag) or _dropped(node):
+            continue
+        elif node.name == "pre":
             out.append(_LINE)
-        _render(child, out)
-        if block:
-            out.append(_LINE)
+            out.extend(
+                part for line in node.get_text().splitlines() for part in (_PRE + line, _LINE)
+            )
+        else:
+            if node.name in ("td", "th") and node.find_previous_sibling(("td", "th")):
+                out.append(_CELL)
+            if node.name in BLOCKS:
+                out.append(_LINE)
+                stack.append(None)
+            stack.extend(reversed(node.contents))
+    return out
 
 
 def _lines(pieces: list[str]) -> list[str]:
@@ -181,6 +185,4 @@ def html_text(html: str, html_classes: Sequence[str] = ()) -> tuple[str, str]:
 
 
 def _text(root: Tag) -> str:
-    pieces: list[str] = []
-    _render(root, pieces)
-    return "\n".join(_lines(pieces))
+    return "\n".join(_lines(_render(root)))

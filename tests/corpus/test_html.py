@@ -93,3 +93,8 @@ def test_a_folder_page_is_loaded_as_its_content(tmp_path):
         assert boilerplate not in doc.text
     with pytest.raises(ConfigError, match=r"caches.html.*corpus.html_classes"):
         load_documents([str(tmp_path)], html_classes=["post-content"])
+
+
+def test_a_page_nested_thousands_deep_is_read():
+    page = "<div>" * 5000 + "deep <b>text</b>" + "</div>" * 5000
+    assert html_text(page)[0] == "deep text"
