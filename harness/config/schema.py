@@ -68,9 +68,9 @@ class CorpusConfig:
     """Files, folders (.md, .txt, .html, .pdf; a .jsonl file is a BEIR corpus) or http(s)
     URLs."""
     html_classes: tuple[str, ...] = ()
-    """Keep only elements with these CSS classes from HTML pages. Empty: a saved page
-    keeps its main content (its main element, else its one article, else its body)
-    without menus, page header and footer; a URL keeps its whole page."""
+    """Keep only elements with these CSS classes from HTML pages. Empty: a page keeps
+    its main content (its main element, else its one article, else its body) without
+    menus, page header and footer."""
     timeout_s: float = 30.0
     """Seconds to wait for a URL source to connect or send more of its page before the
     run stops with an error naming the URL."""

@@ -2,12 +2,12 @@
 
 Local: .md, .txt, .html and .pdf files, or folders searched recursively for them (a
 folder's other files are skipped, and the run says which kinds). A PDF's text is what
-pypdf extracts, page after page; a PDF without text (scanned pages) is refused. An HTML
-file gives its main content in lines, without the site's menus, header and footer (see
-`harness.corpus.html`). URLs go through LangChain's WebBaseLoader, whose text is the
-page's strings as written, as the reference-free guide read them. For HTML, both ways,
-`html_classes` keeps only the elements with those CSS classes (a blog's post-title /
-post-header / post-content, say).
+pypdf extracts, page after page; a PDF without text (scanned pages) is refused. URLs are
+fetched by LangChain's WebBaseLoader. An HTML page, saved or fetched, gives its main
+content in lines, without the site's menus, header and footer (`harness.corpus.html`);
+with `html_classes`, only the elements with those CSS classes (a blog's post-title /
+post-header / post-content, say), a URL's as WebBaseLoader's text, as the
+reference-free guide read them.
 """
 
 from __future__ import annotations
@@ -117,6 +117,9 @@ def _load_file(path: Path, doc_id: str, html_classes: Sequence[str]) -> Document
 
 
 def _load_url(url: str, html_classes: Sequence[str], timeout_s: float) -> Document:
+    """A page fetched by WebBaseLoader: with `html_classes`, its text of those elements
+    as the reference-free guide read it (so its chunk offsets stay the guide's);
+    without, the page's main content in lines, as a saved page is read."""
     import bs4
     import requests
     from langchain_community.document_loaders import WebBaseLoader
@@ -133,18 +136,23 @@ def _load_url(url: str, html_classes: Sequence[str], timeout_s: float) -> Docume
         requests_kwargs={"timeout": timeout_s},
     )
     try:
-        docs = loader.load()
+        page = loader.load() if html_classes else loader.scrape()
     except requests.Timeout:
         raise ConfigError(
             url, "corpus.timeout_s", f"no answer within {timeout_s:g} s (raise corpus.timeout_s?)"
         ) from None
     except Exception as exc:  # requests raises many types; the user needs the URL and cause
         raise ConfigError(url, "corpus.sources", f"could not fetch the page ({exc})") from None
-    text = "\n".join(line.strip() for d in docs for line in d.page_content.splitlines())
-    text = "\n".join(line for line in text.splitlines() if line)
+    if html_classes:
+        text = "\n".join(line.strip() for d in page for line in d.page_content.splitlines())
+        text = "\n".join(line for line in text.splitlines() if line)
+        title = str(page[0].metadata.get("title", "")) if page else ""
+    else:
+        from harness.corpus.html import html_text  # bs4 only when a page is read
+
+        text, title = html_text(str(page))
     if not text:
         raise ConfigError(url, "corpus.sources", "the page has no text (check html_classes)")
-    title = str(docs[0].metadata.get("title", "")) if docs else ""
     return Document(doc_id=url, text=text, source=url, title=title or url)
 
 

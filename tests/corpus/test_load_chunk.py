@@ -69,6 +69,18 @@ def test_url_through_webbaseloader_on_loopback(served_page):
     assert "cookies" not in doc.text
 
 
+def test_url_without_classes_reads_the_page_content_in_lines(served_page):
+    (doc,) = load_documents([f"{served_page}/post.html"])
+    assert doc.title == "Garden newsletter, spring"
+    assert doc.text.splitlines()[:3] == [
+        "We use cookies. Accept all cookies to continue.",
+        "Spring newsletter",
+        "The annual plant swap is on 14 May at the front gate, from 10 am to noon.",
+    ]
+    assert "Home | About" not in doc.text and "Copyright" not in doc.text
+    assert "trackVisitor" not in doc.text
+
+
 def test_unreachable_url_is_a_clear_error(served_page):
     with pytest.raises(ConfigError, match="could not fetch"):
         load_documents([f"{served_page}/missing.html"])
