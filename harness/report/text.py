@@ -807,11 +807,20 @@ def format_injection_check(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+GROUP_WIDTH = 60
+"""Longest type or topic label a breakdown table prints; a longer one is cut with "…"."""
+
+
+def _group(label: object) -> str:
+    text = str(label)
+    return text if len(text) <= GROUP_WIDTH else text[: GROUP_WIDTH - 1] + "…"
+
+
 def format_breakdown(rows: Sequence[dict[str, Any]], by: str, k: int) -> str:
     """Mean metrics at k per question type or topic (`show --by`, and after a run)."""
     from harness.analysis.sources import BREAKDOWN_METRICS
 
-    width = max([len(by), *(len(str(r[by])) for r in rows)])
+    width = max([len(by), *(len(_group(r[by])) for r in rows)])
     head = f"{by:<{width}}  {'n':>4}  " + "  ".join(
         f"{m + '@' + str(k):>13}" for m in BREAKDOWN_METRICS
     )
@@ -820,7 +829,7 @@ def format_breakdown(rows: Sequence[dict[str, Any]], by: str, k: int) -> str:
         cells = "  ".join(
             f"{'-':>13}" if r[m] is None else f"{r[m]:>13.3f}" for m in BREAKDOWN_METRICS
         )
-        lines.append(f"{r[by]!s:<{width}}  {r['questions']:>4}  {cells}")
+        lines.append(f"{_group(r[by]):<{width}}  {r['questions']:>4}  {cells}")
     return "\n".join(lines)
 
 
@@ -841,7 +850,7 @@ def format_compare_breakdown(runs: Sequence[RunLog], k: int, by: str, metric: st
 
     tables = [{r[by]: r for r in breakdown(run.questions, k, by, (metric,))} for run in runs]
     groups = sorted({g for t in tables for g in t}, key=lambda g: (g == "-", g))
-    width = max([len(by), *(len(g) for g in groups)])
+    width = max([len(by), *(len(_group(g)) for g in groups)])
     lines = [f"{metric}@{k} by {by}"]
     lines.append(
         f"{by:<{width}}"
@@ -856,7 +865,7 @@ def format_compare_breakdown(runs: Sequence[RunLog], k: int, by: str, metric: st
             n = row["questions"] if row else 0
             v = row[metric] if row else None
             cells += f"{n:>9} " + (f"{'-':>8}" if v is None else f"{v:>8.3f}")
-        lines.append(f"{g:<{width}}{cells}")
+        lines.append(f"{_group(g):<{width}}{cells}")
     return "\n".join(lines)
 
 
