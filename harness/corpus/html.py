@@ -15,7 +15,8 @@ inline tags (`<code>`, `<a>`, `<em>`) falls apart into one line per tag.
   anchors (`a.headerlink`, `a.hash-link`, `a.anchor`, `aria-hidden`);
 - in lines: a block element (paragraph, heading, list item, table row, ...) starts a
   line, inline elements stay in their sentence, white space runs become one space; a
-  table row's cells are joined by " | "; `<pre>` keeps its lines as written.
+  heading is written as markdown's (`## Keys`); a table row's cells are joined by
+  " | "; `<pre>` keeps its lines as written, fenced by ``` as in markdown.
 """
 
 from __future__ import annotations
@@ -88,6 +89,9 @@ NOT_CONTENT = frozenset(
     ]
 )
 """Elements dropped with everything inside them."""
+HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+"""Written as markdown headings (`## Keys`), so a page's sections are marked as a
+markdown file's are (generated questions' topics, the judge's reading)."""
 ANCHOR_CLASSES = frozenset(("headerlink", "hash-link", "anchor"))
 """Classes of the permalink anchors documentation generators put beside headings."""
 _SPACE = re.compile(r"\s+")
@@ -134,16 +138,17 @@ def _render(root: Tag) -> list[str]:
         elif not isinstance(node, Tag) or _dropped(node):
             continue
         elif node.name == "pre":
+            lines = ["```", *node.get_text().strip("\n").splitlines(), "```"]
             out.append(_LINE)
-            out.extend(
-                part for line in node.get_text().splitlines() for part in (_PRE + line, _LINE)
-            )
+            out.extend(part for line in lines for part in (_PRE + line, _LINE))
         else:
             if node.name in ("td", "th") and node.find_previous_sibling(("td", "th")):
                 out.append(_CELL)
             if node.name in BLOCKS:
                 out.append(_LINE)
                 stack.append(None)
+            if node.name in HEADINGS:
+                out.append("#" * HEADINGS.index(node.name) + "# ")
             stack.extend(reversed(node.contents))
     return out
 
@@ -154,13 +159,13 @@ def _lines(pieces: list[str]) -> list[str]:
     for piece in [*pieces, _LINE]:
         if piece == _LINE:
             text = "".join(current)
-            if text.startswith(_PRE):
-                line = text[1:].rstrip()
+            if text.startswith(_PRE):  # a line of code, blank ones too
+                lines.append(text[1:].rstrip())
             else:
                 cells = (cell.strip() for cell in text.split(_CELL))
                 line = " | ".join(cell for cell in cells if cell)
-            if line:
-                lines.append(line)
+                if line:
+                    lines.append(line)
             current = []
         else:
             current.append(piece)

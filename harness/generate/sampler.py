@@ -30,7 +30,10 @@ from dataclasses import dataclass
 
 from harness.types import Chunk, Document, SourceSpan
 
-_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_HEADING_OR_FENCE = re.compile(
+    r"^(?:#{1,6}[ \t]+(?P<heading>.+?)[ \t]*#*[ \t]*|(?P<fence>```|~~~).*)$", re.MULTILINE
+)
+"""A markdown heading line, or a code fence's line (a `#` line between fences is code)."""
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 _SENTENCE_START = re.compile(r"[.!?]\s+(?=\S)")
 """Its match's end is where a sentence starts (after ". ", "! ", "? ")."""
@@ -51,12 +54,19 @@ class Passage:
 
 def topic_label(doc: Document, start: int) -> str:
     """The topic of a passage starting at `start`: the document's title, and the last
-    markdown heading (`#`...) before the passage's first line when it differs."""
+    markdown heading (`#`...) on a line starting at or before `start`, outside code
+    fences, when the title does not already hold it."""
     title = doc.title.strip() or doc.doc_id
     heading = ""
-    for m in _HEADING.finditer(doc.text, 0, start + 1):
-        heading = m.group(1).strip()
-    return f"{title} / {heading}" if heading and heading != title else title
+    fenced = False
+    for m in _HEADING_OR_FENCE.finditer(doc.text):
+        if m.start() > start:
+            break
+        if m.group("fence"):
+            fenced = not fenced
+        elif not fenced:
+            heading = m.group("heading").strip()
+    return f"{title} / {heading}" if heading and heading not in title else title
 
 
 def snap_start(text: str, point: int, length: int) -> int:

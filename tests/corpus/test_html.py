@@ -25,7 +25,9 @@ SITE_PAGE = """<!doctype html>
     <ul><li>one key a <b>user</b></li><li>rotated on request</li></ul>
     <table><tr><th>file</th><th>holds</th></tr>
            <tr><td> verdicts.sqlite </td><td>paid verdicts</td></tr></table>
-    <pre><code>[judge]
+    <pre><code># the judge's table
+
+[judge]
     model = "gpt"
 </code></pre>
     <div hidden>draft paragraph</div><span aria-hidden="true">icon</span>
@@ -43,15 +45,19 @@ def test_a_site_page_reads_as_its_article_in_lines():
     text, title = html_text(SITE_PAGE)
     assert title == "Caches - mysite"
     assert text.splitlines() == [
-        "Caches",
+        "# Caches",
         "Verdicts are kept in verdicts.sqlite, keyed by the prompt and the judge.",
-        "Keys",
+        "## Keys",
         "one key a user",
         "rotated on request",
         "file | holds",
         "verdicts.sqlite | paid verdicts",
+        "```",
+        "# the judge's table",
+        "",
         "[judge]",
         '    model = "gpt"',
+        "```",
     ]
 
 
@@ -61,7 +67,7 @@ def test_without_main_the_body_is_read_minus_page_header_nav_and_footer():
         "<section><header><h2>Plant swap</h2></header><p>On 14 May.</p></section>"
         "<footer>Copyright</footer></body></html>"
     )
-    assert html_text(page)[0] == "We use cookies.\nPlant swap\nOn 14 May."
+    assert html_text(page)[0] == "We use cookies.\n## Plant swap\nOn 14 May."
 
 
 def test_one_article_is_the_content_several_are_not():
@@ -81,14 +87,14 @@ def test_classes_keep_only_their_elements_in_lines():
         "<body><div class=menu>Home</div><h1 class=post-title>Title</h1>"
         "<div class=post-content><p>First <i>one</i>.</p><p>Second.</p></div></body>"
     )
-    assert html_text(page, ["post-title", "post-content"])[0] == "Title\nFirst one.\nSecond."
+    assert html_text(page, ["post-title", "post-content"])[0] == "# Title\nFirst one.\nSecond."
 
 
 def test_a_folder_page_is_loaded_as_its_content(tmp_path):
     (tmp_path / "caches.html").write_text(SITE_PAGE)
     (doc,) = load_documents([str(tmp_path)])
     assert doc.doc_id == "caches.html" and doc.title == "Caches - mysite"
-    assert doc.text.startswith("Caches\nVerdicts are kept in verdicts.sqlite, keyed")
+    assert doc.text.startswith("# Caches\nVerdicts are kept in verdicts.sqlite, keyed")
     for boilerplate in ("Skip to content", "Home | Caches", "Table of contents", "Made with"):
         assert boilerplate not in doc.text
     with pytest.raises(ConfigError, match=r"caches.html.*corpus.html_classes"):

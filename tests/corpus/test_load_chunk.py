@@ -74,7 +74,7 @@ def test_url_without_classes_reads_the_page_content_in_lines(served_page):
     assert doc.title == "Garden newsletter, spring"
     assert doc.text.splitlines()[:3] == [
         "We use cookies. Accept all cookies to continue.",
-        "Spring newsletter",
+        "# Spring newsletter",
         "The annual plant swap is on 14 May at the front gate, from 10 am to noon.",
     ]
     assert "Home | About" not in doc.text and "Copyright" not in doc.text

@@ -200,7 +200,7 @@ def test_the_built_site_read_as_a_corpus_is_its_pages_content(site):
         html_id = "index.html" if page.stem == "index" else f"{page.stem}/index.html"
         heading = next(line for line in page.read_text().splitlines() if line.startswith("# "))
         text = docs[html_id].text
-        assert text.splitlines()[0] == heading[2:].replace("`", ""), html_id
+        assert text.splitlines()[0] == heading.replace("`", ""), html_id
         for chrome in ("Skip to content", "Initializing search", "Table of contents", "Made with"):
             assert chrome not in text, (html_id, chrome)
     runs = docs["runs/index.html"].text.splitlines()

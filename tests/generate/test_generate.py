@@ -34,7 +34,7 @@ from harness.generate.critique import (
 )
 from harness.generate.dedup import near_duplicates
 from harness.generate.pipeline import NEAREST, corpus_bm25, plan
-from harness.generate.sampler import corpus_windows
+from harness.generate.sampler import corpus_windows, topic_label
 from harness.llm.client import ChatClient, Reply
 from harness.metrics.source import source_hit, source_metrics, source_mrr
 from harness.testing import Act, FakeOpenAI
@@ -289,6 +289,22 @@ def test_topic_is_title_and_heading():
     docs = _docs({"benefits": 3})
     p = sample_passages(docs, 1, seed=0, passage_chars=150)[0]
     assert p.topic.startswith("benefits / Part ")
+
+
+def test_a_comment_in_a_code_block_is_not_a_heading():
+    text = (
+        "# Setup guide\n\n## Install\n\nRun the installer.\n\n```toml\n"
+        "# the NAME of the variable\nkey = 1\n```\n\nThen restart the machine.\n"
+    )
+    doc = Document(doc_id="setup.md", text=text, source="setup.md", title="Setup guide")
+    assert topic_label(doc, text.index("Then restart")) == "Setup guide / Install"
+    assert topic_label(doc, text.index("Run the")) == "Setup guide / Install"
+    assert topic_label(doc, text.index("## Install")) == "Setup guide / Install"
+    assert topic_label(doc, 5) == "Setup guide"
+    # a saved page's title holds its first heading: the heading adds nothing
+    page = Document(doc_id="a.html", text=text, source="a.html", title="Setup guide - site")
+    assert topic_label(page, 5) == "Setup guide - site"
+    assert topic_label(page, text.index("Then")) == "Setup guide - site / Install"
 
 
 @pytest.mark.parametrize("size,overlap", [(50, 0), (120, 30), (300, 0), (300, 299), (5000, 100)])
@@ -822,3 +838,18 @@ def test_checks_ask_at_temperature_zero_and_writing_calls_sample(tmp_path):
     chat = ChatClient(base_url="http://127.0.0.1:9", model="m", api_key="", temperature=0.7)
     assert chat.request_body(messages, max_tokens=4)["temperature"] == 0.7
     assert chat.request_body(messages, max_tokens=4, temperature=0.0)["temperature"] == 0.0
+
+
+def test_a_long_topic_is_cut_in_the_breakdown_table():
+    from harness.report.text import GROUP_WIDTH, format_breakdown
+
+    long = "Experiment file reference - mysite / " + "a very long heading " * 5
+    rows = [
+        {"topic": long, "questions": 2, "hit_rate": 0.5, "mrr": 0.5},
+        {"topic": "Short", "questions": 1, "hit_rate": 1.0, "mrr": 1.0},
+    ]
+    for r in rows:
+        r.update(source_hit=None, source_mrr=None)
+    lines = format_breakdown(rows, "topic", 4).splitlines()
+    assert lines[1].startswith(long[: GROUP_WIDTH - 1] + "…  ")
+    assert lines[2].startswith("Short" + " " * (GROUP_WIDTH - 5) + "  ")
