@@ -195,7 +195,15 @@ def _shared(runs: Sequence[RunLog], k: int | None, change_metric: str | None) ->
     key = f"{change_metric}@{k}"
     questions = [qid for qid in by_q[0] if all(qid in m and key in m[qid].metrics for m in by_q)]
     if not questions:
-        raise HarnessError("the runs share no question with a value at this k")
+        if not set(by_q[0]).intersection(*by_q[1:]):
+            files = sorted({str(r.header.data.get("questions_file") or "?") for r in runs})
+            raise HarnessError(
+                "the runs asked no question in common (questions from "
+                f"{' and '.join(files)}): compare runs of the same questions"
+            )
+        raise HarnessError(
+            f"the runs share no question with a {key} value (a judge error on each of them?)"
+        )
     return _Shared([str(r.run_dir) for r in runs], by_q, k, change_metric, questions)
 
 

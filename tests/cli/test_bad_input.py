@@ -410,6 +410,17 @@ def test_compare_k_0_is_an_error(old_run, tmp_path):
     assert_user_error(proc, "--k", "expected 1..3", "got 0")
 
 
+def test_compare_of_runs_on_other_questions_names_their_files(old_run, tmp_path):
+    other = Path(shutil.copytree(old_run, tmp_path / "other"))
+    log = other / "questions.jsonl"
+    log.write_text(log.read_text().replace('"question_id": "', '"question_id": "other-'))
+    header = json.loads((other / "header.json").read_text())
+    header["data"]["questions_file"] = "/data/other-questions.jsonl"
+    (other / "header.json").write_text(json.dumps(header))
+    proc = harness("compare", str(old_run), str(other))
+    assert_user_error(proc, "no question in common", "other-questions.jsonl", "same questions")
+
+
 @pytest.mark.parametrize("k", ["0", "99"])
 def test_validate_k_outside_the_runs_k_is_an_error(old_run, k):
     proc = harness("validate", str(old_run), "--qrels", str(DATA / "qrels.tsv"), "--k", k)
