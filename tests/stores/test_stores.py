@@ -304,3 +304,34 @@ def test_signed_vectors_that_are_not_sane_are_embedded_again(tmp_path, vector):
     cache = EmbeddingCache(tmp_path / "e.sqlite")
     cache.store.put_many({"spec:doc:abc": vector.tobytes()})
     assert cache.get_many("spec", "doc", ["abc"]) == {} and cache.rejected == 1
+
+
+class _Failing(_Counting):
+    """Embeds `ok` calls, then fails as a killed process or a lost connection would."""
+
+    def __init__(self, ok: int) -> None:
+        super().__init__()
+        self.ok = ok
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if self.ok == 0:
+            raise KeyboardInterrupt
+        self.ok -= 1
+        return super().embed_documents(texts)
+
+
+def test_an_interrupted_embedding_keeps_its_finished_slices(tmp_path, monkeypatch):
+    from harness.retrieval.embedders import base
+
+    monkeypatch.setattr(base, "SLICE", 4)
+    texts = [f"text {i}" for i in range(10)]
+    path = tmp_path / "e.sqlite"
+    failing = _Failing(ok=2)
+    emb = CachedEmbedder(failing, ComponentSpec("counting", {}), EmbeddingCache(path))
+    with pytest.raises(KeyboardInterrupt):
+        emb.embed_documents(texts)
+    assert failing.texts == texts[:8]
+    rerun = _Counting()
+    again = CachedEmbedder(rerun, ComponentSpec("counting", {}), EmbeddingCache(path))
+    vectors = again.embed_documents(texts)
+    assert rerun.texts == texts[8:] and len(vectors) == 10

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -16,6 +17,11 @@ from loguru import logger
 
 from harness.stores import EmbeddingCache
 from harness.types import ComponentSpec
+
+SLICE = 512
+"""Texts sent to the model between two writes to the cache (and progress lines): a
+crash, Ctrl-C or kill loses one slice's vectors at most, and a rerun embeds only the
+texts not yet cached (a hosted embedder's are paid for)."""
 
 
 def spec_key(spec: ComponentSpec) -> str:
@@ -61,26 +67,41 @@ class CachedEmbedder(Embeddings):
     def _embed(self, texts: Sequence[str], kind: str) -> list[list[float]]:
         shas = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
         found = self.cache.get_many(self._key, kind, shas) if self.cache is not None else {}
-        missing = {sha: t for sha, t in zip(shas, texts, strict=True) if sha not in found}
-        if missing:
-            todo = list(missing.items())
+        todo = list(
+            {sha: t for sha, t in zip(shas, texts, strict=True) if sha not in found}.items()
+        )
+        if todo:
             logger.info("embedding {} texts with {}", len(todo), self.spec.name)
+        t0 = time.monotonic()
+        for start in range(0, len(todo), SLICE):
+            part = todo[start : start + SLICE]
             if kind == "query":
-                vectors = [self.inner.embed_query(t) for _, t in todo]
+                vectors = [self.inner.embed_query(t) for _, t in part]
             else:
-                vectors = self.inner.embed_documents([t for _, t in todo])
-            self.embedded_texts += len(todo)
+                vectors = self.inner.embed_documents([t for _, t in part])
+            self.embedded_texts += len(part)
             new = {
                 sha: _normalise(np.asarray(v, dtype=np.float32))
-                for (sha, _), v in zip(todo, vectors, strict=True)
+                for (sha, _), v in zip(part, vectors, strict=True)
             }
-            if self.cache is not None:
+            if self.cache is not None:  # kept slice by slice: a stop loses one slice at most
                 self.cache.put_many(self._key, kind, new)
-            found = {**found, **new}
+            found.update(new)
+            done = start + len(part)
+            if done < len(todo):
+                spent = time.monotonic() - t0
+                logger.info(
+                    "embedded {} of {} texts ({:.0f} s, about {:.0f} s left)",
+                    done,
+                    len(todo),
+                    spent,
+                    spent / done * (len(todo) - done),
+                )
         return [found[sha].tolist() for sha in shas]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Unit document vectors; only texts not in the cache go to the model, in one batch."""
+        """Unit document vectors; only texts not in the cache go to the model, SLICE at
+        a time, each slice cached as it is done."""
         return self._embed(texts, "doc")
 
     def embed_query(self, text: str) -> list[float]:
