@@ -38,6 +38,7 @@ from harness.log.models import (
     TrialRecord,
 )
 from harness.log.status import effective_status
+from harness.metrics import HEADLINE_METRICS
 from harness.secrets import redact_obj
 from harness.types import LOG_VERSION, QuestionResult
 
@@ -413,9 +414,9 @@ def list_results(results_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
                     "k": k,
                     "n_questions": h.data.get("n_questions"),
                     "metrics": {
-                        m: h.metrics[m]
-                        for m in (f"hit_rate@{k}", f"mrr@{k}", f"relevancy_mrr@{k}")
-                        if m in h.metrics
+                        f"{m}@{k}": h.metrics[f"{m}@{k}"]
+                        for m in HEADLINE_METRICS
+                        if f"{m}@{k}" in h.metrics
                     },
                     "started_at": h.started_at,
                 }

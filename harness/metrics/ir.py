@@ -241,6 +241,10 @@ METRICS: dict[str, Metric] = {
 Adding a metric is one pure function above and one line here."""
 
 METRIC_NAMES = tuple(METRICS)
+HEADLINE_METRICS = ("soft_mrr", "mrr", "hit_rate")
+"""A run's headline at its k, in `run`, `show` and `list`: soft_mrr (the statistic that
+ranks configurations best, the default sweep objective) first, its hard twin mrr and
+hit_rate beside it."""
 """Per-question metrics, each reported as `name@k`. `failures@k` is derived from hit_rate."""
 
 COUNTS = ("failures", "errors")

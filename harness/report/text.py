@@ -22,7 +22,7 @@ from harness.log import (
     TrialRecord,
     effective_status,
 )
-from harness.metrics import COUNTS, METRIC_NAMES, METRICS, failure_count_name
+from harness.metrics import COUNTS, HEADLINE_METRICS, METRIC_NAMES, METRICS, failure_count_name
 from harness.types import FAILURE_LABELS, QuestionResult
 
 if TYPE_CHECKING:  # harness.sweep imports Optuna, which show and list do not need
@@ -137,11 +137,6 @@ def _failures_line(h: RunHeader) -> list[str]:
     else:
         paid = f" ({calls} of the judge calls went to their pools)" if calls is not None else ""
     return [f"failures at k={h.k}: {parts}{paid}; harness show --failures says why"]
-
-
-HEADLINE_METRICS = ("soft_mrr", "mrr", "hit_rate")
-"""A run's headline at its k: soft_mrr (the statistic that ranks configurations best, the
-default sweep objective) first, its hard twin mrr and hit_rate beside it."""
 
 
 def headline_metrics(h: RunHeader) -> list[tuple[str, float, tuple[float, float] | None]]:

@@ -52,6 +52,18 @@ def test_reads_a_sweep_written_by_the_previous_version(tmp_path):
     assert kinds == ["run", "sweep"]
 
 
+def test_list_shows_the_headline_soft_mrr_first_and_what_an_old_run_has(tmp_path):
+    shutil.copytree(V1, tmp_path / "results")
+    (old,) = [r for r in list_results(tmp_path / "results") if r["kind"] == "run"]
+    assert list(old["metrics"]) == ["mrr@3", "hit_rate@3"]  # logged before soft metrics
+    header = tmp_path / "results" / "run" / "header.json"
+    raw = json.loads(header.read_text())
+    raw["metrics"]["soft_mrr@3"] = 0.41
+    header.write_text(json.dumps(raw))
+    (new,) = [r for r in list_results(tmp_path / "results") if r["kind"] == "run"]
+    assert list(new["metrics"]) == ["soft_mrr@3", "mrr@3", "hit_rate@3"]
+
+
 def test_header_round_trips_to_the_same_json():
     raw = json.loads((V1 / "run" / "header.json").read_text())
     assert read_header(V1 / "run").to_dict() == raw
