@@ -46,8 +46,12 @@ def read_text_file(path: Path, field: str) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
         raise ConfigError(
-            str(path), field, f"expected a UTF-8 text file (byte {exc.start} is not UTF-8)"
+            str(path),
+            field,
+            f"expected a UTF-8 text file (line {line}, byte {exc.start} is not UTF-8): save it "
+            f"as UTF-8, e.g. iconv -f cp1252 -t utf-8 {path.name} > {path.stem}.utf8{path.suffix}",
         ) from None
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     controls = len(_CONTROLS.findall(text))

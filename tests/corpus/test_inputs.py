@@ -97,8 +97,8 @@ def test_a_few_control_characters_in_real_text_are_fine(tmp_path):
 
 def test_non_utf8_corpus_files_name_the_file(tmp_path):
     latin = tmp_path / "latin.md"
-    latin.write_bytes("caf\u00e9 cr\u00e8me".encode("latin-1"))
-    with pytest.raises(ConfigError, match="expected a UTF-8 text file") as err:
+    latin.write_bytes("menu\ncaf\u00e9 cr\u00e8me".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"UTF-8 text file \(line 2, byte 8 .*iconv") as err:
         load_documents([str(latin)])
     assert err.value.where == str(latin)
     beir = tmp_path / "corpus.jsonl"
