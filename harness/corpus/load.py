@@ -1,7 +1,7 @@
 """Load documents from files, folders and URLs into `Document` records.
 
-Local: .md, .txt, .html and .pdf files, or folders searched recursively for them (a
-folder's other files are skipped, and the run says which kinds). A PDF's text is what
+Local: .md, .txt, .rst, .adoc, .html and .pdf files, or folders searched recursively for
+them (a folder's other files are skipped, and the run says which kinds). A PDF's text is what
 pypdf extracts, page after page; a PDF without text (scanned pages) is refused. URLs are
 fetched by LangChain's WebBaseLoader. An HTML page, saved or fetched, gives its main
 content in lines, without the site's menus, header and footer (`harness.corpus.html`);
@@ -24,7 +24,7 @@ from loguru import logger
 from harness.errors import ConfigError
 from harness.types import Document
 
-SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf")
+SUFFIXES = (".md", ".markdown", ".txt", ".rst", ".adoc", ".html", ".htm", ".pdf")
 """Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
 USER_AGENT = "harness-retrieval-tuning/0.1 (+https://github.com/; offline-first)"
 CONTROL_SHARE = 0.25
@@ -112,12 +112,24 @@ def _load_file(path: Path, doc_id: str, html_classes: Sequence[str]) -> Document
     if path.suffix.lower() in (".html", ".htm"):
         text, title = _html_text(raw, html_classes, str(path))
     else:
-        text, title = raw, ""
-        for line in raw.splitlines():
-            if line.startswith("# "):
-                title = line[2:].strip()
-                break
+        text, title = raw, _text_title(raw)
     return Document(doc_id=doc_id, text=text, source=str(path), title=title or path.stem)
+
+
+_UNDERLINE = re.compile(r"^([=\-~^*#+])\1{2,}\s*$")
+
+
+def _text_title(text: str) -> str:
+    """A text file's title: its first markdown `# ` or AsciiDoc `= ` heading, or its
+    first reStructuredText title (a line underlined by `===`, `---`, ...); else ""."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(("# ", "= ")):
+            return line[2:].strip()
+        below = lines[i + 1] if i + 1 < len(lines) else ""
+        if line.strip() and _UNDERLINE.match(below) and len(below.rstrip()) >= len(line.rstrip()):
+            return line.strip()
+    return ""
 
 
 def _load_url(url: str, html_classes: Sequence[str], timeout_s: float) -> Document:

@@ -265,3 +265,17 @@ def test_source_spans_the_corpus_does_not_hold_are_dropped_with_a_warning(tmp_pa
     by_id = {q.question.question_id: q for q in run.questions}
     assert "source_hit@1" in by_id["hive"].metrics
     assert "source_hit@1" not in by_id["renamed"].metrics  # unknown, never a 0
+
+
+def test_restructuredtext_and_asciidoc_files_are_read_with_their_titles(tmp_path):
+    (tmp_path / "install.rst").write_text(
+        ".. _install:\n\nInstalling\n==========\n\nRun ``pip install tool``.\n\nUpgrades\n--------\n"
+    )
+    (tmp_path / "guide.adoc").write_text("= User guide\n\nThe guide.\n")
+    (tmp_path / "setext.md").write_text("Leave policy\n============\n\n27 days.\n")
+    (tmp_path / "plain.txt").write_text("no title here\n---\n")
+    docs = {d.doc_id: d for d in load_documents([str(tmp_path)])}
+    assert docs["install.rst"].title == "Installing" and "pip install" in docs["install.rst"].text
+    assert docs["guide.adoc"].title == "User guide"
+    assert docs["setext.md"].title == "Leave policy"
+    assert docs["plain.txt"].title == "plain"  # an underline shorter than its line is a rule
