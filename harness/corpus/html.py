@@ -111,7 +111,7 @@ def _dropped(tag: Tag) -> bool:
 
 
 def _content_root(soup: BeautifulSoup) -> Tag:
-    main = soup.find("main") or soup.find(attrs={"role": "main"})
+    main = soup.find("main") or soup.find(None, {"role": "main"})
     if isinstance(main, Tag):
         return main
     articles = soup.find_all("article")

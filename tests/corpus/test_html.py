@@ -104,3 +104,8 @@ def test_a_folder_page_is_loaded_as_its_content(tmp_path):
 def test_a_page_nested_thousands_deep_is_read():
     page = "<div>" * 5000 + "deep <b>text</b>" + "</div>" * 5000
     assert html_text(page)[0] == "deep text"
+
+
+def test_role_main_marks_the_content_as_main_does():
+    page = '<body><div class="menu">Home</div><div role="main"><p>The text.</p></div></body>'
+    assert html_text(page)[0] == "The text."
