@@ -8,11 +8,12 @@ inline tags (`<code>`, `<a>`, `<em>`) falls apart into one line per tag.
 
 `html_text` keeps what a reader of the page reads:
 
-- the content: the element `html_classes` name when given; otherwise the page's `<main>`
-  (or `role="main"`), else its only `<article>`, else its `<body>`;
-- without what is not content inside it: `nav`, `aside`, `footer`, forms and buttons, a
-  header outside an article or section, scripts and styles, hidden elements and heading
-  anchors (`a.headerlink`, `a.hash-link`, `a.anchor`, `aria-hidden`);
+- the content: the elements `html_classes` name when given; otherwise the page's first
+  shown `<main>` (or `role="main"`), else its only `<article>`, else its `<body>`;
+- without what is not content inside it: `nav`, `aside`, `footer`, a header outside an
+  article or section (these only when no `html_classes` are given), scripts, styles,
+  form fields, hidden elements and heading anchors (`a.headerlink`, `a.hash-link`,
+  `a.anchor`, `aria-hidden`);
 - in lines: a block element (paragraph, heading, list item, table row, ...) starts a
   line, inline elements stay in their sentence, white space runs become one space; a
   heading is written as markdown's (`## Keys`); a table row's cells are joined by
@@ -68,7 +69,7 @@ BLOCKS = frozenset(
     ]
 )
 """Elements that start and end a line."""
-NOT_CONTENT = frozenset(
+NOT_TEXT = frozenset(
     [
         "head",
         "script",
@@ -79,16 +80,14 @@ NOT_CONTENT = frozenset(
         "canvas",
         "iframe",
         "object",
-        "nav",
-        "aside",
-        "footer",
-        "form",
-        "button",
         "select",
         "textarea",
     ]
 )
-"""Elements dropped with everything inside them."""
+"""Elements dropped with everything inside them, always."""
+CHROME = frozenset(["nav", "aside", "footer"])
+"""A site's menus, sidebars and footers: dropped with everything inside them when a
+page is read for its main content (not from the elements `html_classes` names)."""
 HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 """Written as markdown headings (`## Keys`), so a page's sections are marked as a
 markdown file's are (generated questions' topics, the judge's reading)."""
@@ -100,28 +99,47 @@ _PRE = "\x1e"
 _LINE = "\n"
 
 
-def _dropped(tag: Tag) -> bool:
-    if tag.name in NOT_CONTENT or tag.has_attr("hidden"):
-        return True
-    if tag.get("aria-hidden") == "true":
+def _dropped(tag: Tag, chrome: bool) -> bool:
+    """Whether `tag` and what it holds are left out: NOT_TEXT, hidden elements and
+    heading anchors; with `chrome`, also CHROME and a header outside an article or
+    section."""
+    if tag.name in NOT_TEXT or tag.has_attr("hidden") or tag.get("aria-hidden") == "true":
         return True
     if tag.name == "a" and ANCHOR_CLASSES.intersection(tag.get("class") or ()):
+        return True
+    if not chrome:
+        return False
+    if tag.name in CHROME:
         return True
     return tag.name == "header" and tag.find_parent(("article", "section")) is None
 
 
+def _shown(tag: Tag) -> bool:
+    """Neither `tag` nor an element around it is left out (a <main> in a <template>)."""
+    return not any(_dropped(t, True) for t in (tag, *tag.parents) if isinstance(t, Tag))
+
+
 def _content_root(soup: BeautifulSoup) -> Tag:
-    main = soup.find("main") or soup.find(None, {"role": "main"})
-    if isinstance(main, Tag):
+    mains = [*soup.find_all("main"), *soup.find_all(None, {"role": "main"})]
+    main = next((m for m in mains if isinstance(m, Tag) and _shown(m)), None)
+    if main is not None:
         return main
-    articles = soup.find_all("article")
+    articles = [a for a in soup.find_all("article") if isinstance(a, Tag) and _shown(a)]
     if len(articles) == 1:
         return articles[0]
     body = soup.find("body")
     return body if isinstance(body, Tag) else soup
 
 
-def _render(root: Tag) -> list[str]:
+def _title(soup: BeautifulSoup) -> str:
+    """The page's <title>, not an inline SVG icon's."""
+    for tag in soup.find_all("title"):
+        if tag.find_parent("svg") is None:
+            return _SPACE.sub(" ", tag.get_text()).strip()
+    return ""
+
+
+def _render(root: Tag, chrome: bool) -> list[str]:
     """`root`'s text as pieces: text, `_LINE` at block boundaries, `_CELL` before each
     table cell but a row's first, and each line of a `<pre>` as one piece marked `_PRE`
     (kept as written). Walks with a stack, so a page nested thousands deep is read."""
@@ -135,7 +153,7 @@ def _render(root: Tag) -> list[str]:
             continue
         elif isinstance(node, NavigableString):
             out.append(_SPACE.sub(" ", str(node)))
-        elif not isinstance(node, Tag) or _dropped(node):
+        elif not isinstance(node, Tag) or _dropped(node, chrome):
             continue
         elif node.name == "pre":
             lines = ["```", *node.get_text().strip("\n").splitlines(), "```"]
@@ -164,7 +182,7 @@ def _lines(pieces: list[str]) -> list[str]:
             else:
                 cells = (cell.strip() for cell in text.split(_CELL))
                 line = " | ".join(cell for cell in cells if cell)
-                if line:
+                if line.strip("# "):  # not empty, nor a heading without text
                     lines.append(line)
             current = []
         else:
@@ -179,15 +197,14 @@ def html_text(html: str, html_classes: Sequence[str] = ()) -> tuple[str, str]:
     otherwise the page's main content (see the module docstring). "" when the page (or
     its classed elements) holds no text.
     """
-    title_soup = BeautifulSoup(html, "html.parser", parse_only=SoupStrainer("title"))
-    title = _SPACE.sub(" ", title_soup.get_text()).strip()
+    soup = BeautifulSoup(html, "html.parser")
+    title = _title(soup)
     if html_classes:
         strainer = SoupStrainer(class_=tuple(html_classes))
-        return _text(BeautifulSoup(html, "html.parser", parse_only=strainer)), title
-    soup = BeautifulSoup(html, "html.parser")
-    root = _content_root(soup)
-    return _text(root) or _text(soup), title
+        classed = BeautifulSoup(html, "html.parser", parse_only=strainer)
+        return _text(classed, chrome=False), title
+    return _text(_content_root(soup), chrome=True) or _text(soup, chrome=True), title
 
 
-def _text(root: Tag) -> str:
-    return "\n".join(_lines(_render(root)))
+def _text(root: Tag, chrome: bool) -> str:
+    return "\n".join(_lines(_render(root, chrome)))

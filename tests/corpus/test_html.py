@@ -109,3 +109,30 @@ def test_a_page_nested_thousands_deep_is_read():
 def test_role_main_marks_the_content_as_main_does():
     page = '<body><div class="menu">Home</div><div role="main"><p>The text.</p></div></body>'
     assert html_text(page)[0] == "The text."
+
+
+def test_named_classes_keep_their_header_and_a_form_keeps_its_text():
+    post = (
+        '<body><nav>menu</nav><article class="post"><header class="post-header">'
+        '<h1 class="post-title">Plant swap</h1><div class="meta">May 2026</div></header>'
+        '<div class="post-content"><p>Body.</p></div></article></body>'
+    )
+    classes = ["post-title", "post-header", "post-content"]
+    assert html_text(post, classes)[0] == "# Plant swap\nMay 2026\nBody."
+    assert html_text(post, ["post-header"])[0] == "# Plant swap\nMay 2026"
+    aspnet = (
+        '<body><form id="aspnetForm"><div><p>The page text.</p>'
+        "<h2><button>What is the refund policy?</button></h2><p>30 days.</p>"
+        '<input name="q"><select><option>x</option></select></div></form></body>'
+    )
+    assert html_text(aspnet)[0] == "The page text.\n## What is the refund policy?\n30 days."
+
+
+def test_icon_titles_empty_headings_and_hidden_mains_are_left_out():
+    page = (
+        "<html><head><title>Keys - Docs</title></head><body>"
+        "<template><main><p>template text</p></main></template>"
+        '<svg><title>GitHub</title></svg><article><h2><a class="headerlink">#</a></h2>'
+        "<p>Real text.</p></article></body></html>"
+    )
+    assert html_text(page) == ("Real text.", "Keys - Docs")
