@@ -12,6 +12,7 @@ reference-free guide read them.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import os
@@ -35,12 +36,21 @@ _CONTROLS = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
 
 def read_text_file(path: Path, field: str) -> str:
     """A UTF-8 text file's content, newlines made `\\n` (as `Path.read_text` reads them)
-    and a byte-order mark (some Windows editors write one) skipped.
+    and a byte-order mark (some Windows editors write one) skipped; a file that starts
+    with UTF-16's byte-order mark is read as UTF-16.
 
     Raises ConfigError naming the file and `field` for bytes that are not UTF-8, a NUL
     byte, or mostly control characters: a binary file given where text was expected.
     """
     raw = path.read_bytes()
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        # Excel's "Unicode Text" and some Windows tools: UTF-16 with its byte-order mark
+        try:
+            raw = raw.decode("utf-16").encode("utf-8")
+        except UnicodeError:
+            raise ConfigError(
+                str(path), field, "expected UTF-16 after its byte-order mark"
+            ) from None
     if b"\0" in raw:
         raise ConfigError(str(path), field, "expected a text file, found NUL bytes (binary?)")
     try:
@@ -239,9 +249,6 @@ ASSETS = frozenset(
         ".otf",
         ".eot",
         ".json",
-        ".xml",
-        ".gz",
-        ".zip",
         ".mp4",
         ".webm",
         ".mp3",
@@ -250,7 +257,8 @@ ASSETS = frozenset(
     ]
 )
 """Suffixes of files a saved site or a repository holds beside its documents (scripts,
-styles, images, fonts, data): skipped without a warning."""
+styles, images, fonts, JSON data): skipped without a warning. XML and archives may be
+documents (DocBook, a zip of PDFs), so they are warned about."""
 
 
 def _warn_skipped(folder: Path, found: Sequence[Path], read: Sequence[Path]) -> None:
@@ -271,7 +279,7 @@ def _warn_skipped(folder: Path, found: Sequence[Path], read: Sequence[Path]) -> 
         else:
             kinds[kind] = kinds.get(kind, 0) + 1
     if assets:
-        logger.info("{}: skipped {} scripts, styles, images and data files", folder, assets)
+        logger.info("{}: skipped {} scripts, styles, images and JSON files", folder, assets)
     if kinds:
         listed = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
         logger.warning(

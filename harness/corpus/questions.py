@@ -9,7 +9,8 @@
 - .csv / .tsv, as a spreadsheet or a log export writes them: a header row naming the
   question's column (`text`, `question` or `query`) and optionally `id`, `type`, `topic`,
   `answer`; other columns go to `extra`, an empty cell is an absent field.
-- .txt: one question a line; lines starting with `#` are comments.
+- .txt, or any other file whose text does not start with `{` or `[`: one question a
+  line; lines starting with `#` are comments.
 
 A question without an id gets `q<n>`, its position among the file's questions. A
 byte-order mark (a file saved by some Windows editors) is skipped. Bad input is one
@@ -115,7 +116,7 @@ def _from_jsonl(raw: str, p: Path) -> list[Question]:
             continue
         try:
             obj = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):  # RecursionError: nested too deep
+        except (ValueError, RecursionError):  # a JSONDecodeError, an int of 5,000 digits,
             raise ConfigError(f"{p}:{n}", "", "expected a JSON object per line") from None
         if not isinstance(obj, dict):
             raise ConfigError(f"{p}:{n}", "", "expected a JSON object per line")
@@ -128,8 +129,8 @@ def _from_array(raw: str, p: Path) -> list[Question]:
         items = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{p}:{exc.lineno}", "", f"not valid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise ConfigError(str(p), "", "not valid JSON (nested too deep)") from None
+    except (ValueError, RecursionError) as exc:  # an int of 5,000 digits, nesting too deep
+        raise ConfigError(str(p), "", f"not valid JSON ({exc})") from None
     if not isinstance(items, list):
         raise ConfigError(str(p), "", "expected a JSON array of questions")
     out: list[Question] = []
@@ -142,12 +143,24 @@ def _from_array(raw: str, p: Path) -> list[Question]:
 
 
 def _from_table(raw: str, p: Path) -> list[Question]:
-    reader = csv.reader(io.StringIO(raw), delimiter="\t" if p.suffix.lower() == ".tsv" else ",")
+    """A CSV (quoted cells as spreadsheets write them) or a TSV (no quoting: a `"` is
+    text, as in a log's query) with a header row. A cell may not run over lines: an
+    unclosed quote would otherwise swallow the rest of the file into one question."""
+    tsv = p.suffix.lower() == ".tsv"
+    reader = csv.reader(
+        io.StringIO(raw),
+        delimiter="\t" if tsv else ",",
+        quoting=csv.QUOTE_NONE if tsv else csv.QUOTE_MINIMAL,
+    )
     out: list[Question] = []
     header: list[str] = []
+    line = 0
     try:
         for row in reader:
-            where = f"{p}:{reader.line_num}"
+            first, line = line + 1, reader.line_num
+            where = f"{p}:{first}"
+            if first != line:
+                raise ConfigError(where, "", f"a cell runs on to line {line} (a quote left open?)")
             if not any(cell.strip() for cell in row):
                 continue
             if not header:
@@ -160,7 +173,7 @@ def _from_table(raw: str, p: Path) -> list[Question]:
                         f"or query); found {', '.join(row)}",
                     )
                 continue
-            if len(row) > len(header):
+            if any(cell.strip() for cell in row[len(header) :]):
                 raise ConfigError(
                     where, "", f"{len(row)} cells where the header names {len(header)} columns"
                 )
@@ -185,14 +198,16 @@ def load_questions(path: str | os.PathLike[str], field: str = "questions.file") 
         raise ConfigError(str(p), field, "questions file not found")
     raw = read_text_file(p, field)
     suffix = p.suffix.lower()
-    if suffix == ".txt":
-        questions = _from_lines(raw)
-    elif suffix in (".csv", ".tsv"):
+    if suffix in (".csv", ".tsv"):
         questions = _from_table(raw, p)
+    elif suffix == ".txt":
+        questions = _from_lines(raw)
     elif raw.lstrip().startswith("["):
         questions = _from_array(raw, p)
-    else:
+    elif suffix in (".jsonl", ".json", ".ndjson") or raw.lstrip().startswith("{"):
         questions = _from_jsonl(raw, p)
+    else:
+        questions = _from_lines(raw)
     if not questions:
         raise ConfigError(str(p), field, "the file holds no questions")
     ids = [q.question_id for q in questions]

@@ -16,16 +16,39 @@ def test_csv_from_a_spreadsheet_with_a_byte_order_mark_and_quoted_cells(tmp_path
     p = tmp_path / "logs.csv"
     p.write_text(
         'ID,Question,Type,Clicks\n1,"How long is parental leave, in weeks?",simple,12\n'
-        '2,"Who approves\nexpenses?",,3\n\n',
+        '2,"Who approves ""urgent"" expenses?",,3,\n\n',
         encoding="utf-8-sig",
     )
     qs = load_questions(p)
     assert [(q.question_id, q.text) for q in qs] == [
         ("1", "How long is parental leave, in weeks?"),
-        ("2", "Who approves\nexpenses?"),
+        ("2", 'Who approves "urgent" expenses?'),
     ]
     assert qs[0].type == "simple" and qs[1].type is None
     assert qs[0].extra == {"clicks": "12"}
+
+
+def test_an_open_quote_is_refused_not_swallowing_the_rest_of_the_file(tmp_path):
+    p = tmp_path / "q.csv"
+    p.write_text('id,query\n1,fine\n2,"unbalanced query\n3,third\n4,fourth\n')
+    with pytest.raises(ConfigError, match=r"q.csv:3: a cell runs on to line 5"):
+        load_questions(p)
+    tsv = tmp_path / "q.tsv"  # a TSV does not quote: the quote is the query's
+    tsv.write_text('id\tquery\n2\t"exact phrase" search\n3\tthird\n')
+    assert _texts(tsv) == [("2", '"exact phrase" search'), ("3", "third")]
+
+
+def test_other_suffixes_read_by_their_content(tmp_path):
+    log = tmp_path / "real.log"
+    log.write_text("vpn setup\nbadge lost\n")
+    assert _texts(log) == [("q1", "vpn setup"), ("q2", "badge lost")]
+    txt = tmp_path / "q.txt"
+    txt.write_text("[urgent] vpn down\n")
+    assert _texts(txt) == [("q1", "[urgent] vpn down")]
+    huge = tmp_path / "q.jsonl"
+    huge.write_text('{"id": ' + "9" * 5000 + ', "text": "x"}\n')
+    with pytest.raises(ConfigError, match=r"q.jsonl:1: expected a JSON object"):
+        load_questions(huge)
 
 
 def test_tsv_without_ids_numbers_the_questions(tmp_path):
@@ -77,3 +100,9 @@ def test_a_byte_order_mark_does_not_break_the_first_line(tmp_path):
     t = tmp_path / "q.txt"
     t.write_text("First?\n", encoding="utf-8-sig")
     assert _texts(t) == [("q1", "First?")]
+
+
+def test_excel_unicode_text_is_utf16_with_its_byte_order_mark(tmp_path):
+    p = tmp_path / "q.tsv"
+    p.write_bytes("query\tclicks\r\ncafé opening hours\t4\r\n".encode("utf-16"))
+    assert _texts(p) == [("q1", "café opening hours")]
