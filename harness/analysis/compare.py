@@ -189,8 +189,10 @@ def _shared(runs: Sequence[RunLog], k: int | None, change_metric: str | None) ->
     if k < 1 or k > common_k:
         raise HarnessError(f"--k: expected 1..{common_k} (the largest k every run has), got {k}")
     by_q = [{q.question.question_id: q for q in r.questions} for r in runs]
-    if defaulted and not any(f"{change_metric}@{k}" in q.metrics for m in by_q for q in m.values()):
-        # runs judged lazily have the soft metric as bounds only: read the hard one
+    wanted = f"{change_metric}@{k}"
+    if defaulted and not all(any(wanted in q.metrics for q in m.values()) for m in by_q):
+        # a run judged lazily has the soft metric as bounds only, one judged without
+        # probabilities none: read the hard one
         change_metric = METRICS[change_metric].hard or change_metric
     key = f"{change_metric}@{k}"
     questions = [qid for qid in by_q[0] if all(qid in m and key in m[qid].metrics for m in by_q)]
@@ -201,9 +203,17 @@ def _shared(runs: Sequence[RunLog], k: int | None, change_metric: str | None) ->
                 "the runs asked no question in common (questions from "
                 f"{' and '.join(files)}): compare runs of the same questions"
             )
-        raise HarnessError(
-            f"the runs share no question with a {key} value (a judge error on each of them?)"
+        lacking = next(
+            (
+                r
+                for r, m in zip(runs, by_q, strict=True)
+                if not any(key in q.metrics for q in m.values())
+            ),
+            None,
         )
+        if lacking is not None:
+            raise HarnessError(f"{lacking.run_dir} has no {key} value: compare another --metric")
+        raise HarnessError(f"the runs share no question with a {key} value in all of them")
     return _Shared([str(r.run_dir) for r in runs], by_q, k, change_metric, questions)
 
 

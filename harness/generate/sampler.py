@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from harness.types import Chunk, Document, SourceSpan
 
 _HEADING_OR_FENCE = re.compile(
-    r"^(?:#{1,6}[ \t]+(?P<heading>.+?)[ \t]*#*[ \t]*|(?P<fence>```|~~~).*)$", re.MULTILINE
+    r"^(?:#{1,6}[ \t]+(?P<heading>.+?)(?:[ \t]+#+)?[ \t]*|(?P<fence>```|~~~).*)$", re.MULTILINE
 )
 """A markdown heading line, or a code fence's line (a `#` line between fences is code)."""
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
@@ -66,7 +66,8 @@ def topic_label(doc: Document, start: int) -> str:
             fenced = not fenced
         elif not fenced:
             heading = m.group("heading").strip()
-    return f"{title} / {heading}" if heading and heading not in title else title
+    held = re.search(rf"(?<!\w){re.escape(heading)}(?!\w)", title, re.IGNORECASE)
+    return f"{title} / {heading}" if heading and held is None else title
 
 
 def snap_start(text: str, point: int, length: int) -> int:

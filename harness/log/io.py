@@ -38,7 +38,7 @@ from harness.log.models import (
     TrialRecord,
 )
 from harness.log.status import effective_status
-from harness.metrics import HEADLINE_METRICS
+from harness.metrics import headline
 from harness.secrets import redact_obj
 from harness.types import LOG_VERSION, QuestionResult
 
@@ -413,11 +413,7 @@ def list_results(results_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
                     "name": h.name,
                     "k": k,
                     "n_questions": h.data.get("n_questions"),
-                    "metrics": {
-                        f"{m}@{k}": h.metrics[f"{m}@{k}"]
-                        for m in HEADLINE_METRICS
-                        if f"{m}@{k}" in h.metrics
-                    },
+                    "metrics": headline(h.metrics, k),
                     "started_at": h.started_at,
                 }
             )

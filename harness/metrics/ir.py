@@ -241,11 +241,21 @@ METRICS: dict[str, Metric] = {
 Adding a metric is one pure function above and one line here."""
 
 METRIC_NAMES = tuple(METRICS)
+"""Per-question metrics, each reported as `name@k`. `failures@k` is derived from hit_rate."""
+
 HEADLINE_METRICS = ("soft_mrr", "mrr", "hit_rate")
 """A run's headline at its k, in `run`, `show` and `list`: soft_mrr (the statistic that
 ranks configurations best, the default sweep objective) first, its hard twin mrr and
 hit_rate beside it."""
-"""Per-question metrics, each reported as `name@k`. `failures@k` is derived from hit_rate."""
+
+
+def headline(metrics: Mapping[str, float], k: int) -> dict[str, float]:
+    """The HEADLINE_METRICS at `k` that `metrics` (a run header's `name@k` means) has, in
+    order: a run logged before soft metrics, or judged without probabilities, has no
+    soft_mrr."""
+    keys = (f"{name}@{k}" for name in HEADLINE_METRICS)
+    return {key: metrics[key] for key in keys if key in metrics}
+
 
 COUNTS = ("failures", "errors")
 """Counts over questions that `aggregate` adds at each k (not per-question means)."""

@@ -22,7 +22,7 @@ from harness.log import (
     TrialRecord,
     effective_status,
 )
-from harness.metrics import COUNTS, HEADLINE_METRICS, METRIC_NAMES, METRICS, failure_count_name
+from harness.metrics import COUNTS, METRIC_NAMES, METRICS, failure_count_name, headline
 from harness.types import FAILURE_LABELS, QuestionResult
 
 if TYPE_CHECKING:  # harness.sweep imports Optuna, which show and list do not need
@@ -144,11 +144,9 @@ def headline_metrics(h: RunHeader) -> list[tuple[str, float, tuple[float, float]
     the run has (a mode without probabilities has no soft_mrr)."""
     k = h.k or (max(h.ks) if h.ks else 1)
     out = []
-    for name in HEADLINE_METRICS:
-        key = f"{name}@{k}"
-        if key in h.metrics:
-            ci = h.metrics_ci.get(key)
-            out.append((key, h.metrics[key], (ci[0], ci[1]) if ci is not None else None))
+    for key, value in headline(h.metrics, k).items():
+        ci = h.metrics_ci.get(key)
+        out.append((key, value, (ci[0], ci[1]) if ci is not None else None))
     return out
 
 

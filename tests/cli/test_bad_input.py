@@ -421,6 +421,12 @@ def test_compare_of_runs_on_other_questions_names_their_files(old_run, tmp_path)
     assert_user_error(proc, "no question in common", "other-questions.jsonl", "same questions")
 
 
+def test_compare_on_a_metric_a_run_lacks_names_the_run(old_run, tmp_path):
+    other = shutil.copytree(old_run, tmp_path / "other")
+    proc = harness("compare", str(old_run), str(other), "--metric", "source_hit")
+    assert_user_error(proc, str(old_run), "has no source_hit@3 value", "another --metric")
+
+
 @pytest.mark.parametrize("k", ["0", "99"])
 def test_validate_k_outside_the_runs_k_is_an_error(old_run, k):
     proc = harness("validate", str(old_run), "--qrels", str(DATA / "qrels.tsv"), "--k", k)

@@ -305,6 +305,15 @@ def test_a_comment_in_a_code_block_is_not_a_heading():
     page = Document(doc_id="a.html", text=text, source="a.html", title="Setup guide - site")
     assert topic_label(page, 5) == "Setup guide - site"
     assert topic_label(page, text.index("Then")) == "Setup guide - site / Install"
+    # a word of the title is not the heading; a heading may end in # (C#)
+    pay = Document(
+        doc_id="p.md",
+        text="# Payroll\n\n## Pay\n\nMonthly.\n\n## C#\n\nx",
+        source="p.md",
+        title="Payroll handbook",
+    )
+    assert topic_label(pay, pay.text.index("Monthly")) == "Payroll handbook / Pay"
+    assert topic_label(pay, pay.text.index("x")) == "Payroll handbook / C#"
 
 
 @pytest.mark.parametrize("size,overlap", [(50, 0), (120, 30), (300, 0), (300, 299), (5000, 100)])
