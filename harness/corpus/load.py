@@ -1,13 +1,13 @@
 """Load documents from files, folders and URLs into `Document` records.
 
 Local: .md, .txt, .rst, .adoc, .html and .pdf files, or folders searched recursively for
-them (a folder's other files are skipped, and the run says which kinds). A PDF's text is what
-pypdf extracts, page after page; a PDF without text (scanned pages) is refused. URLs are
-fetched by LangChain's WebBaseLoader. An HTML page, saved or fetched, gives its main
-content in lines, without the site's menus, header and footer (`harness.corpus.html`);
-with `html_classes`, only the elements with those CSS classes (a blog's post-title /
-post-header / post-content, say), a URL's as WebBaseLoader's text, as the
-reference-free guide read them.
+them (a folder's other files are skipped, and the run says which kinds). A PDF's text is
+what pypdf extracts, page after page; a PDF without text (scanned pages) is refused. URLs
+are fetched by LangChain's WebBaseLoader. An HTML page, saved or fetched, gives its main
+content in lines, without the site's menus, header and footer (`harness.corpus.html`).
+With `html_classes`, only the elements with those CSS classes (a blog's post-title /
+post-header / post-content, say); a URL's then as WebBaseLoader's text, as the
+reference-free guide read them. A document without text is left out with a warning.
 """
 
 from __future__ import annotations
@@ -178,7 +178,8 @@ def _load_url(url: str, html_classes: Sequence[str], timeout_s: float) -> Docume
 
         text, title = html_text(str(page))
     if not text:
-        raise ConfigError(url, "corpus.sources", "the page has no text (check html_classes)")
+        why = "check html_classes" if html_classes else "a page its scripts draw?"
+        raise ConfigError(url, "corpus.sources", f"the page has no text ({why})")
     return Document(doc_id=url, text=text, source=url, title=title or url)
 
 
@@ -218,6 +219,16 @@ def load_documents(
             docs.append(_load_file(path, path.name, html_classes))
         else:
             raise ConfigError(where or str(path), "corpus.sources", f"{path} does not exist")
+    empty = [d.doc_id for d in docs if not d.text.strip()]
+    if empty:
+        pages = any(e.lower().endswith((".html", ".htm")) for e in empty)
+        logger.warning(
+            "left out {} without text: {}{}{}",
+            f"{len(empty)} documents" if len(empty) > 1 else "1 document",
+            ", ".join(empty[:3]),
+            ", ..." if len(empty) > 3 else "",
+            " (a page its scripts draw holds no text when saved)" if pages else "",
+        )
     docs = [d for d in docs if d.text.strip()]
     if not docs:
         raise ConfigError(where, "corpus.sources", "the corpus is empty (no text in any source)")
