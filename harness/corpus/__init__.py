@@ -5,16 +5,20 @@ load_questions(path)           Question records (JSONL, JSON, CSV/TSV or one per
 read_text_file(path, field)    a UTF-8 text file, binary or undecodable ones refused
 chunk_documents(docs, ...)     Chunk records with ids `<doc_id>#<start_char>`
 fit_sources(questions, docs)   source spans kept only where the corpus holds them
+headings(text)                 a document's section headings (markdown, rST, AsciiDoc)
 """
 
 from harness.corpus.chunk import chunk_documents, splitter_spec
+from harness.corpus.headings import Heading, headings
 from harness.corpus.load import corpus_hash, load_beir_corpus, load_documents, read_text_file
 from harness.corpus.questions import fit_sources, load_questions
 
 __all__ = [
+    "Heading",
     "chunk_documents",
     "corpus_hash",
     "fit_sources",
+    "headings",
     "load_beir_corpus",
     "load_documents",
     "load_questions",

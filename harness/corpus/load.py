@@ -22,6 +22,7 @@ from pathlib import Path
 
 from loguru import logger
 
+from harness.corpus.headings import headings
 from harness.errors import ConfigError
 from harness.types import Document
 
@@ -122,24 +123,9 @@ def _load_file(path: Path, doc_id: str, html_classes: Sequence[str]) -> Document
     if path.suffix.lower() in (".html", ".htm"):
         text, title = _html_text(raw, html_classes, str(path))
     else:
-        text, title = raw, _text_title(raw)
+        found = headings(raw)
+        text, title = raw, found[0].text if found else ""
     return Document(doc_id=doc_id, text=text, source=str(path), title=title or path.stem)
-
-
-_UNDERLINE = re.compile(r"^([=\-~^*#+])\1{2,}\s*$")
-
-
-def _text_title(text: str) -> str:
-    """A text file's title: its first markdown `# ` or AsciiDoc `= ` heading, or its
-    first reStructuredText title (a line underlined by `===`, `---`, ...); else ""."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith(("# ", "= ")):
-            return line[2:].strip()
-        below = lines[i + 1] if i + 1 < len(lines) else ""
-        if line.strip() and _UNDERLINE.match(below) and len(below.rstrip()) >= len(line.rstrip()):
-            return line.strip()
-    return ""
 
 
 def _load_url(url: str, html_classes: Sequence[str], timeout_s: float) -> Document:

@@ -28,12 +28,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from harness.corpus.headings import headings
 from harness.types import Chunk, Document, SourceSpan
 
-_HEADING_OR_FENCE = re.compile(
-    r"^(?:#{1,6}[ \t]+(?P<heading>.+?)(?:[ \t]+#+)?[ \t]*|(?P<fence>```|~~~).*)$", re.MULTILINE
-)
-"""A markdown heading line, or a code fence's line (a `#` line between fences is code)."""
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 _SENTENCE_START = re.compile(r"[.!?]\s+(?=\S)")
 """Its match's end is where a sentence starts (after ". ", "! ", "? ")."""
@@ -48,24 +45,20 @@ class Passage:
     span: SourceSpan
     text: str
     topic: str
-    """The document's title, and the nearest markdown heading above the passage when it
-    is another ("Benefits / Pension")."""
+    """The document's title, and the nearest heading above the passage when it is
+    another ("Benefits / Pension")."""
 
 
 def topic_label(doc: Document, start: int) -> str:
     """The topic of a passage starting at `start`: the document's title, and the last
-    markdown heading (`#`...) on a line starting at or before `start`, outside code
-    fences, when the title does not already hold it."""
+    heading (`harness.corpus.headings`) on a line starting at or before `start`, when
+    the title does not already hold it."""
     title = doc.title.strip() or doc.doc_id
     heading = ""
-    fenced = False
-    for m in _HEADING_OR_FENCE.finditer(doc.text):
-        if m.start() > start:
+    for h in headings(doc.text):
+        if h.start > start:
             break
-        if m.group("fence"):
-            fenced = not fenced
-        elif not fenced:
-            heading = m.group("heading").strip()
+        heading = h.text
     held = re.search(rf"(?<!\w){re.escape(heading)}(?!\w)", title, re.IGNORECASE)
     return f"{title} / {heading}" if heading and held is None else title
 

@@ -279,3 +279,21 @@ def test_restructuredtext_and_asciidoc_files_are_read_with_their_titles(tmp_path
     assert docs["guide.adoc"].title == "User guide"
     assert docs["setext.md"].title == "Leave policy"
     assert docs["plain.txt"].title == "plain"  # an underline shorter than its line is a rule
+
+
+def test_headings_of_markdown_restructuredtext_and_asciidoc_outside_code():
+    from harness.corpus import headings
+
+    text = (
+        ".. _install:\n\nInstalling\n==========\n\nRun it.\n\nUpgrades\n--------\n\n"
+        "# Payroll #\n\n```toml\n# the NAME of the variable\nkey = 1\n```\n\n## C#\n\n"
+        "= AsciiDoc title\n\nshort\n---\n\n| a | b |\n|---|---|\n"
+    )
+    assert [h.text for h in headings(text)] == [
+        "Installing",
+        "Upgrades",
+        "Payroll",
+        "C#",
+        "AsciiDoc title",
+    ]
+    assert headings(text)[0].start == text.index("Installing")

@@ -314,6 +314,13 @@ def test_a_comment_in_a_code_block_is_not_a_heading():
     )
     assert topic_label(pay, pay.text.index("Monthly")) == "Payroll handbook / Pay"
     assert topic_label(pay, pay.text.index("x")) == "Payroll handbook / C#"
+    rst = Document(
+        doc_id="i.rst",
+        text="Install\n=======\n\nIntro.\n\nUpgrades\n--------\n\nRun the upgrade.\n",
+        source="i.rst",
+        title="Install",
+    )
+    assert topic_label(rst, rst.text.index("Run")) == "Install / Upgrades"
 
 
 @pytest.mark.parametrize("size,overlap", [(50, 0), (120, 30), (300, 0), (300, 299), (5000, 100)])

@@ -1,0 +1,42 @@
+"""Section headings of a text document, for its title and its passages' topics.
+
+Recognised, outside code fences (``` or ~~~, so a `# comment` in a code block is code):
+markdown's `# Heading` (1-6 #'s, closing #'s dropped), AsciiDoc's `= Heading`, and an
+underlined line (reStructuredText's titles, markdown's setext headings): a line with
+text, then a line of one repeated `= - ~ ^ * + #` at least as long as it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+_LINE = re.compile(
+    r"^(?:(?:#{1,6}|={1,6})[ \t]+(?P<atx>.+?)(?:[ \t]+#+)?[ \t]*"
+    r"|(?P<fence>```|~~~).*"
+    r"|(?P<text>[ \t]*\S.*?)[ \t]*\n(?P<rule>([=\-~^*+#])\5{2,})[ \t]*)$",
+    re.MULTILINE,
+)
+
+
+class Heading(NamedTuple):
+    """A heading's text and where its line starts in the document."""
+
+    start: int
+    text: str
+
+
+def headings(text: str) -> list[Heading]:
+    """The headings of `text` in order (see the module docstring)."""
+    out: list[Heading] = []
+    fenced = False
+    for m in _LINE.finditer(text):
+        if m.group("fence"):
+            fenced = not fenced
+        elif fenced:
+            continue
+        elif m.group("atx"):
+            out.append(Heading(m.start(), m.group("atx").strip()))
+        elif len(m.group("rule")) >= len(m.group("text").rstrip()):
+            out.append(Heading(m.start(), m.group("text").strip()))
+    return out
