@@ -420,6 +420,12 @@ UNTRUSTED_HINT = (
 MIN_MEASURED = 20
 """Answers and non-answers each that error rates must rest on before a run's rates are
 called trusted: with fewer, a rate of 1.0 may be one lucky pair."""
+MIN_TPR = 0.5
+"""A judge that finds fewer of the exam's (or labels') answers than this says "no" of
+most answers: its corrected rate rests on the few it finds, and is not called trusted."""
+MAX_WIDTH = 0.5
+"""Widest interval of a corrected rate that is called trusted: a rate somewhere between
+8% and 100% tells a reader nothing, even when the raw rate lies inside it."""
 
 
 _CORRECTED = (("complete_rate", "complete", 1), ("relevant_rate", "relevant", 0))
@@ -458,9 +464,10 @@ def trust_summary(
     judged rate comes with its Rogan-Gladen correction and interval
     (`metrics.trust.corrected_rate`) and a one-line statement; "trusted" when the raw
     rate lies inside the corrected rate's interval, "biased" when it does not,
-    "untrusted" when the rates rest on fewer than MIN_MEASURED answers or non-answers
-    or cannot correct (TPR <= FPR), or when the judge is guessing on this run's own
-    chunks: `guessing`, the share of its probabilities between 0.4 and 0.6 when the run
+    "untrusted" when the rates rest on fewer than MIN_MEASURED answers or non-answers,
+    the judge finds fewer than MIN_TPR of the answers, the interval is wider than
+    MAX_WIDTH, or the rates cannot correct (TPR <= FPR), or when the judge is guessing
+    on this run's own chunks: `guessing`, the share of its probabilities between 0.4 and 0.6 when the run
     found it too high (`pipeline.run.VerdictTally.guessing`). Error rates measured on
     an exam (or on labels of other questions) need not hold for a run the judge cannot
     decide: on CISI's abstracts, where the small judge agrees with the labels at kappa
@@ -536,14 +543,20 @@ def _check_rate(name: str, r: ErrorRates, counts: Sequence[tuple[int, int]]) -> 
     if c.corrected is None or c.low is None or c.high is None:
         line = f"{label} {c.raw:.0%} cannot be corrected (TPR {r.tpr:.2f} <= FPR {r.fpr:.2f})"
         return _RateCheck(name, entry, line, "untrusted")
-    few = r.positives < MIN_MEASURED or r.negatives < MIN_MEASURED
+    doubts = []
+    if r.positives < MIN_MEASURED or r.negatives < MIN_MEASURED:
+        doubts.append(f"only {r.positives} answers and {r.negatives} non-answers")
+    if r.tpr < MIN_TPR:
+        doubts.append(f"it finds only {r.tpr:.0%} of the answers")
+    if c.high - c.low > MAX_WIDTH:
+        doubts.append("the interval is too wide to read")
     line = (
         f"judged {label} {c.raw:.0%}, corrected {c.corrected:.0%} "
         f"[{c.low:.0%}, {c.high:.0%}] (TPR {r.tpr:.2f}, FPR {r.fpr:.2f}, {r.basis}"
-        + (f"; only {r.positives} answers and {r.negatives} non-answers" if few else "")
+        + "".join(f"; {d}" for d in doubts)
         + ")"
     )
-    verdict = "untrusted" if few else "trusted" if c.low <= c.raw <= c.high else "biased"
+    verdict = "untrusted" if doubts else "trusted" if c.low <= c.raw <= c.high else "biased"
     return _RateCheck(name, entry, line, verdict)
 
 

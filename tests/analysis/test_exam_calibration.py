@@ -198,6 +198,25 @@ def test_a_judge_guessing_on_the_run_is_untrusted_whatever_its_exam_says():
     assert unsure["complete_rate"] == sure["complete_rate"]
 
 
+def test_a_judge_that_finds_few_answers_or_a_wide_interval_is_untrusted():
+    """On this project's documentation site the local judge found 12% of its exam's
+    answers complete: the corrected rate read 50% [8%, 100%]. Neither such a judge nor
+    such an interval is called trusted, whatever the raw rate."""
+    per_question = [(2, 1, 4)] * 20
+
+    def verdict(tpr: float, fpr: float, n: int) -> tuple[str, str]:
+        rates = {c: ErrorRates(tpr, fpr, n, n, basis="exam") for c in ("relevant", "complete")}
+        cal = Calibration(criteria={}, rates=rates, basis="exam", applies="rates")
+        stats, _ = trust_summary(per_question, cal)
+        return stats["verdict"], stats["statement"]
+
+    assert verdict(0.95, 0.05, 40)[0] == "trusted"
+    few, statement = verdict(0.3, 0.0, 40)
+    assert few == "untrusted" and "it finds only 30% of the answers" in statement
+    wide, statement = verdict(0.6, 0.3, 20)  # an interval from a weak judge and 20 pairs
+    assert wide == "untrusted" and "the interval is too wide to read" in statement
+
+
 def _exam_for_data() -> list[ExamItem]:
     """Exam items over the test corpus: the hive answer and an unrelated passage."""
     bees = (DATA / "corpus" / "bees.md").read_text(encoding="utf-8")
