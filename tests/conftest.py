@@ -31,6 +31,17 @@ def scripted_judge() -> ScriptedJudge:
 
 
 @pytest.fixture
+def warnings() -> Iterator[list[str]]:
+    """Messages loguru logs at WARNING or above while the test runs."""
+    from loguru import logger
+
+    seen: list[str] = []
+    sink = logger.add(lambda m: seen.append(m.record["message"]), level="WARNING")
+    yield seen
+    logger.remove(sink)
+
+
+@pytest.fixture
 def cache_dir(tmp_path: Path) -> Path:
     return tmp_path / "cache"
 

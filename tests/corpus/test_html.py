@@ -138,18 +138,11 @@ def test_icon_titles_empty_headings_and_hidden_mains_are_left_out():
     assert html_text(page) == ("Real text.", "Keys - Docs")
 
 
-def test_a_page_without_text_is_left_out_with_a_warning(tmp_path):
-    from loguru import logger
-
+def test_a_page_without_text_is_left_out_with_a_warning(tmp_path, warnings):
     (tmp_path / "app.html").write_text('<body><div id="root"></div><script>draw()</script></body>')
     (tmp_path / "notes.md").write_text("# Notes\n\nText.\n")
-    seen: list[str] = []
-    sink = logger.add(lambda m: seen.append(m.record["message"]), level="WARNING")
-    try:
-        docs = load_documents([str(tmp_path)])
-    finally:
-        logger.remove(sink)
+    docs = load_documents([str(tmp_path)])
     assert [d.doc_id for d in docs] == ["notes.md"]
-    assert seen == [
+    assert warnings == [
         "left out 1 document without text: app.html (a page its scripts draw holds no text when saved)"
     ]

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import faiss
 import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
-from loguru import logger
 
 from harness.config import load_experiment
 from harness.corpus import chunk_documents, load_documents
@@ -49,14 +48,6 @@ class HashEmbedder(Embeddings):
 def _key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HARNESS_CACHE_KEY", "test-key-index-0123456789")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-
-
-@pytest.fixture
-def warnings() -> Iterator[list[str]]:
-    seen: list[str] = []
-    sink = logger.add(lambda m: seen.append(m.record["message"]), level="WARNING")
-    yield seen
-    logger.remove(sink)
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
-from loguru import logger
 
 from harness.config import CriteriaConfig, load_experiment
 from harness.errors import HarnessError
@@ -44,15 +42,6 @@ def _key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HARNESS_CACHE_KEY", "test-key-one-0123456789")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setattr(base, "_warned", False)  # the once-per-process warning, per test
-
-
-@pytest.fixture
-def warnings() -> Iterator[list[str]]:
-    """Messages loguru logs at WARNING or above while the test runs."""
-    seen: list[str] = []
-    sink = logger.add(lambda m: seen.append(m.record["message"]), level="WARNING")
-    yield seen
-    logger.remove(sink)
 
 
 def _judge(cache: VerdictCache) -> tuple[ScriptedJudge, list[int | None]]:
