@@ -26,11 +26,12 @@ class Heading(NamedTuple):
     text: str
 
 
-def headings(text: str) -> list[Heading]:
-    """The headings of `text` in order (see the module docstring)."""
+def headings(text: str, end: int | None = None) -> list[Heading]:
+    """The headings of `text` in order (see the module docstring), those of its first
+    `end` characters when given (`end` at a line's end: a heading is a whole line)."""
     out: list[Heading] = []
     fenced = False
-    for m in _LINE.finditer(text):
+    for m in _LINE.finditer(text, 0, len(text) if end is None else end):
         if m.group("fence"):
             fenced = not fenced
         elif fenced:

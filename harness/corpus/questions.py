@@ -116,7 +116,7 @@ def _from_jsonl(raw: str, p: Path) -> list[Question]:
             continue
         try:
             obj = json.loads(line)
-        except (ValueError, RecursionError):  # a JSONDecodeError, an int of 5,000 digits,
+        except (ValueError, RecursionError):  # bad JSON, a 5,000-digit int, too deep
             raise ConfigError(f"{p}:{n}", "", "expected a JSON object per line") from None
         if not isinstance(obj, dict):
             raise ConfigError(f"{p}:{n}", "", "expected a JSON object per line")
