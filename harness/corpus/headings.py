@@ -9,6 +9,7 @@ text, then a line of one repeated `= - ~ ^ * + #` at least as long as it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import NamedTuple
 
 _LINE = re.compile(
@@ -26,18 +27,16 @@ class Heading(NamedTuple):
     text: str
 
 
-def headings(text: str, end: int | None = None) -> list[Heading]:
-    """The headings of `text` in order (see the module docstring), those of its first
-    `end` characters when given (`end` at a line's end: a heading is a whole line)."""
-    out: list[Heading] = []
+def headings(text: str) -> Iterator[Heading]:
+    """The headings of `text` in order (see the module docstring), found as they are
+    read: a caller that wants the first, or those above a point, reads no further."""
     fenced = False
-    for m in _LINE.finditer(text, 0, len(text) if end is None else end):
+    for m in _LINE.finditer(text):
         if m.group("fence"):
             fenced = not fenced
         elif fenced:
             continue
         elif m.group("atx"):
-            out.append(Heading(m.start(), m.group("atx").strip()))
+            yield Heading(m.start(), m.group("atx").strip())
         elif len(m.group("rule")) >= len(m.group("text").rstrip()):
-            out.append(Heading(m.start(), m.group("text").strip()))
-    return out
+            yield Heading(m.start(), m.group("text").strip())

@@ -123,8 +123,8 @@ def _load_file(path: Path, doc_id: str, html_classes: Sequence[str]) -> Document
     if path.suffix.lower() in (".html", ".htm"):
         text, title = _html_text(raw, html_classes, str(path))
     else:
-        found = headings(raw)
-        text, title = raw, found[0].text if found else ""
+        first = next(headings(raw), None)
+        text, title = raw, first.text if first else ""
     return Document(doc_id=doc_id, text=text, source=str(path), title=title or path.stem)
 
 

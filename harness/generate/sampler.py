@@ -54,11 +54,8 @@ def topic_label(doc: Document, start: int) -> str:
     heading (`harness.corpus.headings`) on a line starting at or before `start`, when
     the title does not already hold it."""
     title = doc.title.strip() or doc.doc_id
-    # up to the end of the line after the passage's first (an underline is a heading's)
-    line_end = doc.text.find("\n", start)
-    bound = doc.text.find("\n", line_end + 1) if line_end >= 0 else -1
     heading = ""
-    for h in headings(doc.text, len(doc.text) if bound < 0 else bound):
+    for h in headings(doc.text):
         if h.start > start:
             break
         heading = h.text
