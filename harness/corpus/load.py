@@ -1,13 +1,17 @@
 """Load documents from files, folders and URLs into `Document` records.
 
-Local: .md, .txt, .rst, .adoc, .html and .pdf files, or folders searched recursively for
-them (a folder's other files are skipped, and the run says which kinds). A PDF's text is
-what pypdf extracts, page after page; a PDF without text (scanned pages) is refused. URLs
-are fetched by LangChain's WebBaseLoader. An HTML page, saved or fetched, gives its main
-content in lines, without the site's menus, header and footer (`harness.corpus.html`).
-With `html_classes`, only the elements with those CSS classes (a blog's post-title /
-post-header / post-content, say); a URL's then as WebBaseLoader's text, as the
-reference-free guide read them. A document without text is left out with a warning.
+Local: markdown (.md, .markdown, .mdx, .qmd, .rmd), Jupyter notebooks (.ipynb), .txt,
+.rst, .adoc, .html and .pdf files, or folders searched recursively for them (a folder's
+other files are skipped, and the run says which kinds; so are links whose target is
+gone). Markdown is read as its pages show it, without front matter, admonition markers
+or MDX imports (`harness.corpus.markdown`); a notebook as its markdown and code cells
+(`harness.corpus.notebook`). A PDF's text is what pypdf extracts, page after page; a PDF
+without text (scanned pages) is refused. URLs are fetched by LangChain's WebBaseLoader.
+An HTML page, saved or fetched, gives its main content in lines, without the site's
+menus, header and footer (`harness.corpus.html`). With `html_classes`, only the elements
+with those CSS classes (a blog's post-title / post-header / post-content, say); a URL's
+then as WebBaseLoader's text, as the reference-free guide read them. A document without
+text is left out with a warning.
 """
 
 from __future__ import annotations
@@ -23,10 +27,11 @@ from pathlib import Path
 from loguru import logger
 
 from harness.corpus.headings import headings
+from harness.corpus.markdown import MARKDOWN_SUFFIXES, markdown_text
 from harness.errors import ConfigError
 from harness.types import Document
 
-SUFFIXES = (".md", ".markdown", ".txt", ".rst", ".adoc", ".html", ".htm", ".pdf")
+SUFFIXES = (*MARKDOWN_SUFFIXES, ".ipynb", ".txt", ".rst", ".adoc", ".html", ".htm", ".pdf")
 """Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
 USER_AGENT = "harness-retrieval-tuning/0.1 (+https://github.com/; offline-first)"
 CONTROL_SHARE = 0.25
@@ -120,8 +125,15 @@ def _load_file(path: Path, doc_id: str, html_classes: Sequence[str]) -> Document
         text, title = _pdf_text(path)
         return Document(doc_id=doc_id, text=text, source=str(path), title=title or path.stem)
     raw = read_text_file(path, "corpus.sources")
-    if path.suffix.lower() in (".html", ".htm"):
+    suffix = path.suffix.lower()
+    if suffix in (".html", ".htm"):
         text, title = _html_text(raw, html_classes, str(path))
+    elif suffix in MARKDOWN_SUFFIXES:
+        text, title = markdown_text(raw, mdx=suffix == ".mdx")
+    elif suffix == ".ipynb":
+        from harness.corpus.notebook import notebook_text
+
+        text, title = notebook_text(raw, str(path))
     else:
         first = next(headings(raw), None)
         text, title = raw, first.text if first else ""
@@ -190,7 +202,7 @@ def load_documents(
         path = Path(source)
         if path.is_dir():
             found = sorted(path.rglob("*"))
-            files = [p for p in found if p.suffix.lower() in SUFFIXES]
+            files = [p for p in found if p.suffix.lower() in SUFFIXES and p.is_file()]
             _warn_skipped(path, found, files)
             if not files:
                 raise ConfigError(
@@ -262,13 +274,20 @@ def _warn_skipped(folder: Path, found: Sequence[Path], read: Sequence[Path]) -> 
     """Warn, by kind, about the files `found` under `folder` that are not `read`: a
     corpus of Word files beside two notes would otherwise be indexed as the two notes.
     Hidden files and folders (.git, .DS_Store) are not counted; ASSETS are counted in
-    an info line only, as no one converts a site's scripts and images to text."""
+    an info line only, as no one converts a site's scripts and images to text; links
+    whose target is gone are named."""
     taken = set(read)
     kinds: dict[str, int] = {}
     assets = 0
+    broken: list[str] = []
     for p in found:
         rel = p.relative_to(folder).parts
-        if p in taken or any(part.startswith(".") for part in rel) or not p.is_file():
+        if p in taken or any(part.startswith(".") for part in rel):
+            continue
+        if p.is_symlink() and not p.exists():
+            broken.append(p.relative_to(folder).as_posix())
+            continue
+        if not p.is_file():
             continue
         kind = p.suffix.lower() or "(no suffix)"
         if kind in ASSETS:
@@ -277,6 +296,14 @@ def _warn_skipped(folder: Path, found: Sequence[Path], read: Sequence[Path]) -> 
             kinds[kind] = kinds.get(kind, 0) + 1
     if assets:
         logger.info("{}: skipped {} scripts, styles, images and JSON files", folder, assets)
+    if broken:
+        logger.warning(
+            "{}: skipped {} whose target is missing: {}{}",
+            folder,
+            f"{len(broken)} links" if len(broken) > 1 else "1 link",
+            ", ".join(broken[:3]),
+            ", ..." if len(broken) > 3 else "",
+        )
     if kinds:
         listed = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
         logger.warning(

@@ -1,0 +1,193 @@
+"""Markdown as documentation sites write it, read as the text their pages show.
+
+Static-site generators (Docusaurus, Hugo, Jekyll, MkDocs, Quarto) add to markdown what a
+reader never sees as text; indexed as written it lands in chunks and in the judge's
+prompts. `markdown_text` keeps the text and its markdown (headings, lists, code) and
+leaves out, outside code blocks:
+
+- front matter: a YAML block between `---` lines at the very top (a `+++` block of TOML
+  for Hugo). Its `title` becomes the document's title and, when the page itself does not
+  open with a `# heading`, its first line (`# title`), as the site shows it; a
+  `subtitle` follows it. A block that does not read as a mapping stays text.
+- heading attributes: `## Cache policy {#cache-policy}` reads `## Cache policy`.
+- the markers of admonitions and fenced divs (`:::note`, `::: {.callout-tip}`, `:::`,
+  MkDocs' `!!! note`): their text stays; a title they give (`:::info[Prerequisites]`,
+  `!!! tip "Speed"`, `title="..."`) is kept as a line.
+- shortcodes on a line of their own (`{{< include _part.md >}}`), HTML comments, `<style>`
+  and `<script>` blocks, raw-format blocks (```` ```{=html} ````), and lines made only of
+  HTML tags (`<div align="center">`, `<br/>`) or of Pandoc's anchors (`[]{#sec-x}`).
+- in MDX, `import` and `export` lines and lines made only of components' tags
+  (`<Tabs>`, `<TabItem value="py">`).
+
+A plain markdown file without any of these reads byte for byte as written.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from typing import Any
+
+import yaml
+
+from harness.corpus.headings import headings
+
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx", ".qmd", ".rmd")
+"""Files read as markdown: plain, MDX (Docusaurus), Quarto and R Markdown."""
+
+_FENCE = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_HEADING_ATTRS = re.compile(r"^(?P<head>#{1,6}[ \t]+.*?)[ \t]*\{[#.][^{}]*\}[ \t]*$")
+_DIV = re.compile(r"^[ \t]*:{3,}(?P<rest>.*)$")
+_ADMONITION = re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?)(?P<rest>[ \t].*)$")
+_ATTR_TITLE = re.compile(r"""\btitle=["'](?P<t>[^"']*)["']""")
+_MARKER = re.compile(
+    r"""^[\w-]*[ \t]*(?:\[(?P<b>[^\]]*)\]|["'](?P<q>[^"']*)["']|(?P<w>[^{"'].*))?"""
+)
+_SHORTCODE = re.compile(r"^[ \t]*\{\{[<%].*[>%]\}\}[ \t]*$")
+_TAG = r"</?(?P<name>[A-Za-z][\w.:-]*)(?:\s[^<>]*)?/?>"
+_TAGS_ONLY = re.compile(rf"^[ \t]*(?:{_TAG}[ \t]*)+$")
+_TAG_NAMES = re.compile(_TAG)
+_ANCHORS_ONLY = re.compile(r"^[ \t]*(?:\[\]\{[^{}]*\}[ \t]*)+$")
+_MDX_STATEMENT = re.compile(r"^(?:import|export)\s")
+_HTML_WORDS = (
+    "a abbr address article aside b blockquote br center code dd del details dfn div dl dt "
+    "em figcaption figure font footer h1 h2 h3 h4 h5 h6 header hr i iframe img ins kbd li "
+    "main mark nav ol p picture pre q s section small source span strong sub summary sup "
+    "table tbody td tfoot th thead tr u ul video audio"
+)
+HTML_NAMES = frozenset(_HTML_WORDS.split())
+"""Elements whose tags, alone on a line, are layout rather than text."""
+
+
+def front_matter(raw: str) -> tuple[dict[str, Any], str]:
+    """(its front matter, the rest) of a markdown file; ({}, raw) without one.
+
+    Front matter is a YAML mapping between a first line `---` and the next line `---` or
+    `...`, or a TOML table between `+++` lines (Hugo). A block that does not parse as a
+    mapping is not front matter: a page may open with a horizontal rule.
+    """
+    first, _, rest = raw.partition("\n")
+    closers = {"---": ("---", "..."), "+++": ("+++",)}.get(first.rstrip())
+    if closers is None:
+        return {}, raw
+    lines = rest.split("\n")
+    end = next((i for i, line in enumerate(lines) if line.rstrip() in closers), None)
+    if end is None:
+        return {}, raw
+    block = "\n".join(lines[:end])
+    try:
+        meta = tomllib.loads(block) if first.startswith("+") else yaml.safe_load(block)
+    except (yaml.YAMLError, tomllib.TOMLDecodeError, RecursionError):
+        return {}, raw
+    if not isinstance(meta, dict):
+        return {}, raw
+    return meta, "\n".join(lines[end + 1 :])
+
+
+def _marker_title(rest: str) -> str:
+    """The title an admonition or div marker gives, or "": what follows its kind
+    (`:::info[Title]`, `:::tip Title`, `!!! note "Title"`) or, in an attribute block
+    (`::: {.callout-note title="Title"}`), its `title`."""
+    rest = rest.strip()
+    if rest.startswith("{"):
+        m = _ATTR_TITLE.search(rest)
+        return m.group("t").strip() if m else ""
+    m = _MARKER.match(rest)
+    return (m.group("b") or m.group("q") or m.group("w") or "").strip() if m else ""
+
+
+def _layout_only(line: str, mdx: bool) -> bool:
+    """Whether `line` is only HTML layout tags (or, in MDX, components' tags), or only
+    Pandoc's empty anchors (`[]{#sec-models}`)."""
+    if _ANCHORS_ONLY.match(line):
+        return True
+    if not _TAGS_ONLY.match(line):
+        return False
+    names = [m.group("name") for m in _TAG_NAMES.finditer(line)]
+    return all(n.lower() in HTML_NAMES or (mdx and n[0].isupper()) for n in names)
+
+
+def _closes(marker: str, info: str, fence: str) -> bool:
+    """Whether a fence line (`marker` then `info`) closes the block `fence` opened: the
+    same character, at least as many of it, and nothing after (CommonMark)."""
+    return not info.strip() and marker[0] == fence[0] and len(marker) >= len(fence)
+
+
+def _body_lines(body: str, mdx: bool) -> list[str]:
+    """The lines of `body` a reader sees as text (see the module docstring)."""
+    out: list[str] = []
+    fence = ""  # the open code fence, "" outside one
+    raw_block = False  # inside ```{=html}: left out whole
+    skip_until = ""  # the closing of an HTML comment, <style> or <script> block
+    for line in body.split("\n"):
+        if skip_until:
+            if skip_until in line.lower():
+                skip_until = ""
+            continue
+        m = _FENCE.match(line)
+        if fence:
+            if not raw_block:
+                out.append(line)
+            if m and _closes(m.group("fence"), m.group("info"), fence):
+                fence, raw_block = "", False
+            continue
+        if m:
+            fence = m.group("fence")
+            raw_block = m.group("info").strip().startswith("{=")
+            if not raw_block:
+                out.append(line)
+            continue
+        stripped = line.strip()
+        low = stripped.lower()
+        if low.startswith("<!--"):
+            if "-->" not in low:
+                skip_until = "-->"
+                continue
+            if low.endswith("-->"):
+                continue
+        if low.startswith(("<style", "<script")):
+            tag = "</style>" if low.startswith("<style") else "</script>"
+            if tag not in low:
+                skip_until = tag
+            continue
+        if mdx and _MDX_STATEMENT.match(line):
+            continue
+        if _SHORTCODE.match(line):
+            continue
+        div = _DIV.match(line) or _ADMONITION.match(line)
+        if div:
+            title = _marker_title(div.group("rest"))
+            if title:
+                out.append(title)
+            continue
+        if _layout_only(line, mdx):
+            continue
+        attrs = _HEADING_ATTRS.match(line)
+        out.append(attrs.group("head") if attrs else line)
+    return out
+
+
+def markdown_text(raw: str, *, mdx: bool = False) -> tuple[str, str]:
+    """(the text a reader of the rendered page sees, its title) of a markdown file; the
+    title is the front matter's, else the first heading's, else "". See the module
+    docstring for what is left out; `mdx` also leaves out MDX's imports, exports and
+    component tags."""
+    meta, body = front_matter(raw)
+    lines = _body_lines(body, mdx)
+    # lines left out leave their blank neighbours: no more than one blank line in a row
+    kept: list[str] = []
+    for line in lines:
+        if not line.strip() and (not kept or not kept[-1].strip()):
+            continue
+        kept.append(line)
+    text = "\n".join(kept).strip("\n")
+    if lines == body.split("\n") and not meta:
+        text = raw  # nothing to leave out: the file as written, byte for byte
+    title = str(meta.get("title") or "").strip() if meta else ""
+    if title and text.strip() and not re.match(r"#[ \t]", text.lstrip()):
+        subtitle = str(meta.get("subtitle") or "").strip()
+        text = f"# {title}\n\n" + (f"{subtitle}\n\n" if subtitle else "") + text
+    if not title:
+        first = next(headings(text), None)
+        title = first.text if first else ""
+    return text, title

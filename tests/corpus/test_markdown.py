@@ -1,0 +1,237 @@
+"""Markdown as documentation sites write it, and notebooks, read as their pages show them
+(harness.corpus.markdown, harness.corpus.notebook)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.corpus import load_documents
+from harness.corpus.markdown import front_matter, markdown_text
+from harness.corpus.notebook import notebook_text
+from harness.errors import ConfigError
+
+DOCUSAURUS = """---
+title: Text splitters
+sidebar_position: 3
+keywords: [chunking, splitting]
+---
+import Tabs from '@theme/Tabs';
+import TabItem from '@theme/TabItem';
+
+<span data-heading-keywords="text splitter"></span>
+
+:::info[Prerequisites]
+
+* [Documents](/docs/concepts/documents)
+:::
+
+## Why split documents? {#why}
+
+Splitting keeps chunks under the model's limit.
+
+<Tabs>
+  <TabItem value="py" label="Python">
+
+```python
+import os
+# ::: not an admonition inside code
+print(os.sep)
+```
+
+  </TabItem>
+</Tabs>
+
+:::tip Keep overlap small
+
+Ten percent is plenty.
+
+:::
+<!-- a note to the docs' authors
+     over two lines -->
+Read <Link to="/docs/x">the guide</Link> next.
+"""
+
+QUARTO = """---
+title: Caching
+subtitle: Fewer calls, same answers
+llms-description: Caching model output.
+---
+
+```{=html}
+<style type="text/css">
+table a { white-space: nowrap; }
+</style>
+```
+
+## Overview {#sec-overview}
+
+[]{#sec-cache}
+
+Caching saves time.
+
+::: {.callout-note appearance="simple"}
+The cache is local.
+:::
+
+::: {.callout-tip title="Expiry"}
+Entries expire after a week.
+:::
+
+{{< include _cache-limits.md >}}
+
+``` python
+eval("arc.py", cache=True)
+```
+
+The return type is:
+
+<class 'pandas.core.frame.DataFrame'>
+
+Set <PROVIDER_NAME>_API_KEY first.
+
+!!! warning "Costs"
+    Each miss is a paid call.
+"""
+
+
+def test_a_docusaurus_page_reads_as_its_text_without_imports_tags_or_markers():
+    text, title = markdown_text(DOCUSAURUS, mdx=True)
+    assert title == "Text splitters"
+    assert text.startswith("# Text splitters\n\nPrerequisites\n\n* [Documents]")
+    assert "## Why split documents?\n" in text and "{#why}" not in text
+    assert "import Tabs" not in text and "<Tabs>" not in text and "TabItem" not in text
+    assert (
+        "<span" not in text and "sidebar_position" not in text and ":::" not in text.split("```")[0]
+    )
+    # a code block is kept as written, its `import` and `:::` lines included
+    assert "```python\nimport os\n# ::: not an admonition inside code\nprint(os.sep)\n```" in text
+    assert "Keep overlap small\n\nTen percent is plenty." in text
+    assert "authors" not in text and "over two lines" not in text
+    assert 'Read <Link to="/docs/x">the guide</Link> next.' in text  # text with tags stays
+    assert "\n\n\n" not in text
+
+
+def test_a_quarto_page_reads_as_its_text():
+    text, title = markdown_text(QUARTO)
+    assert title == "Caching"
+    assert text.startswith("# Caching\n\nFewer calls, same answers\n\n## Overview\n\nCaching")
+    assert "llms-description" not in text and "<style" not in text and "nowrap" not in text
+    assert "{=html}" not in text and "{#sec-" not in text and "{{<" not in text
+    assert "The cache is local." in text and "callout" not in text
+    assert "Expiry\nEntries expire after a week." in text
+    assert '``` python\neval("arc.py", cache=True)\n```' in text
+    # lines that only look like tags are text
+    assert "<class 'pandas.core.frame.DataFrame'>" in text
+    assert "Set <PROVIDER_NAME>_API_KEY first." in text
+    assert "Costs\n    Each miss is a paid call." in text and "!!!" not in text
+
+
+def test_plain_markdown_reads_byte_for_byte():
+    raw = "# Leave\n\n\n\nStaff get 27 days.  \n<br>\n"
+    assert markdown_text(raw.replace("<br>\n", "")) == (raw.replace("<br>\n", ""), "Leave")
+    # something left out: the blank lines it leaves are collapsed
+    assert markdown_text(raw)[0] == "# Leave\n\nStaff get 27 days.  "
+
+
+def test_front_matter_yaml_toml_and_what_is_not_front_matter():
+    assert front_matter("---\ntitle: A\ntags: [x]\n---\nbody\n") == (
+        {"title": "A", "tags": ["x"]},
+        "body\n",
+    )
+    assert front_matter('+++\ntitle = "Hugo page"\n+++\n\nbody') == (
+        {"title": "Hugo page"},
+        "\nbody",
+    )
+    assert front_matter("---\ntitle: A\n...\nbody")[0] == {"title": "A"}
+    # a page that opens with a horizontal rule, or whose block is not a mapping
+    for raw in (
+        "---\nJust a paragraph.\n---\nMore.\n",
+        "---\nno closing line\n",
+        "---\n: [\n---\n",
+    ):
+        assert front_matter(raw) == ({}, raw)
+        assert markdown_text(raw)[0] == raw
+    # a page with its own first heading keeps it; the front matter's title names it
+    text, title = markdown_text("---\ntitle: Short name\n---\n# The long heading\n\nBody.\n")
+    assert (text, title) == ("# The long heading\n\nBody.", "Short name")
+    # an untitled page is named by its first heading
+    assert markdown_text("---\ndraft: true\n---\n\n## Setup\n\nRun it.\n")[1] == "Setup"
+
+
+def _notebook(cells, language="python", **extra):
+    return json.dumps(
+        {
+            "cells": cells,
+            "metadata": {"kernelspec": {"language": language, "name": "k"}},
+            "nbformat": 4,
+            **extra,
+        }
+    )
+
+
+def test_a_notebook_reads_as_its_markdown_and_code_without_outputs():
+    nb = _notebook(
+        [
+            {"cell_type": "markdown", "source": ["# Retrievers\n", "\n", "How to **search**."]},
+            {
+                "cell_type": "code",
+                "source": 'docs = retriever.invoke("what is a chunk?")\ns = "```"',
+                "outputs": [{"output_type": "stream", "text": ["a very long print\n"]}],
+            },
+            {"cell_type": "code", "source": [], "outputs": []},
+            {"cell_type": "raw", "source": "\\begin{equation}"},
+            {"cell_type": "markdown", "source": "<!-- hidden -->\nDone."},
+        ]
+    )
+    text, title = notebook_text(nb, "nb.ipynb")
+    assert title == "Retrievers"
+    assert text == (
+        "# Retrievers\n\nHow to **search**.\n\n"
+        '````python\ndocs = retriever.invoke("what is a chunk?")\ns = "```"\n````\n\nDone.'
+    )
+    quarto = _notebook(
+        [
+            {"cell_type": "raw", "source": "---\ntitle: Agents\n---"},
+            {"cell_type": "code", "source": "x <- 1"},
+        ],
+        language="R",
+    )
+    assert notebook_text(quarto, "q.ipynb") == ("# Agents\n\n```R\nx <- 1\n```", "Agents")
+
+
+@pytest.mark.parametrize(
+    ("raw", "match"),
+    [
+        ("{not json", "expected a Jupyter notebook \\(JSON\\)"),
+        ('{"worksheets": []}', "nbformat 3 notebook: convert it"),
+        ("[1, 2]", 'a JSON object with "cells"'),
+    ],
+)
+def test_a_file_that_is_not_a_notebook_is_named(raw, match):
+    with pytest.raises(ConfigError, match=match) as exc:
+        notebook_text(raw, "docs/nb.ipynb")
+    assert exc.value.field == "corpus.sources" and "docs/nb.ipynb" in str(exc.value)
+
+
+def test_a_documentation_repository_is_read_and_a_dangling_link_named(tmp_path, warnings):
+    docs = tmp_path / "docs"
+    (docs / "concepts").mkdir(parents=True)
+    (docs / "concepts" / "splitters.mdx").write_text(DOCUSAURUS)
+    (docs / "caching.qmd").write_text(QUARTO)
+    (docs / "howto.ipynb").write_text(
+        _notebook([{"cell_type": "markdown", "source": "# How to\n\nSteps."}])
+    )
+    (docs / "report.Rmd").write_text("---\ntitle: Report\n---\n\nFigures.\n")
+    (docs / "CHANGELOG.md").symlink_to(tmp_path / "gone.md")
+    (docs / "stub.qmd").write_text("---\ntitle: Reference\n---\n\n\n")
+    loaded = {d.doc_id: d for d in load_documents([str(docs)])}
+    # a page whose body a generator fills in at build time has no text of its own
+    assert sorted(loaded) == ["caching.qmd", "concepts/splitters.mdx", "howto.ipynb", "report.Rmd"]
+    assert loaded["concepts/splitters.mdx"].title == "Text splitters"
+    assert "import Tabs" not in loaded["concepts/splitters.mdx"].text
+    assert loaded["howto.ipynb"].title == "How to"
+    assert loaded["report.Rmd"].text == "# Report\n\nFigures."
+    assert any("skipped 1 link whose target is missing: CHANGELOG.md" in w for w in warnings)
+    assert any("left out 1 document without text: stub.qmd" in w for w in warnings)
