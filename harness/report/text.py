@@ -276,16 +276,20 @@ def format_sweep_estimate(est: dict[str, Any], max_rows: int = 20) -> str:
 
 
 def format_question(q: QuestionResult, k: int, excerpt_chars: int = 300) -> str:
-    """One question as `show` prints it: its metrics at k, then each hit with its verdicts,
+    """One question as `show` prints it: its headline metrics at k (soft_mrr, mrr,
+    hit_rate, as `run` leads) and relevancy_mrr, then each hit with its verdicts,
     scores, an excerpt of at most `excerpt_chars` characters and any reasons or errors.
     """
     m = q.metrics
+    # the run's headline in its order (soft_mrr first), then relevancy_mrr
+    shown = {**headline(m, k), f"relevancy_mrr@{k}": m.get(f"relevancy_mrr@{k}", float("nan"))}
+    values = "  ".join(
+        f"{key}={value:.0f}" if key.startswith("hit_rate@") else f"{key}={value:.3f}"
+        for key, value in shown.items()
+    )
     lines = [
         f"[{q.question.question_id}] {q.question.text}",
-        f"    hit_rate@{k}={m.get(f'hit_rate@{k}', float('nan')):.0f}  "
-        f"mrr@{k}={m.get(f'mrr@{k}', float('nan')):.3f}  "
-        f"relevancy_mrr@{k}={m.get(f'relevancy_mrr@{k}', float('nan')):.3f}"
-        + (f"  ERROR: {q.error}" if q.error else ""),
+        f"    {values}" + (f"  ERROR: {q.error}" if q.error else ""),
     ]
     if q.failure is not None:
         f = q.failure

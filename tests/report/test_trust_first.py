@@ -12,6 +12,7 @@ from harness.judge.calibration import UNTRUSTED_HINT
 from harness.log import RunLog, read_run
 from harness.report.html import page_figures, render_page, run_page, sweep_page
 from harness.report.text import (
+    format_question,
     format_run_summary,
     format_sweep,
     recommended_trust,
@@ -92,6 +93,21 @@ def test_the_run_headline_is_soft_mrr_beside_mrr_and_mrr_without_it(logs: Logs):
     run = dataclasses.replace(logs.run, header=dataclasses.replace(h, metrics=hard_only))
     assert [x.key for x in run_page(run).headline] == [f"mrr@{k}", f"hit_rate@{k}"]
     assert f"headline: mrr@{k}" in format_run_summary(run)
+
+
+def test_each_question_in_show_leads_with_the_headline_too(logs: Logs):
+    k = logs.run.header.k
+    q = logs.run.questions[0]
+    line = format_question(q, k).splitlines()[1]
+    m = q.metrics
+    assert line == (
+        f"    soft_mrr@{k}={m[f'soft_mrr@{k}']:.3f}  mrr@{k}={m[f'mrr@{k}']:.3f}  "
+        f"hit_rate@{k}={m[f'hit_rate@{k}']:.0f}  relevancy_mrr@{k}={m[f'relevancy_mrr@{k}']:.3f}"
+    )
+    hard = dataclasses.replace(
+        q, metrics={key: v for key, v in m.items() if not key.startswith("soft_")}
+    )
+    assert format_question(hard, k).splitlines()[1].startswith(f"    mrr@{k}=")
 
 
 def test_harness_show_run_prints_the_statement_near_the_top(logs: Logs, capsys):
