@@ -364,14 +364,24 @@ been cut: the next word's token did not fit, so the grammar let only the closing
 through ("... backup and peripherals requirements for", 99 characters of 100)."""
 
 
+NEAR_WORD = 8
+"""Characters short of a grammar's string bound within which a string that does not end
+a sentence ("?", ".", "!") was cut: its next token did not fit, often mid-word ("...
+waiting on shared res", 99 characters of 100; "... library-scie")."""
+
+
 def _cut_at_bound(value: str, bound: int) -> bool:
-    """True when `value` filled its grammar's `bound`, or ends on a function word ("for",
-    "and", "the") within NEAR_BOUND characters of it: cut there, not finished."""
+    """True when `value` filled its grammar's `bound`, ends within NEAR_WORD characters of
+    it without ending a sentence, or ends on a function word ("for", "and", "the") within
+    NEAR_BOUND characters of it: cut there, not finished."""
+    text = value.rstrip()
     if len(value) >= bound:
         return True
-    words = value.split()
+    if len(text) >= bound - NEAR_WORD and not text.endswith(("?", ".", "!", ")", '"', "`")):
+        return True
+    words = text.split()
     return (
-        len(value) >= bound - NEAR_BOUND
+        len(text) >= bound - NEAR_BOUND
         and bool(words)
         and words[-1].lower().strip(",;:") in _FUNCTION_WORDS
     )
