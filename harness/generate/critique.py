@@ -109,7 +109,9 @@ def repeats_question(question: str, answer: str) -> bool:
 
 _DOCUMENT_NOUNS = (
     "menu|author|writer|speaker|narrator|article|book|report|study|paper|survey|recipe|"
-    "story|table|figure|chart|list|item|product|website|page|movie|film|song|show|summary"
+    "story|table|figure|chart|list|item|product|website|page|movie|film|song|show|summary|"
+    # code a technical page shows: "what does the function do?" (seen on a documentation site)
+    "function|method|class|snippet|script|example|parameter|argument|variable"
 )
 """Nouns that, unqualified after "the", point at a document the reader never saw."""
 _DOCUMENT_NOUN_SET = frozenset(_DOCUMENT_NOUNS.split("|"))
@@ -129,8 +131,9 @@ _QUALIFIERS = frozenset(_QUALIFIER_TEXT.split())
 _NOT_QUALIFIED = (
     r"(?:s|es)?(?:'s)?\b"
     rf"(?!\s+(?:{_QUALIFIER_TEXT.replace(' ', '|')})\b)"
-    # a name, a number or a quoted title follows: "the book Dune", "the paper 'Attention'"
-    r"(?!\s+(?-i:[A-Z0-9\"'\u201c\u2018]))"
+    # a name, a number or a quoted title follows: "the book Dune", "the paper 'Attention'",
+    # or code's name: "the function `exec`", "the method generate()", "the class eval_set"
+    r"(?!\s+(?-i:[A-Z0-9\"'`\u201c\u2018]|[\w.]+\(|\w*_\w|\w+\.\w))"
 )
 _DANGLING = re.compile(
     rf"\b(?:the|this|that|these|those)\s+(?:{_DOCUMENT_NOUNS}){_NOT_QUALIFIED}"

@@ -615,6 +615,11 @@ def test_overlap_limit_from_examples():
         "What is the main point of the section above?",
         # the search engine the generator was told it writes for (seen in a real run)
         "What does the search engine offer?",
+        # code on a technical page the reader never saw (a documentation site's run)
+        "what does the function do?",
+        "What does the example print?",
+        "how do I run the script",
+        "What type is the parameter?",
     ],
 )
 def test_dangling_references_are_found(question):
@@ -649,6 +654,13 @@ def test_dangling_references_are_found(question):
         "working remotely from abroad",
         "find vpn for Lisbon multi-factor auth 12 hours troubleshooting tips",
         "where does the company ship products from?",
+        # code named after its noun, or the noun qualified
+        "What does the function exec() return?",
+        "What does the method `generate` return?",
+        "what does the function sandbox_cleanup do",
+        "What is the example of a custom scorer?",
+        "What arguments does the eval_set function take?",
+        "how do I pass arguments on the command line",
     ],
 )
 def test_qualified_references_pass(question):
