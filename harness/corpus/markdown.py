@@ -113,9 +113,12 @@ def _closes(marker: str, info: str, fence: str) -> bool:
     return not info.strip() and marker[0] == fence[0] and len(marker) >= len(fence)
 
 
-def _body_lines(body: str, mdx: bool) -> list[str]:
-    """The lines of `body` a reader sees as text (see the module docstring)."""
+def _body_lines(body: str, mdx: bool) -> tuple[list[str], bool]:
+    """The lines of `body` a reader sees as text (see the module docstring), and whether
+    any was left out or changed. Where lines are left out, no more than one blank line
+    stays in a row outside code blocks (a code block keeps its lines as written)."""
     out: list[str] = []
+    changed = False
     fence = ""  # the open code fence, "" outside one
     raw_block = False  # inside ```{=html}: left out whole
     skip_until = ""  # the closing of an HTML comment, <style> or <script> block
@@ -134,37 +137,57 @@ def _body_lines(body: str, mdx: bool) -> list[str]:
         if m:
             fence = m.group("fence")
             raw_block = m.group("info").strip().startswith("{=")
+            changed |= raw_block
             if not raw_block:
                 out.append(line)
             continue
-        stripped = line.strip()
-        low = stripped.lower()
-        if low.startswith("<!--"):
-            if "-->" not in low:
-                skip_until = "-->"
-                continue
-            if low.endswith("-->"):
-                continue
-        if low.startswith(("<style", "<script")):
-            tag = "</style>" if low.startswith("<style") else "</script>"
-            if tag not in low:
-                skip_until = tag
+        kept = _visible(line, mdx)
+        if kept is None:
+            changed = True
+            skip_until = _opens_block(line)
             continue
-        if mdx and _MDX_STATEMENT.match(line):
-            continue
-        if _SHORTCODE.match(line):
-            continue
-        div = _DIV.match(line) or _ADMONITION.match(line)
-        if div:
-            title = _marker_title(div.group("rest"))
-            if title:
-                out.append(title)
-            continue
-        if _layout_only(line, mdx):
-            continue
-        attrs = _HEADING_ATTRS.match(line)
-        out.append(attrs.group("head") if attrs else line)
-    return out
+        changed |= kept != line
+        if not kept.strip() and (not out or not out[-1].strip()):
+            continue  # a blank line after a blank line or a line left out
+        out.append(kept)
+    return out, changed
+
+
+def _opens_block(line: str) -> str:
+    """What closes the HTML comment, `<style>` or `<script>` block `line` opens without
+    closing it, or ""."""
+    low = line.strip().lower()
+    for opener, closer in (("<!--", "-->"), ("<style", "</style>"), ("<script", "</script>")):
+        if low.startswith(opener) and closer not in low:
+            return closer
+    return ""
+
+
+def _visible(line: str, mdx: bool) -> str | None:
+    """`line` as a reader sees it outside code blocks: None when it is left out whole
+    (see the module docstring), a marker's title in place of the marker, a heading
+    without its attributes."""
+    low = line.strip().lower()
+    if _opens_block(line) or (low.startswith("<!--") and low.endswith("-->")):
+        return None
+    if low.startswith(("<style", "<script")):
+        return None  # a block opened and closed on its own line
+    if (mdx and _MDX_STATEMENT.match(line)) or _SHORTCODE.match(line):
+        return None
+    div = _DIV.match(line) or _ADMONITION.match(line)
+    if div:
+        return _marker_title(div.group("rest")) or None
+    if _layout_only(line, mdx):
+        return None
+    attrs = _HEADING_ATTRS.match(line)
+    return attrs.group("head") if attrs else line
+
+
+def _meta_text(meta: dict[str, Any], key: str) -> str:
+    """A front matter field as text: a string or number; "" for a list, a mapping or
+    nothing."""
+    value = meta.get(key)
+    return str(value).strip() if isinstance(value, str | int | float) else ""
 
 
 def markdown_text(raw: str, *, mdx: bool = False) -> tuple[str, str]:
@@ -173,19 +196,12 @@ def markdown_text(raw: str, *, mdx: bool = False) -> tuple[str, str]:
     docstring for what is left out; `mdx` also leaves out MDX's imports, exports and
     component tags."""
     meta, body = front_matter(raw)
-    lines = _body_lines(body, mdx)
-    # lines left out leave their blank neighbours: no more than one blank line in a row
-    kept: list[str] = []
-    for line in lines:
-        if not line.strip() and (not kept or not kept[-1].strip()):
-            continue
-        kept.append(line)
-    text = "\n".join(kept).strip("\n")
-    if lines == body.split("\n") and not meta:
-        text = raw  # nothing to leave out: the file as written, byte for byte
-    title = str(meta.get("title") or "").strip() if meta else ""
+    lines, changed = _body_lines(body, mdx)
+    # nothing to leave out: the file as written, byte for byte
+    text = "\n".join(lines).strip("\n") if changed or meta else raw
+    title = _meta_text(meta, "title")
     if title and text.strip() and not re.match(r"#[ \t]", text.lstrip()):
-        subtitle = str(meta.get("subtitle") or "").strip()
+        subtitle = _meta_text(meta, "subtitle")
         text = f"# {title}\n\n" + (f"{subtitle}\n\n" if subtitle else "") + text
     if not title:
         first = next(headings(text), None)

@@ -135,6 +135,21 @@ def test_plain_markdown_reads_byte_for_byte():
     assert markdown_text(raw)[0] == "# Leave\n\nStaff get 27 days.  "
 
 
+def test_a_code_block_keeps_its_blank_lines_when_markers_around_it_go():
+    raw = (
+        ":::tip\n\n\nRun it:\n\n```python\ndef a():\n    pass\n\n\ndef b():\n    pass\n```"
+        "\n\n\n:::\n"
+    )
+    text, _ = markdown_text(raw)
+    assert text == "Run it:\n\n```python\ndef a():\n    pass\n\n\ndef b():\n    pass\n```"
+
+
+def test_front_matter_fields_that_are_not_text_give_no_title():
+    text, title = markdown_text("---\ntitle: [a, b]\nsubtitle: {x: 1}\n---\n\n## Setup\n")
+    assert (text, title) == ("## Setup", "Setup")
+    assert markdown_text("---\ntitle: 2026\n---\nBody.\n") == ("# 2026\n\nBody.", "2026")
+
+
 def test_front_matter_yaml_toml_and_what_is_not_front_matter():
     assert front_matter("---\ntitle: A\ntags: [x]\n---\nbody\n") == (
         {"title": "A", "tags": ["x"]},
