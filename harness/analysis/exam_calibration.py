@@ -40,7 +40,6 @@ ones, so its cut lands too high (docs/pages/judging.md).
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -53,6 +52,7 @@ from harness.generate.exam import ExamItem, read_exam
 from harness.judge.calibration import Calibration, PlattMap, judge_key
 from harness.metrics.source import overlaps
 from harness.types import Chunk, Verdict
+from harness.words import words
 
 NEAR_PER_QUESTION = 2
 """Near misses per exam question: the best of the source's own document, then the best
@@ -62,8 +62,6 @@ NEAR_WEIGHT = 0.5
 DUPLICATE_SHARE = 0.5
 """A near miss holding this share of the source passage's word 5-grams repeats it: an
 answer, excluded."""
-
-_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -84,10 +82,10 @@ class ExamPair:
 
 
 def _shingles(text: str, n: int = 5) -> set[tuple[str, ...]]:
-    words = _WORD.findall(text.lower())
-    if len(words) < n:
-        return {tuple(words)} if words else set()
-    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+    seq = words(text)
+    if len(seq) < n:
+        return {tuple(seq)} if seq else set()
+    return {tuple(seq[i : i + n]) for i in range(len(seq) - n + 1)}
 
 
 def duplicate_share(source: str, candidate: str) -> float:

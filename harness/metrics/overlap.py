@@ -10,12 +10,10 @@ settings by generated questions with the ranking by labels on real questions.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 from harness.types import Document, Question
-
-_WORD = re.compile(r"\w+", re.UNICODE)
+from harness.words import words
 
 STOPWORDS = frozenset(
     """a an the of to in on at by for from with about as into over under and or but not no
@@ -30,18 +28,18 @@ STOPWORDS = frozenset(
 
 def content_words(text: str) -> list[str]:
     """The lower-cased words of `text` that are not STOPWORDS, in order (repeats kept)."""
-    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+    return [w for w in words(text) if w not in STOPWORDS]
 
 
 def word_overlap(question: str, passage: str) -> float:
     """Share of the question's distinct content words that occur in the passage (0-1).
 
     Edge case: a question with no content word has overlap 0.0 (nothing was copied)."""
-    words = set(content_words(question))
-    if not words:
+    asked = set(content_words(question))
+    if not asked:
         return 0.0
-    found = set(_WORD.findall(passage.lower()))
-    return len(words & found) / len(words)
+    found = set(words(passage))
+    return len(asked & found) / len(asked)
 
 
 def regret(chosen: Sequence[float], truth: Sequence[float]) -> float:

@@ -34,6 +34,7 @@ from harness.errors import ConfigError, HarnessError
 from harness.log import SWEEP_FILE, TRIALS_FILE, Recommendation, SweepLog, TrialRecord
 from harness.sweep.book import SweepBook
 from harness.sweep.space import SearchSpace
+from harness.words import CJK, RUN
 
 _EXPORTABLE = ("complete", "pruned")
 """Trial states whose settings ran (a pruned trial's ran on part of the questions)."""
@@ -293,8 +294,15 @@ def langchain_export(config: ExperimentConfig) -> tuple[str, list[str]]:
         *(
             [
                 "def words(text):",
-                '    """Lower-cased words: what BM25 matches on, as harness tokenises."""',
-                '    return re.findall(r"\\w+", text.lower())',
+                '    """Lower-cased words: what BM25 matches on, as harness tokenises (a run of',
+                '    Chinese or Japanese characters as its overlapping character pairs)."""',
+                "    out = []",
+                f'    for run in re.findall(r"{RUN}", text.lower()):',
+                f'        if re.match(r"[{CJK}]", run) and len(run) > 1:',
+                "            out.extend(run[i : i + 2] for i in range(len(run) - 1))",
+                "        else:",
+                "            out.append(run)",
+                "    return out",
                 "",
                 "",
             ]

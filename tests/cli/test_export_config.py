@@ -141,6 +141,30 @@ def test_langchain_code_compiles_for_every_reranker(reranker):
         assert "12" in code  # fetch_k
 
 
+@pytest.mark.parametrize("reranker", ["bm25", "hybrid"])
+def test_the_exported_bm25_tokenizer_is_harness_s(reranker):
+    """The exported code's `words` splits text as the sweep's BM25 did, Chinese and
+    Japanese runs as character pairs included: another tokenizer would rank otherwise."""
+    from harness.words import words
+
+    config = load_experiment(SWEEP)
+    config = dataclasses.replace(
+        config, retrieval=dataclasses.replace(config.retrieval, reranker=reranker)
+    )
+    tree = ast.parse(langchain_code(config))
+    only = [n for n in tree.body if isinstance(n, ast.Import | ast.FunctionDef)]
+    namespace: dict[str, object] = {}
+    exec(compile(ast.Module(body=only, type_ignores=[]), "<export>", "exec"), namespace)
+    for text in (
+        "Mileage-rate, CARS!",
+        "年假申请流程 in Lisbon",
+        "東京のオフィス",
+        "휴가 신청",
+        "x_1 y",
+    ):
+        assert namespace["words"](text) == words(text)  # type: ignore[operator]
+
+
 @pytest.mark.parametrize(
     ("name", "model", "expected"),
     [

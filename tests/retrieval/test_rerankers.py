@@ -34,6 +34,22 @@ CANDS = [
 
 def test_tokenizer_lowercases_and_splits_on_words():
     assert tokenize("Mileage-rate, CARS!") == ["mileage", "rate", "cars"]
+    # Chinese and Japanese write no spaces: a run reads as its character pairs
+    assert tokenize("年假申请 (HR-2)") == ["年假", "假申", "申请", "hr", "2"]
+    assert tokenize("東京のオフィス") == ["東京", "京の", "のオ", "オフ", "フィ", "ィス"]
+    assert tokenize("假 휴가") == ["假", "휴가"]  # a lone character; Korean has spaces
+
+
+def test_bm25_finds_the_chinese_passage_that_answers():
+    """Read as one word a sentence long, no Chinese question matched any passage and
+    BM25 kept an arbitrary order; as character pairs it finds the one about leave."""
+    cands = [
+        Candidate("office", "公司在里斯本的办公室有免费咖啡。", 0.9),
+        Candidate("leave", "员工每年有二十七天带薪年假，需提前两周申请。", 0.8),
+        Candidate("cars", "私家车的里程补贴为每公里零点四欧元。", 0.7),
+    ]
+    hits = rerank_hits(BM25Reranker(3), "年假需要提前多久申请？", cands, 1)
+    assert hits[0].chunk_id == "leave"
 
 
 def test_none_keeps_the_dense_order():

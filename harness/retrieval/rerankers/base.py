@@ -21,7 +21,6 @@ the reranker) and the reranker's own score.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -30,13 +29,13 @@ import numpy as np
 
 from harness.config import RetrievalConfig
 from harness.types import Chunk, ComponentSpec, Hit
-
-_WORD = re.compile(r"\w+", re.UNICODE)
+from harness.words import words
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased words: what BM25 matches on ("Leave," and "leave" are one term)."""
-    return _WORD.findall(text.lower())
+    """Lower-cased words: what BM25 matches on ("Leave," and "leave" are one term; a run
+    of Chinese or Japanese characters reads as its character pairs, `harness.words`)."""
+    return words(text)
 
 
 @dataclass(frozen=True)
