@@ -88,6 +88,11 @@ def test_run_page_holds_what_show_prints(logs: Logs):
             assert rows[name].values[i] == h.metrics[f"{name}@{k}"]
             assert rows[name].ci[i] == list(h.metrics_ci[f"{name}@{k}"])
     assert list(page.curves["mrr"].mean) == [h.metrics[f"mrr@{k}"] for k in h.ks]
+    # the headline against k, soft_mrr first; a run without soft metrics draws the others
+    assert list(page.curves) == ["soft_mrr", "mrr", "hit_rate"]
+    hard = {key: v for key, v in h.metrics.items() if not key.startswith("soft_")}
+    hard_run = dataclasses.replace(run, header=dataclasses.replace(h, metrics=hard))
+    assert list(run_page(hard_run).curves) == ["mrr", "hit_rate"]
     stats = dict(page.judge)
     assert stats["judge_calls"] == h.stats["judge_calls"]
     assert [r[0] for r in page.judge][:2] == ["judge_calls", "judge_cache_hits"]
@@ -103,6 +108,8 @@ def test_run_page_holds_what_show_prints(logs: Logs):
     assert page.filters.type == () and page.filters.topic == ()
     for q, orig in zip(page.questions, run.questions, strict=True):
         assert q.metrics["mrr"] == orig.metrics.get(f"mrr@{h.k}")
+        assert list(q.metrics) == ["soft_mrr", "mrr", "hit_rate", "relevancy_mrr"]
+        assert q.metrics["soft_mrr"] == orig.metrics.get(f"soft_mrr@{h.k}")
         assert len(q.hits) == len(orig.hits)
         for hit, jh in zip(q.hits, orig.hits, strict=True):
             assert page.texts[hit.text] == jh.chunk.text
@@ -200,6 +207,22 @@ def test_run_page_with_labels_holds_validate_output(logs: Logs):
     assert relevant.kappa == pytest.approx(v["agreement"]["relevant"]["kappa"])
     document = render_page(page, page_figures(page), "")
     assert "confusion matrices" in document and "kappa" in document
+
+
+def test_every_page_s_top_bar_names_each_section_once(logs: Logs):
+    """The run page's bar read "Judge" twice (the judge's figures and "Judge against
+    labels"), two links a reader could not tell apart."""
+    pages = [
+        run_page(logs.run),
+        sweep_page(logs.sweep, runs_of(logs)),
+        compare_page([logs.run, logs.run_small], compare_runs([logs.run, logs.run_small])),
+    ]
+    for page in pages:
+        nav = re.search(r"<nav>(.*?)</nav>", render_page(page, page_figures(page), ""))
+        assert nav is not None
+        labels = re.findall(r">([^<]+)</a>", nav.group(1))
+        assert len(labels) == len(set(labels)) >= 4, labels
+    assert "Labels" in re.findall(r">([^<]+)</a>", render_page(pages[0], {}, ""))
 
 
 # ---------------------------------------------------------------- a sweep

@@ -133,7 +133,8 @@ JS = r"""
     d.dataset.qid = q.id;
     var s = el("summary", null, el("span", "qid", q.id), badge(q.outcome), " ", q.text);
     var m = q.metrics || {};
-    s.appendChild(el("span", "qm", "hit " + num(m.hit_rate) + "  mrr " + num(m.mrr) +
+    var soft = m.soft_mrr === null || m.soft_mrr === undefined ? "" : "soft_mrr " + num(m.soft_mrr) + "  ";
+    s.appendChild(el("span", "qm", soft + "mrr " + num(m.mrr) + "  hit " + num(m.hit_rate) +
       (q.type ? "  type " + q.type : "") + (q.topics && q.topics.length ? "  topic " + q.topics.join(", ") : "")));
     d.appendChild(s);
     var body = el("div", "qbody");

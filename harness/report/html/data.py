@@ -53,11 +53,13 @@ OUTCOMES = ("complete", "relevant", "miss", "error", "not run")
 the top k; relevant chunks only; nothing relevant; judging failed; never judged (a pruned
 trial stopped before it)."""
 
-CURVE_METRICS = ("hit_rate", "mrr")
-"""The metrics drawn against k on a run's page."""
+CURVE_METRICS = ("soft_mrr", "mrr", "hit_rate")
+"""The metrics drawn against k on a run's page: the headline's (a run without soft
+metrics draws the other two)."""
 
-HEADLINE = ("hit_rate", "mrr", "relevancy_mrr")
-"""The per-question metrics a question row shows."""
+HEADLINE = ("soft_mrr", "mrr", "hit_rate", "relevancy_mrr")
+"""The per-question metrics a question row shows: the run's headline in its order, then
+relevancy_mrr (`harness show` prints the same)."""
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP_WORDS = frozenset(
@@ -610,7 +612,7 @@ def run_page(
     validation_note: str | None = None,
 ) -> RunPage:
     """The page of one run: identity, metrics at every k with intervals, the curves of
-    hit rate and MRR against k, the judge's stats, every question with its graded chunks
+    soft MRR, MRR and hit rate against k, the judge's stats, every question with its graded chunks
     (filters: outcome, error, type, topic), the configuration and component specs, and
     the `validate_run` result when labels were given (else `validation_note` says why
     not)."""
@@ -624,7 +626,11 @@ def run_page(
         run=_run_identity(run),
         ks=tuple(h.ks),
         metrics=tuple(metric_rows(h)),
-        curves={name: _curve(h, name) for name in CURVE_METRICS},
+        curves={
+            name: _curve(h, name)
+            for name in CURVE_METRICS
+            if any(f"{name}@{kk}" in h.metrics for kk in h.ks)
+        },
         failure_counts=failure_counts(h),
         judge=tuple(judge_stats(h.stats)),
         questions=questions,

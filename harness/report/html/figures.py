@@ -69,7 +69,8 @@ def _fig(data: Sequence[Any], title: str, height: int = 340, **layout: Any) -> F
 
 
 def metric_curves(page: RunPage) -> Figure:
-    """Hit rate and MRR against k, each with its 95% bootstrap interval as error bars."""
+    """The headline against k (soft MRR, MRR, hit rate), each with its 95% bootstrap
+    interval as error bars."""
     traces = []
     for name, curve in page.curves.items():
         lows = [c[0] for c in curve.ci]
@@ -97,7 +98,7 @@ def metric_curves(page: RunPage) -> Figure:
         )
     return _fig(
         traces,
-        "hit rate and MRR against k",
+        "soft MRR, MRR and hit rate against k",
         xaxis={"title": {"text": "k"}, "dtick": 1},
         yaxis={"title": {"text": "mean, 95% bootstrap interval"}, "range": [0, 1.05]},
     )

@@ -608,6 +608,16 @@ def _sections(page: Page, figures: Mapping[str, Any]) -> Sections:
     return _compare_sections(page, figures)
 
 
+NAV_LABELS = {"validation": "Labels"}
+"""A section's link in the page's top bar where its title's first word would repeat
+another's ("Judge" and "Judge against labels")."""
+
+
+def nav_label(sid: str, title: str) -> str:
+    """The top bar's one-word link to a section: NAV_LABELS, else its title's first word."""
+    return NAV_LABELS.get(sid, title.split(" ")[0])
+
+
 def render_page(page: Page, figures: Mapping[str, Any], plotly_js: str) -> str:
     """The whole HTML document. `page` and `figures` are redacted here; `plotly_js` (the
     library, inlined once) is not a log's text and goes in as it is."""
@@ -615,7 +625,7 @@ def render_page(page: Page, figures: Mapping[str, Any], plotly_js: str) -> str:
     figures = redact_obj(figures)
     sections = _sections(page, figures)
     nav = "".join(
-        f'<a href="#{esc(sid)}">{esc(title.split(" ")[0])}</a>' for sid, title, _ in sections
+        f'<a href="#{esc(sid)}">{esc(nav_label(sid, title))}</a>' for sid, title, _ in sections
     )
     body = "".join(section(sid, title, html_) for sid, title, html_ in sections)
     if "</script" in plotly_js.lower():  # never true of plotly.js; a guard, not a fix
