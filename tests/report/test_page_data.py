@@ -225,6 +225,17 @@ def test_every_page_s_top_bar_names_each_section_once(logs: Logs):
     assert "Labels" in re.findall(r">([^<]+)</a>", render_page(pages[0], {}, ""))
 
 
+def test_a_trial_without_an_objective_shows_no_interval(logs: Logs):
+    """A pruned trial has no objective value; its row read '- [0.000, 0.794]', an
+    interval of questions it was cut short on."""
+    from harness.report.html.render import _board_cells
+
+    row = next(r for r in sweep_page(logs.sweep, runs_of(logs)).leaderboard if r.values)
+    assert "[" in _board_cells(row, [], False)[3]
+    pruned = dataclasses.replace(row, values=(), state="pruned")
+    assert _board_cells(pruned, [], False)[3] == "-"
+
+
 # ---------------------------------------------------------------- a sweep
 
 

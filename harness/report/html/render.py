@@ -415,7 +415,8 @@ def _board_cells(r: BoardRow, varied: Sequence[str], multi: bool) -> list[str]:
         esc(r.rank or ""),
         esc(r.number),
         esc(r.state),
-        esc(values) + ("" if multi else _ci(r.ci)),
+        # a pruned trial has no objective: no interval either (its questions were cut short)
+        esc(values) + ("" if multi or not r.values else _ci(r.ci)),
         *(esc(fmt(r.hard.get(name))) for name in HARD_BESIDE),
         esc("" if diff is None else f"{diff.mean:+.3f}")
         + (_ci([diff.low, diff.high]) if diff else ""),
