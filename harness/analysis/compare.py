@@ -70,6 +70,9 @@ class Comparison:
     chunks it left unjudged (never in `metrics`, never given a difference)."""
     change_metric: str = "mrr"
     """The metric the changed questions are read on (the objective's, unless asked)."""
+    notes: list[str] = field(default_factory=list)
+    """What a reader of the differences should know first, one line each (runs judged by
+    different judges, `judge_note`)."""
 
 
 DEFAULT_CHANGE_METRIC = "soft_mrr"
@@ -130,6 +133,50 @@ class _Bootstrap:
     seed: int
 
 
+JUDGING = ("model", "model_sha256", "mode", "prompt_version", "reasons", "grade_cuts")
+"""The judge's spec fields that change its verdicts (as a calibration's `judge_key`)."""
+
+
+def _judging(run: RunLog) -> dict[str, Any]:
+    """What decided a run's verdicts: its judge's JUDGING fields, and the criteria wording
+    and calibration file of its experiment."""
+    spec = run.header.components.get("judge")
+    args = spec.args if spec is not None else {}
+    judge = run.header.config.get("judge") if isinstance(run.header.config, dict) else None
+    judge = judge if isinstance(judge, dict) else {}
+    return {
+        **{name: args.get(name) for name in JUDGING},
+        "criteria": judge.get("criteria"),
+        "criteria_preset": judge.get("criteria_preset"),
+        "calibration": judge.get("calibration"),
+    }
+
+
+def judge_note(runs: Sequence[RunLog]) -> str | None:
+    """One line when the runs' verdicts came from different judges (model, mode, prompt,
+    criteria or calibration), None when they were judged alike: a difference in a judged
+    metric is then partly the judge's, not the retrieval's."""
+    seen = [_judging(r) for r in runs]
+    differ = [
+        name
+        for name in seen[0]
+        if len({repr(s.get(name)) for s in seen}) > 1 and name != "model_sha256"
+    ]
+    if not differ and len({repr(s["model_sha256"]) for s in seen}) > 1:
+        differ = ["model file"]
+    if not differ:
+        return None
+    shown = []
+    for name in differ:
+        values = [s.get(name) for s in seen] if name != "model file" else []
+        short = all(isinstance(v, str | bool | None) and len(str(v)) <= 40 for v in values)
+        shown.append(f"{name} {' / '.join(str(v) for v in values)}" if values and short else name)
+    return (
+        f"the runs were judged differently ({'; '.join(shown)}): a difference in a judged "
+        "metric is partly the judge's, not the retrieval's; compare runs judged alike"
+    )
+
+
 def compare_runs(
     runs: Sequence[RunLog],
     *,
@@ -170,6 +217,7 @@ def compare_runs(
         len(shared.questions),
         bounds,
         shared.change_metric,
+        [n for n in (judge_note(runs),) if n],
     )
 
 

@@ -580,6 +580,7 @@ def format_compare(comp: Comparison, change_metric: str) -> str:
         f"(intervals: 95% paired bootstrap of the difference to the first run)"
     ]
     lines += [f"  [{i}] {name}" for i, name in enumerate(short)]
+    lines += [f"note: {n}" for n in comp.notes]
     names = _rows(
         (*METRIC_NAMES, *COUNTS),
         lambda n: any(

@@ -322,6 +322,32 @@ def test_sweep_page_of_a_pareto_front_has_no_recommendation(logs: Logs, tmp_path
 # ---------------------------------------------------------------- a comparison
 
 
+def test_runs_judged_differently_are_said_to_be_before_their_differences(logs: Logs):
+    """Two runs judged in different modes differ in every judged metric even where they
+    retrieved the same chunks; compare said nothing of it."""
+    from harness.analysis.compare import judge_note
+    from harness.report.text import format_compare
+    from harness.types import ComponentSpec
+
+    run = logs.run
+    spec = run.header.components["judge"]
+    other_spec = ComponentSpec(spec.name, {**spec.args, "mode": "extractive"})
+    header = dataclasses.replace(
+        run.header, components={**run.header.components, "judge": other_spec}
+    )
+    other = dataclasses.replace(run, header=header)
+    assert judge_note([run, run]) is None and compare_runs([run, run]).notes == []
+    comp = compare_runs([run, other])
+    assert comp.notes == [
+        f"the runs were judged differently (mode {spec.args.get('mode')} / extractive): a "
+        "difference in a judged metric is partly the judge's, not the retrieval's; compare "
+        "runs judged alike"
+    ]
+    assert f"note: {comp.notes[0]}" in format_compare(comp, comp.change_metric).splitlines()[3]
+    page = compare_page([run, other], comp)
+    assert html.escape(comp.notes[0]) in render_page(page, page_figures(page), "")
+
+
 def test_compare_page_holds_what_compare_prints(logs: Logs):
     runs = [logs.run, logs.run_small]
     comp = compare_runs(runs)

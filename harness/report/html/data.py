@@ -1161,6 +1161,8 @@ class ComparePage:
     differences: tuple[RunDifference, ...]
     changes: tuple[Change, ...]
     texts: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+    """What a reader of the differences should know first (`Comparison.notes`)."""
 
     def to_json(self) -> dict[str, Any]:
         """The page's data as the page's script reads it."""
@@ -1255,6 +1257,7 @@ def compare_page(
         ),
         changes=changes,
         texts=tuple(texts.texts),
+        notes=tuple(comp.notes),
     )
 
 

@@ -541,7 +541,8 @@ def _compared_runs(page: ComparePage) -> str:
         ]
         for r in runs
     ]
-    out = table(["", "run", "status", "questions", "judge calls", "folder"], rows, num=(3, 4))
+    out = "".join(f'<p class="note warn">{esc(n)}</p>' for n in page.notes)
+    out += table(["", "run", "status", "questions", "judge calls", "folder"], rows, num=(3, 4))
     if page.settings:
         out += "<h3>settings that differ</h3>" + table(
             ["setting", *(esc(r.label) for r in runs)],
