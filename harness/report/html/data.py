@@ -612,10 +612,10 @@ def run_page(
     validation_note: str | None = None,
 ) -> RunPage:
     """The page of one run: identity, metrics at every k with intervals, the curves of
-    soft MRR, MRR and hit rate against k, the judge's stats, every question with its graded chunks
-    (filters: outcome, error, type, topic), the configuration and component specs, and
-    the `validate_run` result when labels were given (else `validation_note` says why
-    not)."""
+    soft MRR, MRR and hit rate against k, the judge's stats, every question with its
+    graded chunks (filters: outcome, error, type, topic), the configuration and component
+    specs, and the `validate_run` result when labels were given (else `validation_note`
+    says why not)."""
     h = run.header
     k = h.k or 1
     texts = TextTable()
