@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 _LINE = re.compile(
     r"^(?:(?:#{1,6}|={1,6})[ \t]+(?P<atx>.+?)(?:[ \t]+#+)?[ \t]*"
-    r"|(?P<fence>```|~~~).*"
-    r"|(?P<text>[ \t]*\S.*?)[ \t]*\n(?P<rule>([=\-~^*+#])\5{2,})[ \t]*)$",
+    r"|(?P<fence>`{3,}|~{3,})(?P<info>.*)"
+    r"|(?P<text>[ \t]*\S.*?)[ \t]*\n(?P<rule>(?P<ch>[=\-~^*+#])(?P=ch){2,})[ \t]*)$",
     re.MULTILINE,
 )
 
@@ -30,11 +30,15 @@ class Heading(NamedTuple):
 def headings(text: str) -> Iterator[Heading]:
     """The headings of `text` in order (see the module docstring), found as they are
     read: a caller that wants the first, or those above a point, reads no further."""
-    fenced = False
+    fence = ""  # the open code fence's marker, "" outside one
     for m in _LINE.finditer(text):
         if m.group("fence"):
-            fenced = not fenced
-        elif fenced:
+            marker, info = m.group("fence"), m.group("info").strip()
+            if not fence:
+                fence = marker
+            elif marker[0] == fence[0] and len(marker) >= len(fence) and not info:
+                fence = ""  # CommonMark: the same character, as many or more, nothing after
+        elif fence:
             continue
         elif m.group("atx"):
             yield Heading(m.start(), m.group("atx").strip())

@@ -202,7 +202,11 @@ def load_documents(
         path = Path(source)
         if path.is_dir():
             found = sorted(path.rglob("*"))
-            files = [p for p in found if p.suffix.lower() in SUFFIXES and p.is_file()]
+            files = [
+                p
+                for p in found
+                if p.suffix.lower() in SUFFIXES and p.is_file() and not _hidden(p, path)
+            ]
             _warn_skipped(path, found, files)
             if not files:
                 raise ConfigError(
@@ -270,6 +274,13 @@ styles, images, fonts, JSON data): skipped without a warning. XML and archives m
 documents (DocBook, a zip of PDFs), so they are warned about."""
 
 
+def _hidden(p: Path, folder: Path) -> bool:
+    """Whether `p` lies in a hidden file or folder under `folder` (`.git`,
+    `.ipynb_checkpoints`, `.github`): not the documents, and a notebook's checkpoint is a
+    second copy of it."""
+    return any(part.startswith(".") for part in p.relative_to(folder).parts)
+
+
 def _warn_skipped(folder: Path, found: Sequence[Path], read: Sequence[Path]) -> None:
     """Warn, by kind, about the files `found` under `folder` that are not `read`: a
     corpus of Word files beside two notes would otherwise be indexed as the two notes.
@@ -281,8 +292,7 @@ def _warn_skipped(folder: Path, found: Sequence[Path], read: Sequence[Path]) -> 
     assets = 0
     broken: list[str] = []
     for p in found:
-        rel = p.relative_to(folder).parts
-        if p in taken or any(part.startswith(".") for part in rel):
+        if p in taken or _hidden(p, folder):
             continue
         if p.is_symlink() and not p.exists():
             broken.append(p.relative_to(folder).as_posix())

@@ -35,6 +35,8 @@ from harness.corpus.headings import headings
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx", ".qmd", ".rmd")
 """Files read as markdown: plain, MDX (Docusaurus), Quarto and R Markdown."""
 
+_KEY = re.compile(r"^[A-Za-z_][\w-]*[ \t]*[:=]")
+"""A front matter line that starts a key (`title:`, Hugo's `title =`)."""
 _FENCE = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _HEADING_ATTRS = re.compile(r"^(?P<head>#{1,6}[ \t]+.*?)[ \t]*\{[#.][^{}]*\}[ \t]*$")
 _DIV = re.compile(r"^[ \t]*:{3,}(?P<rest>.*)$")
@@ -48,6 +50,8 @@ _TAG = r"</?(?P<name>[A-Za-z][\w.:-]*)(?:\s[^<>]*)?/?>"
 _TAGS_ONLY = re.compile(rf"^[ \t]*(?:{_TAG}[ \t]*)+$")
 _TAG_NAMES = re.compile(_TAG)
 _ANCHORS_ONLY = re.compile(r"^[ \t]*(?:\[\]\{[^{}]*\}[ \t]*)+$")
+_STYLE_OR_SCRIPT = re.compile(r"<(style|script)(?=[\s>/]|$)")
+_MDX_COMMENT = re.compile(r"^[ \t]*\{/\*.*\*/\}[ \t]*$")
 _MDX_STATEMENT = re.compile(r"^(?:import|export)\s")
 _HTML_WORDS = (
     "a abbr address article aside b blockquote br center code dd del details dfn div dl dt "
@@ -63,8 +67,10 @@ def front_matter(raw: str) -> tuple[dict[str, Any], str]:
     """(its front matter, the rest) of a markdown file; ({}, raw) without one.
 
     Front matter is a YAML mapping between a first line `---` and the next line `---` or
-    `...`, or a TOML table between `+++` lines (Hugo). A block that does not parse as a
-    mapping is not front matter: a page may open with a horizontal rule.
+    `...`, or a TOML table between `+++` lines (Hugo), its first line a key and every key
+    a name (`title`, `sidebar_position`); an empty block is empty front matter. A block
+    that does not parse as such a mapping is not front matter: a page may open with a
+    horizontal rule and a paragraph ("Note: this guide assumes Python 3.").
     """
     first, _, rest = raw.partition("\n")
     closers = {"---": ("---", "..."), "+++": ("+++",)}.get(first.rstrip())
@@ -74,21 +80,27 @@ def front_matter(raw: str) -> tuple[dict[str, Any], str]:
     end = next((i for i, line in enumerate(lines) if line.rstrip() in closers), None)
     if end is None:
         return {}, raw
+    body = "\n".join(lines[end + 1 :])
     block = "\n".join(lines[:end])
+    if not block.strip():
+        return {}, body  # Jekyll's empty front matter
+    if not _KEY.match(lines[0]):
+        return {}, raw  # a rule, a blank line, then a paragraph: text
     try:
-        meta = tomllib.loads(block) if first.startswith("+") else yaml.safe_load(block)
-    except (yaml.YAMLError, tomllib.TOMLDecodeError, RecursionError):
+        # every value as text: a date or a "yes" stays as written, and a bad one is no error
+        meta = tomllib.loads(block) if first.startswith("+") else yaml.load(block, yaml.BaseLoader)
+    except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError, TypeError, RecursionError):
         return {}, raw
-    if not isinstance(meta, dict):
+    if not isinstance(meta, dict) or not all(_KEY.match(f"{k}:") for k in meta):
         return {}, raw
-    return meta, "\n".join(lines[end + 1 :])
+    return meta, body
 
 
 def _marker_title(rest: str) -> str:
     """The title an admonition or div marker gives, or "": what follows its kind
     (`:::info[Title]`, `:::tip Title`, `!!! note "Title"`) or, in an attribute block
     (`::: {.callout-note title="Title"}`), its `title`."""
-    rest = rest.strip()
+    rest = rest.strip().rstrip(":").strip()  # Pandoc's `::: Warning ::::::`
     if rest.startswith("{"):
         m = _ATTR_TITLE.search(rest)
         return m.group("t").strip() if m else ""
@@ -124,7 +136,7 @@ def _body_lines(body: str, mdx: bool) -> tuple[list[str], bool]:
     skip_until = ""  # the closing of an HTML comment, <style> or <script> block
     for line in body.split("\n"):
         if skip_until:
-            if skip_until in line.lower():
+            if skip_until in line.lower() or (skip_until == "\n" and not line.strip()):
                 skip_until = ""
             continue
         m = _FENCE.match(line)
@@ -145,6 +157,8 @@ def _body_lines(body: str, mdx: bool) -> tuple[list[str], bool]:
         if kept is None:
             changed = True
             skip_until = _opens_block(line)
+            if mdx and _MDX_STATEMENT.match(line):
+                skip_until = "" if _statement_ends(line) else "\n"  # to the blank line
             continue
         changed |= kept != line
         if not kept.strip() and (not out or not out[-1].strip()):
@@ -157,10 +171,21 @@ def _opens_block(line: str) -> str:
     """What closes the HTML comment, `<style>` or `<script>` block `line` opens without
     closing it, or ""."""
     low = line.strip().lower()
-    for opener, closer in (("<!--", "-->"), ("<style", "</style>"), ("<script", "</script>")):
-        if low.startswith(opener) and closer not in low:
-            return closer
+    if low.startswith("<!--"):
+        return "" if "-->" in low else "-->"
+    m = _STYLE_OR_SCRIPT.match(low)
+    if m and f"</{m.group(1)}>" not in low:
+        return f"</{m.group(1)}>"
     return ""
+
+
+def _statement_ends(line: str) -> bool:
+    """Whether an MDX `import`/`export` line is the whole statement: a one-line import
+    (`import X from 'y';`) or an export that opens no bracket it does not close. MDX
+    runs a statement on to the next blank line otherwise."""
+    text = line.strip()
+    opened = sum(text.count(c) for c in "({[") - sum(text.count(c) for c in ")}]")
+    return opened <= 0 and (text.startswith("export") or " from " in text or text.endswith(";"))
 
 
 def _visible(line: str, mdx: bool) -> str | None:
@@ -170,9 +195,11 @@ def _visible(line: str, mdx: bool) -> str | None:
     low = line.strip().lower()
     if _opens_block(line) or (low.startswith("<!--") and low.endswith("-->")):
         return None
-    if low.startswith(("<style", "<script")):
+    if _STYLE_OR_SCRIPT.match(low):
         return None  # a block opened and closed on its own line
-    if (mdx and _MDX_STATEMENT.match(line)) or _SHORTCODE.match(line):
+    if mdx and (_MDX_STATEMENT.match(line) or _MDX_COMMENT.match(line)):
+        return None
+    if _SHORTCODE.match(line):
         return None
     div = _DIV.match(line) or _ADMONITION.match(line)
     if div:
@@ -187,7 +214,7 @@ def _meta_text(meta: dict[str, Any], key: str) -> str:
     """A front matter field as text: a string or number; "" for a list, a mapping or
     nothing."""
     value = meta.get(key)
-    return str(value).strip() if isinstance(value, str | int | float) else ""
+    return " ".join(str(value).split()) if isinstance(value, str | int | float) else ""
 
 
 def markdown_text(raw: str, *, mdx: bool = False) -> tuple[str, str]:
@@ -198,7 +225,7 @@ def markdown_text(raw: str, *, mdx: bool = False) -> tuple[str, str]:
     meta, body = front_matter(raw)
     lines, changed = _body_lines(body, mdx)
     # nothing to leave out: the file as written, byte for byte
-    text = "\n".join(lines).strip("\n") if changed or meta else raw
+    text = "\n".join(lines).strip("\n") if changed or body is not raw else raw
     title = _meta_text(meta, "title")
     if title and text.strip() and not re.match(r"#[ \t]", text.lstrip()):
         subtitle = _meta_text(meta, "subtitle")

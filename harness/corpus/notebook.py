@@ -18,8 +18,10 @@ from harness.errors import ConfigError
 
 def _source(cell: dict[str, Any]) -> str:
     """A cell's text: nbformat 4 stores it as a string or as a list of lines."""
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else str(src)
+    src = cell.get("source")
+    if isinstance(src, list):
+        return "".join(s for s in src if isinstance(s, str))
+    return src if isinstance(src, str) else ""
 
 
 def _language(nb: dict[str, Any]) -> str:
@@ -53,11 +55,12 @@ def notebook_text(raw: str, where: str) -> tuple[str, str]:
         )
     language = _language(nb)
     parts: list[str] = []
-    for i, cell in enumerate(c for c in cells if isinstance(c, dict)):
+    for cell in (c for c in cells if isinstance(c, dict)):
         kind, text = cell.get("cell_type"), _source(cell).strip("\n")
         if not text.strip():
             continue
-        if kind == "markdown" or (kind == "raw" and i == 0 and text.startswith(("---", "+++"))):
+        first = not parts
+        if kind == "markdown" or (kind == "raw" and first and text.startswith(("---", "+++"))):
             parts.append(text)
         elif kind == "code":
             # a fence longer than any run of backticks in the code, which it cannot close

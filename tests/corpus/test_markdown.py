@@ -144,6 +144,39 @@ def test_a_code_block_keeps_its_blank_lines_when_markers_around_it_go():
     assert text == "Run it:\n\n```python\ndef a():\n    pass\n\n\ndef b():\n    pass\n```"
 
 
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        # a rule, a blank line and a paragraph that reads as YAML: text, not front matter
+        ("---\n\nNote: this guide assumes Python 3.\n\n---\n\nBody.\n", None),
+        # a value YAML's own types would refuse (no such date) is text, not a crash
+        ("---\ndate: 2024-02-30\ntitle: Yes\n---\nBody.\n", ("# Yes\n\nBody.", "Yes")),
+        # Jekyll's empty front matter
+        ("---\n---\n# Post\n\nBody.\n", ("# Post\n\nBody.", "Post")),
+        # a component named like a style or script tag is not a style or script block
+        ("Intro\n\n<StyledBox>\n\nImportant text\n", None),
+        ("Intro\n\n<scripting-notes>\n\nImportant text\n", None),
+        # Pandoc's div with trailing colons; a multi-line title
+        ("::: Warning ::::::\nMind the gap.\n:::\n", ("Mind the gap.", "")),
+        ("---\ntitle: |\n  Two\n  lines\n---\nBody.\n", ("# Two lines\n\nBody.", "Two lines")),
+    ],
+)
+def test_what_is_and_is_not_markup(raw, expected):
+    text, title = markdown_text(raw)
+    if expected is None:
+        assert text == raw  # text, read as written
+    else:
+        assert (text, title) == expected
+
+
+def test_mdx_statements_over_several_lines_and_comments():
+    raw = (
+        "import {\n  Foo,\n  Bar,\n} from '@site/x';\n\nexport const meta = {\n  a: 1,\n};\n\n"
+        "Text.\n{/* truncate */}\n\nMore.\n"
+    )
+    assert markdown_text(raw, mdx=True)[0] == "Text.\n\nMore."
+
+
 def test_front_matter_fields_that_are_not_text_give_no_title():
     text, title = markdown_text("---\ntitle: [a, b]\nsubtitle: {x: 1}\n---\n\n## Setup\n")
     assert (text, title) == ("## Setup", "Setup")
@@ -216,6 +249,21 @@ def test_a_notebook_reads_as_its_markdown_and_code_without_outputs():
     assert notebook_text(quarto, "q.ipynb") == ("# Agents\n\n```R\nx <- 1\n```", "Agents")
 
 
+def test_odd_notebook_cells_are_read_without_a_crash():
+    nb = _notebook(
+        [
+            {"cell_type": "markdown", "source": None},
+            "not a cell",
+            {"cell_type": "raw", "source": ["---\n", "title: Agents\n", "---"]},
+            {"cell_type": "markdown", "source": ["Text ", 3, "more."]},
+            {"cell_type": "code", "source": "````\n# a comment, not a heading\n````"},
+        ]
+    )
+    text, title = notebook_text(nb, "nb.ipynb")
+    assert title == "Agents" and text.startswith("# Agents\n\nText more.")
+    assert "`````python\n````\n# a comment, not a heading\n````\n`````" in text
+
+
 @pytest.mark.parametrize(
     ("raw", "match"),
     [
@@ -240,6 +288,11 @@ def test_a_documentation_repository_is_read_and_a_dangling_link_named(tmp_path, 
     )
     (docs / "report.Rmd").write_text("---\ntitle: Report\n---\n\nFigures.\n")
     (docs / "CHANGELOG.md").symlink_to(tmp_path / "gone.md")
+    # Jupyter's checkpoint copy is a second copy of the notebook: not a document
+    (docs / ".ipynb_checkpoints").mkdir()
+    (docs / ".ipynb_checkpoints" / "howto-checkpoint.ipynb").write_text(
+        _notebook([{"cell_type": "markdown", "source": "# How to\n\nSteps."}])
+    )
     (docs / "stub.qmd").write_text("---\ntitle: Reference\n---\n\n\n")
     loaded = {d.doc_id: d for d in load_documents([str(docs)])}
     # a page whose body a generator fills in at build time has no text of its own
