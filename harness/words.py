@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import re
 
-CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-"""Hiragana, katakana and the CJK ideographs (extension A, unified, compatibility), as a
-regex character range (`export-config` writes the same range into its code)."""
+CJK = r"\u3005\u3041-\u309f\u30a1-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+"""The ideographic iteration mark, hiragana, katakana (not the middle dot ・ nor ゠, which
+are punctuation), the CJK ideographs (extension A, unified, compatibility) and half-width
+katakana, as a regex character range (`export-config` writes the same range into its
+code)."""
 RUN = rf"[{CJK}]+|[^\W{CJK}]+"
 """A word, or a run of Chinese or Japanese characters (a regex)."""
 _RUN = re.compile(RUN)

@@ -133,19 +133,21 @@ class _Bootstrap:
     seed: int
 
 
-JUDGING = ("model", "model_sha256", "mode", "prompt_version", "reasons", "grade_cuts")
-"""The judge's spec fields that change its verdicts (as a calibration's `judge_key`)."""
+NOT_JUDGING = ("base_url", "prompt_variant", "engine")
+"""Judge spec fields that do not change a verdict: where the endpoint is, and how it was
+reached (every other field, the cache identity's, may)."""
 
 
 def _judging(run: RunLog) -> dict[str, Any]:
-    """What decided a run's verdicts: its judge's JUDGING fields, and the criteria wording
-    and calibration file of its experiment."""
+    """What decided a run's verdicts: its judge's name and spec fields (but NOT_JUDGING),
+    and the criteria wording and calibration file of its experiment."""
     spec = run.header.components.get("judge")
     args = spec.args if spec is not None else {}
     judge = run.header.config.get("judge") if isinstance(run.header.config, dict) else None
     judge = judge if isinstance(judge, dict) else {}
     return {
-        **{name: args.get(name) for name in JUDGING},
+        "judge": spec.name if spec is not None else None,
+        **{name: v for name, v in args.items() if name not in NOT_JUDGING},
         "criteria": judge.get("criteria"),
         "criteria_preset": judge.get("criteria_preset"),
         "calibration": judge.get("calibration"),
@@ -154,15 +156,18 @@ def _judging(run: RunLog) -> dict[str, Any]:
 
 def judge_note(runs: Sequence[RunLog]) -> str | None:
     """One line when the runs' verdicts came from different judges (model, mode, prompt,
-    criteria or calibration), None when they were judged alike: a difference in a judged
-    metric is then partly the judge's, not the retrieval's."""
+    few-shot examples, sampling, criteria or calibration), None when they were judged
+    alike: a difference in a judged metric is then partly the judge's, not the
+    retrieval's. A field some run's log does not hold (written by an older version) is
+    not compared."""
     seen = [_judging(r) for r in runs]
+    held = [name for name in seen[0] if all(name in s for s in seen)]
     differ = [
         name
-        for name in seen[0]
+        for name in held
         if len({repr(s.get(name)) for s in seen}) > 1 and name != "model_sha256"
     ]
-    if not differ and len({repr(s["model_sha256"]) for s in seen}) > 1:
+    if not differ and "model_sha256" in held and len({repr(s["model_sha256"]) for s in seen}) > 1:
         differ = ["model file"]
     if not differ:
         return None

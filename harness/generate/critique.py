@@ -111,10 +111,13 @@ _DOCUMENT_NOUNS = (
     "menu|author|writer|speaker|narrator|article|book|report|study|paper|survey|recipe|"
     "story|table|figure|chart|list|item|product|website|page|movie|film|song|show|summary|"
     # code a technical page shows: "what does the function do?" (seen on a documentation site)
-    "function|method|class|snippet|script|example|parameter|argument|variable"
+    "function|method|snippet|example|parameter"
 )
 """Nouns that, unqualified after "the", point at a document the reader never saw."""
 _DOCUMENT_NOUN_SET = frozenset(_DOCUMENT_NOUNS.split("|"))
+_CODE_NOUNS = frozenset(("function", "method", "snippet", "example", "parameter"))
+"""Of _DOCUMENT_NOUNS, those a technical page's code is: a word after one names it
+("the parameter timeout", "the method invoke"), unless it is the question's verb."""
 _PLACE_NOUNS = (
     "company|firm|business|organization|organisation|store|shop|restaurant|hotel|school|"
     "team|manager|manufacturer|policy|plan|program|programme|project|contract|agreement|"
@@ -166,6 +169,18 @@ _AUXILIARY = re.compile(r"\b(?:do|does|did|can|could|will|would|should|shall|may
 the product cost in euros"), neither a compound's head nor a name."""
 
 
+def _code_named(question: str, m: re.Match[str]) -> bool:
+    """Whether "the <code noun>" `m` is named by the words after it: any word but a
+    function word ("the function do"), and, right after an auxiliary ("what does the
+    function return"), only when a verb follows the name ("what does the parameter
+    timeout control")."""
+    after = re.findall(r"[\w-]+", question[m.end() :])
+    if not after or after[0].lower() in _FUNCTION_WORDS:
+        return False
+    right_after_auxiliary = re.search(rf"{_AUXILIARY.pattern}\s+$", question[: m.start()].lower())
+    return not (right_after_auxiliary and len(after) == 1)
+
+
 def _qualified_later(question: str, m: re.Match[str]) -> bool:
     """True when the reference `m` ("the <noun>") is qualified one word on: a compound
     with a qualifier after it ("the item number on a W-2 form", "the menu prices at
@@ -176,6 +191,8 @@ def _qualified_later(question: str, m: re.Match[str]) -> bool:
     noun = words[-1].removesuffix("'s")
     if words[0] != "the" or not {noun, noun[:-1], noun[:-2]} & _DOCUMENT_NOUN_SET:
         return False  # "the above", "this product": never qualified later
+    if {noun, noun[:-1]} & _CODE_NOUNS:
+        return _code_named(question, m)
     if _AUXILIARY.search(question.lower(), 0, m.start()):
         return False
     nxt = re.match(r"\s+([\w-]+)(?:\s+([\w-]+))?", question[m.end() :])
@@ -367,6 +384,8 @@ been cut: the next word's token did not fit, so the grammar let only the closing
 through ("... backup and peripherals requirements for", 99 characters of 100)."""
 
 
+_ENDS = ("?", ".", "!", ")", '"', "`", "\uff1f", "\u3002", "\uff01")
+"""What ends a finished question (full-width ？ 。 ！ too)."""
 NEAR_WORD = 8
 """Characters short of a grammar's string bound within which a string that does not end
 a sentence ("?", ".", "!") was cut: its next token did not fit, often mid-word ("...
@@ -380,7 +399,7 @@ def _cut_at_bound(value: str, bound: int) -> bool:
     text = value.rstrip()
     if len(value) >= bound:
         return True
-    if len(text) >= bound - NEAR_WORD and not text.endswith(("?", ".", "!", ")", '"', "`")):
+    if len(text) >= bound - NEAR_WORD and not text.endswith(_ENDS):
         return True
     words = text.split()
     return (

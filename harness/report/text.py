@@ -281,8 +281,11 @@ def format_question(q: QuestionResult, k: int, excerpt_chars: int = 300) -> str:
     scores, an excerpt of at most `excerpt_chars` characters and any reasons or errors.
     """
     m = q.metrics
-    # the run's headline in its order (soft_mrr first), then relevancy_mrr
-    shown = {**headline(m, k), f"relevancy_mrr@{k}": m.get(f"relevancy_mrr@{k}", float("nan"))}
+    # the run's headline in its order (soft_mrr first), then relevancy_mrr; a question
+    # without metrics (judging failed) shows its hard ones as nan
+    nan = float("nan")
+    lead = headline(m, k) or {f"mrr@{k}": nan, f"hit_rate@{k}": nan}
+    shown = {**lead, f"relevancy_mrr@{k}": m.get(f"relevancy_mrr@{k}", nan)}
     values = "  ".join(
         f"{key}={value:.0f}" if key.startswith("hit_rate@") else f"{key}={value:.3f}"
         for key, value in shown.items()

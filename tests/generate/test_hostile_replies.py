@@ -79,6 +79,8 @@ def test_a_reply_cut_off_at_its_token_limit_says_so():
     assert parse_draft(reply, bound=100).startswith("the question filled its 100-character")
     assert parse_draft(reply, bound=99 + 8).startswith("the question filled its")
     assert not isinstance(parse_draft(reply, bound=99 + 9), str)
+    full_width = json.dumps({"question": "x" * 95 + "\uff1f", "answer": "a"})
+    assert not isinstance(parse_draft(full_width, bound=100), str)  # ends with ？
     finished = json.dumps({"question": mid_word[:-4] + " resources?", "answer": "a"})
     assert not isinstance(parse_draft(finished, bound=len(mid_word) + 7 + 1), str)
     assert not isinstance(parse_draft(reply), str)

@@ -618,7 +618,7 @@ def test_overlap_limit_from_examples():
         # code on a technical page the reader never saw (a documentation site's run)
         "what does the function do?",
         "What does the example print?",
-        "how do I run the script",
+        "what does the function return",
         "What type is the parameter?",
     ],
 )
@@ -661,6 +661,11 @@ def test_dangling_references_are_found(question):
         "What is the example of a custom scorer?",
         "What arguments does the eval_set function take?",
         "how do I pass arguments on the command line",
+        "what does the parameter timeout control",
+        "how do I call the method invoke",
+        "What is the variable pay for sales staff?",
+        "When does the class start?",
+        "How do I fix the script error?",
     ],
 )
 def test_qualified_references_pass(question):

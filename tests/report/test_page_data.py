@@ -329,19 +329,27 @@ def test_runs_judged_differently_are_said_to_be_before_their_differences(logs: L
     from harness.report.text import format_compare
     from harness.types import ComponentSpec
 
-    run = logs.run
-    spec = run.header.components["judge"]
-    other_spec = ComponentSpec(spec.name, {**spec.args, "mode": "extractive"})
-    header = dataclasses.replace(
-        run.header, components={**run.header.components, "judge": other_spec}
-    )
-    other = dataclasses.replace(run, header=header)
+    def judged(run, **args):
+        spec = ComponentSpec("openai-chat", {"base_url": "http://127.0.0.1", **args})
+        header = dataclasses.replace(
+            run.header, components={**run.header.components, "judge": spec}
+        )
+        return dataclasses.replace(run, header=header)
+
+    run = judged(logs.run, mode="pointwise", model="m", model_sha256="a")
+    other = judged(logs.run, mode="extractive", model="m", model_sha256="a")
     assert judge_note([run, run]) is None and compare_runs([run, run]).notes == []
+    # another endpoint serving the same judge, or a field an older log lacks: judged alike
+    moved = judged(logs.run, mode="pointwise", model="m", model_sha256="a", few_shot=2)
+    moved.header.components["judge"].args["base_url"] = "http://other"
+    assert judge_note([run, moved]) is None
+    reloaded = judged(logs.run, mode="pointwise", model="m", model_sha256="b")
+    assert "(model file)" in (judge_note([run, reloaded]) or "")
+    assert judge_note([logs.run, logs.run]) is None  # the scripted judge's own spec
     comp = compare_runs([run, other])
     assert comp.notes == [
-        f"the runs were judged differently (mode {spec.args.get('mode')} / extractive): a "
-        "difference in a judged metric is partly the judge's, not the retrieval's; compare "
-        "runs judged alike"
+        "the runs were judged differently (mode pointwise / extractive): a difference in a "
+        "judged metric is partly the judge's, not the retrieval's; compare runs judged alike"
     ]
     assert f"note: {comp.notes[0]}" in format_compare(comp, comp.change_metric).splitlines()[3]
     page = compare_page([run, other], comp)

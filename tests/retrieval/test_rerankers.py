@@ -38,6 +38,7 @@ def test_tokenizer_lowercases_and_splits_on_words():
     assert tokenize("年假申请 (HR-2)") == ["年假", "假申", "申请", "hr", "2"]
     assert tokenize("東京のオフィス") == ["東京", "京の", "のオ", "オフ", "フィ", "ィス"]
     assert tokenize("假 휴가") == ["假", "휴가"]  # a lone character; Korean has spaces
+    assert tokenize("東京・大阪") == ["東京", "大阪"]  # the middle dot is punctuation
 
 
 def test_bm25_finds_the_chinese_passage_that_answers():

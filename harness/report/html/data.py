@@ -58,8 +58,8 @@ CURVE_METRICS = ("soft_mrr", "mrr", "hit_rate")
 metrics draws the other two)."""
 
 HEADLINE = ("soft_mrr", "mrr", "hit_rate", "relevancy_mrr")
-"""The per-question metrics a question row shows: the run's headline in its order, then
-relevancy_mrr (`harness show` prints the same)."""
+"""The per-question metrics a question's data holds: the run's headline in its order
+(its row shows these three), then relevancy_mrr."""
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP_WORDS = frozenset(
