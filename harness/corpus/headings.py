@@ -27,6 +27,12 @@ class Heading(NamedTuple):
     text: str
 
 
+def first_heading(text: str) -> str:
+    """The text of the first heading of `text` (a document's title), or ""."""
+    first = next(headings(text), None)
+    return first.text if first else ""
+
+
 def headings(text: str) -> Iterator[Heading]:
     """The headings of `text` in order (see the module docstring), found as they are
     read: a caller that wants the first, or those above a point, reads no further."""

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from loguru import logger
 
-from harness.corpus.headings import headings
+from harness.corpus.headings import first_heading
 from harness.corpus.markdown import MARKDOWN_SUFFIXES, markdown_text
 from harness.errors import ConfigError
 from harness.types import Document
@@ -135,8 +135,7 @@ def _load_file(path: Path, doc_id: str, html_classes: Sequence[str]) -> Document
 
         text, title = notebook_text(raw, str(path))
     else:
-        first = next(headings(raw), None)
-        text, title = raw, first.text if first else ""
+        text, title = raw, first_heading(raw)
     return Document(doc_id=doc_id, text=text, source=str(path), title=title or path.stem)
 
 
@@ -225,10 +224,9 @@ def load_documents(
     if empty:
         pages = any(e.lower().endswith((".html", ".htm")) for e in empty)
         logger.warning(
-            "left out {} without text: {}{}{}",
-            f"{len(empty)} documents" if len(empty) > 1 else "1 document",
-            ", ".join(empty[:3]),
-            ", ..." if len(empty) > 3 else "",
+            "left out {} without text: {}{}",
+            _count(empty, "document"),
+            _first_names(empty),
             " (a page its scripts draw holds no text when saved)" if pages else "",
         )
     docs = [d for d in docs if d.text.strip()]
@@ -274,6 +272,16 @@ styles, images, fonts, JSON data): skipped without a warning. XML and archives m
 documents (DocBook, a zip of PDFs), so they are warned about."""
 
 
+def _count(names: Sequence[str], noun: str) -> str:
+    """A count with its noun: "1 link", "3 links"."""
+    return f"{len(names)} {noun}s" if len(names) > 1 else f"1 {noun}"
+
+
+def _first_names(names: Sequence[str], shown: int = 3) -> str:
+    """The first `shown` names, then ", ..." when there are more."""
+    return ", ".join(names[:shown]) + (", ..." if len(names) > shown else "")
+
+
 def _hidden(p: Path, folder: Path) -> bool:
     """Whether `p` lies in a hidden file or folder under `folder` (`.git`,
     `.ipynb_checkpoints`, `.github`): not the documents, and a notebook's checkpoint is a
@@ -308,11 +316,10 @@ def _warn_skipped(folder: Path, found: Sequence[Path], read: Sequence[Path]) -> 
         logger.info("{}: skipped {} scripts, styles, images and JSON files", folder, assets)
     if broken:
         logger.warning(
-            "{}: skipped {} whose target is missing: {}{}",
+            "{}: skipped {} whose target is missing: {}",
             folder,
-            f"{len(broken)} links" if len(broken) > 1 else "1 link",
-            ", ".join(broken[:3]),
-            ", ..." if len(broken) > 3 else "",
+            _count(broken, "link"),
+            _first_names(broken),
         )
     if kinds:
         listed = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))

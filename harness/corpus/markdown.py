@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from harness.corpus.headings import headings
+from harness.corpus.headings import first_heading
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx", ".qmd", ".rmd")
 """Files read as markdown: plain, MDX (Docusaurus), Quarto and R Markdown."""
@@ -231,6 +231,5 @@ def markdown_text(raw: str, *, mdx: bool = False) -> tuple[str, str]:
         subtitle = _meta_text(meta, "subtitle")
         text = f"# {title}\n\n" + (f"{subtitle}\n\n" if subtitle else "") + text
     if not title:
-        first = next(headings(text), None)
-        title = first.text if first else ""
+        title = first_heading(text)
     return text, title

@@ -107,17 +107,18 @@ def repeats_question(question: str, answer: str) -> bool:
     return bool(words) and words <= set(content_words(question))
 
 
+_CODE_NOUN_TEXT = "function|method|snippet|example|parameter"
+"""Code a technical page shows ("what does the function do?", seen on a documentation
+site): a word after one names it ("the parameter timeout", "the method invoke"), unless
+it is the question's verb."""
+_CODE_NOUNS = frozenset(_CODE_NOUN_TEXT.split("|"))
 _DOCUMENT_NOUNS = (
     "menu|author|writer|speaker|narrator|article|book|report|study|paper|survey|recipe|"
     "story|table|figure|chart|list|item|product|website|page|movie|film|song|show|summary|"
-    # code a technical page shows: "what does the function do?" (seen on a documentation site)
-    "function|method|snippet|example|parameter"
+    + _CODE_NOUN_TEXT
 )
 """Nouns that, unqualified after "the", point at a document the reader never saw."""
 _DOCUMENT_NOUN_SET = frozenset(_DOCUMENT_NOUNS.split("|"))
-_CODE_NOUNS = frozenset(("function", "method", "snippet", "example", "parameter"))
-"""Of _DOCUMENT_NOUNS, those a technical page's code is: a word after one names it
-("the parameter timeout", "the method invoke"), unless it is the question's verb."""
 _PLACE_NOUNS = (
     "company|firm|business|organization|organisation|store|shop|restaurant|hotel|school|"
     "team|manager|manufacturer|policy|plan|program|programme|project|contract|agreement|"
@@ -135,7 +136,7 @@ _NOT_QUALIFIED = (
     r"(?:s|es)?(?:'s)?\b"
     rf"(?!\s+(?:{_QUALIFIER_TEXT.replace(' ', '|')})\b)"
     # a name, a number or a quoted title follows: "the book Dune", "the paper 'Attention'",
-    # or code's name: "the function `exec`", "the method generate()", "the class eval_set"
+    # or code's name: "the function `exec`", "the method generate()", "the parameter max_tokens"
     r"(?!\s+(?-i:[A-Z0-9\"'`\u201c\u2018]|[\w.]+\(|\w*_\w|\w+\.\w))"
 )
 _DANGLING = re.compile(

@@ -467,16 +467,17 @@ def trust_summary(
     "untrusted" when the rates rest on fewer than MIN_MEASURED answers or non-answers,
     the judge finds fewer than MIN_TPR of the answers, the interval is wider than
     MAX_WIDTH, or the rates cannot correct (TPR <= FPR), or when the judge is guessing
-    on this run's own chunks: `guessing`, the share of its probabilities between 0.4 and 0.6 when the run
-    found it too high (`pipeline.run.VerdictTally.guessing`). Error rates measured on
-    an exam (or on labels of other questions) need not hold for a run the judge cannot
-    decide: on CISI's abstracts, where the small judge agrees with the labels at kappa
-    0.24, two of three runs had more than half their probabilities there, and none of
-    the TREC DL or handbook runs, where it agrees at 0.44-0.86. Without rates, the
-    warning says what to run. Hit rate and MRR are not corrected: they are maxima over
-    k chunks, not a share of chunks, and Rogan-Gladen does not apply to them. A lazily
-    judged run's rates are over the chunks it chose to judge (it stops at the first
-    answer), a biased sample: they are reported uncorrected, with a note.
+    on this run's own chunks: `guessing`, the share of its probabilities between 0.4 and
+    0.6 when the run found it too high (`pipeline.run.VerdictTally.guessing`). Error
+    rates measured on an exam (or on labels of other questions) need not hold for a run
+    the judge cannot decide: on CISI's abstracts, where the small judge agrees with the
+    labels at kappa 0.24, two of three runs had more than half their probabilities
+    there, and none of the TREC DL or handbook runs, where it agrees at 0.44-0.86.
+    Without rates, the warning says what to run. Hit rate and MRR are not corrected:
+    they are maxima over k chunks, not a share of chunks, and Rogan-Gladen does not
+    apply to them. A lazily judged run's rates are over the chunks it chose to judge (it
+    stops at the first answer), a biased sample: they are reported uncorrected, with a
+    note.
     """
     if cal is None or not cal.rates:
         return _without_rates(cal)

@@ -38,7 +38,13 @@ from harness.log import (
     TrialRecord,
     effective_status,
 )
-from harness.metrics import COUNTS, METRIC_NAMES, metric_key, paired_bootstrap
+from harness.metrics import (
+    COUNTS,
+    HEADLINE_METRICS,
+    METRIC_NAMES,
+    metric_key,
+    paired_bootstrap,
+)
 from harness.report.text import (
     HARD_BESIDE,
     failure_counts,
@@ -53,11 +59,11 @@ OUTCOMES = ("complete", "relevant", "miss", "error", "not run")
 the top k; relevant chunks only; nothing relevant; judging failed; never judged (a pruned
 trial stopped before it)."""
 
-CURVE_METRICS = ("soft_mrr", "mrr", "hit_rate")
+CURVE_METRICS = HEADLINE_METRICS
 """The metrics drawn against k on a run's page: the headline's (a run without soft
 metrics draws the other two)."""
 
-HEADLINE = ("soft_mrr", "mrr", "hit_rate", "relevancy_mrr")
+HEADLINE = (*HEADLINE_METRICS, "relevancy_mrr")
 """The per-question metrics a question's data holds: the run's headline in its order
 (its row shows these three), then relevancy_mrr."""
 
