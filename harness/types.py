@@ -7,6 +7,7 @@ dicts, so the CLI, tests and notebooks all read the same typed values back.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -88,11 +89,34 @@ class SourceSpan(Record):
     doc_id: str
     start: int
     end: int
+    digest: str | None = None
+    """`span_digest` of the span's text when it was written (`harness generate` writes
+    it), so a document edited since reads as changed; None when unknown (hand-written
+    spans, sets written before it)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """As plain JSON; without `digest` when it is unknown, as sets before it read."""
+        d: dict[str, Any] = {"doc_id": self.doc_id, "start": self.start, "end": self.end}
+        if self.digest is not None:
+            d["digest"] = self.digest
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SourceSpan:
         """The record back from `to_dict()`."""
-        return cls(doc_id=str(d["doc_id"]), start=int(d["start"]), end=int(d["end"]))
+        digest = d.get("digest")
+        return cls(
+            doc_id=str(d["doc_id"]),
+            start=int(d["start"]),
+            end=int(d["end"]),
+            digest=None if digest is None else str(digest),
+        )
+
+
+def span_digest(text: str) -> str:
+    """The first 16 hex digits of the SHA-256 of `text` (UTF-8): a source span's
+    fingerprint of the characters it covers."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

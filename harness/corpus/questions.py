@@ -23,6 +23,7 @@ import csv
 import io
 import json
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -30,7 +31,7 @@ from typing import Any
 
 from harness.corpus.load import read_text_file
 from harness.errors import ConfigError
-from harness.types import Document, Question, SourceSpan
+from harness.types import Document, Question, SourceSpan, span_digest
 
 TEXT_FIELDS = ("text", "question", "query")
 """Names of the question's field (or column), in the order they are looked for."""
@@ -38,6 +39,9 @@ ID_FIELDS = ("id", "_id")
 
 QUESTION_FIELDS = ("id", "_id", "text", "type", "topic", "source", "answer")
 """Fields of a questions line that `Question` holds as its own; the others go to `extra`."""
+
+
+_HEX16 = re.compile(r"[0-9a-f]{16}")
 
 
 def _source_spans(value: Any, where: str) -> tuple[SourceSpan, ...]:
@@ -59,7 +63,12 @@ def _source_spans(value: Any, where: str) -> tuple[SourceSpan, ...]:
             raise ConfigError(
                 where, "source", "expected {doc_id, start, end} objects with 0 <= start < end"
             )
-        spans.append(SourceSpan(doc_id=item["doc_id"], start=item["start"], end=item["end"]))
+        digest = item.get("digest")
+        if digest is not None and not (isinstance(digest, str) and _HEX16.fullmatch(digest)):
+            raise ConfigError(where, "source.digest", "expected 16 hex digits (or none)")
+        spans.append(
+            SourceSpan(doc_id=item["doc_id"], start=item["start"], end=item["end"], digest=digest)
+        )
     return tuple(spans)
 
 
@@ -225,28 +234,36 @@ def fit_sources(
 
     A span names a document and characters of its text: with questions written for
     another corpus (other file names, a PDF of the same pages, an edited document) the
-    document is missing or shorter, and the source metrics would read 0, as if retrieval
-    never found the source. Such a question's spans are dropped, so its source metrics
-    and failure reasons are left out instead."""
-    lengths = {d.doc_id: len(d.text) for d in docs}
+    document is missing, shorter, or (for a span with a `digest`) holds other text
+    there, and the source metrics would read 0, as if retrieval never found the source,
+    or credit whatever chunk now lies there. Such a question's spans are dropped, so its
+    source metrics and failure reasons are left out instead."""
+    texts = {d.doc_id: d.text for d in docs}
 
-    def fits(s: SourceSpan) -> bool:
-        return 0 <= s.start <= s.end <= lengths.get(s.doc_id, -1)
+    def misfit(s: SourceSpan) -> str | None:
+        """Why the span does not fit (None when it does)."""
+        text = texts.get(s.doc_id)
+        if text is None:
+            return f"no document {s.doc_id!r}"
+        if not 0 <= s.start <= s.end <= len(text):
+            return f"{s.doc_id!r} is shorter"
+        if s.digest is not None and span_digest(text[s.start : s.end]) != s.digest:
+            return f"{s.doc_id!r} reads differently at {s.start}-{s.end}"
+        return None
 
     out: list[Question] = []
-    stray: list[str] = []
+    why: list[str] = []
     for q in questions:
-        misfit = next((s.doc_id for s in q.source if not fits(s)), None)
-        if misfit is not None:
-            stray.append(misfit)
+        reason = next((r for r in map(misfit, q.source) if r is not None), None)
+        if reason is not None:
+            why.append(reason)
             q = replace(q, source=())
         out.append(q)
-    if not stray:
+    if not why:
         return out, None
-    missing = sorted({d for d in stray if d not in lengths})
-    example = f"no document {missing[0]!r}" if missing else f"{stray[0]!r} is shorter"
     return out, (
-        f"{where}: {len(stray)} of {sum(1 for q in questions if q.source)} questions' source "
-        f"spans are not in this corpus ({example}): their source metrics and failure reasons "
-        "are left out (were the questions written from other documents?)"
+        f"{where}: {len(why)} of {sum(1 for q in questions if q.source)} questions' source "
+        f"spans are not in this corpus ({why[0]}): their source metrics and failure reasons "
+        "are left out (were the questions written from other documents, or before the "
+        "documents were edited?)"
     )

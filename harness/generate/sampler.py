@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.corpus.headings import headings
-from harness.types import Chunk, Document, SourceSpan
+from harness.types import Chunk, Document, SourceSpan, span_digest
 
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 _SENTENCE_START = re.compile(r"[.!?]\s+(?=\S)")
@@ -103,7 +103,9 @@ def passage_at(doc: Document, start: int, length: int) -> Passage:
     while end > start + 1 and text[end - 1].isspace():
         end -= 1
     return Passage(
-        span=SourceSpan(doc_id=doc.doc_id, start=start, end=end),
+        span=SourceSpan(
+            doc_id=doc.doc_id, start=start, end=end, digest=span_digest(text[start:end])
+        ),
         text=text[start:end],
         topic=topic_label(doc, start),
     )

@@ -224,6 +224,7 @@ def test_source_spans_the_corpus_does_not_hold_are_dropped_with_a_warning(tmp_pa
     from harness.config import load_experiment
     from harness.corpus import fit_sources
     from harness.pipeline import run_experiment
+    from harness.types import span_digest
     from tests.conftest import ScriptedJudge
 
     docs = load_documents([str(CORPUS)])
@@ -236,18 +237,25 @@ def test_source_spans_the_corpus_does_not_hold_are_dropped_with_a_warning(tmp_pa
         {"id": "edited", "text": "When is the hive inspection?", "source": [
             {"doc_id": "bees.md", "start": 10, "end": len(bees.text) + 5}]},
         {"id": "plain", "text": "Who keeps the tool shed key?"},
+        {"id": "fingerprinted", "text": "When is the hive inspection?", "source": [
+            {"doc_id": "bees.md", "start": 0, "end": 40, "digest": span_digest(bees.text[:40])}]},
+        {"id": "rewritten", "text": "When is the hive inspection?", "source": [
+            {"doc_id": "bees.md", "start": 0, "end": 40, "digest": span_digest("other text")}]},
     ]  # fmt: skip
     path = tmp_path / "q.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     questions = load_questions(path)
     kept, warning = fit_sources(questions, docs, str(path))
-    assert [bool(q.source) for q in kept] == [True, False, False, False]
+    assert [bool(q.source) for q in kept] == [True, False, False, False, True, False]
+    assert kept[4].source[0].digest == span_digest(bees.text[:40])
     assert warning == (
-        f"{path}: 2 of 3 questions' source spans are not in this corpus (no document "
+        f"{path}: 3 of 5 questions' source spans are not in this corpus (no document "
         "'bees.pdf'): their source metrics and failure reasons are left out (were the "
-        "questions written from other documents?)"
+        "questions written from other documents, or before the documents were edited?)"
     )
     assert fit_sources(questions[:1], docs) == ([questions[0]], None)
+    # a span whose text changed under it names where (its length still fits)
+    assert "'bees.md' reads differently at 0-40" in fit_sources(questions[5:], docs)[1]
     run = run_experiment(
         load_experiment(DATA / "experiment.toml", [f'questions.file="{path}"']),
         results_dir=tmp_path / "r",

@@ -37,8 +37,9 @@ from harness.generate.pipeline import NEAREST, corpus_bm25, plan
 from harness.generate.sampler import corpus_windows, topic_label
 from harness.llm.client import ChatClient, Reply
 from harness.metrics.source import source_hit, source_metrics, source_mrr
+from harness.pipeline.prepare import load_corpus
 from harness.testing import Act, FakeOpenAI
-from harness.types import Chunk, Cost, CriterionVerdict, Document, SourceSpan, Verdict
+from harness.types import Chunk, Cost, CriterionVerdict, Document, SourceSpan, Verdict, span_digest
 
 WORDS = [
     "alpha",
@@ -676,6 +677,13 @@ def test_types_paraphrases_exam_and_round_trip_through_run(tmp_path, cache_dir):
     # the file reads as a questions file, and a run keeps its fields and reports sources
     questions = load_questions(out)
     assert questions[0].source and questions[0].extra["scores"]
+    # each span carries the fingerprint of the text it was written from
+    texts = {d.doc_id: d.text for d in load_corpus(load_experiment(exp_path))}
+    assert all(
+        s.digest == span_digest(texts[s.doc_id][s.start : s.end])
+        for q in questions
+        for s in q.source
+    )
     script = tmp_path / "script.jsonl"
     script.write_text(
         "".join(
@@ -767,6 +775,11 @@ def test_bad_source_in_questions_file_is_one_line(tmp_path):
     with pytest.raises(ConfigError) as e:
         load_questions(p)
     assert str(e.value).count("\n") == 0 and "q.jsonl:1" in str(e.value)
+    p.write_text('{"id": "a", "text": "Q?", "source": {"doc_id": "d", "start": 0, "end": 2, '
+                 '"digest": "not hex"}}\n')  # fmt: skip
+    with pytest.raises(ConfigError) as e:
+        load_questions(p)
+    assert e.value.field == "source.digest" and "q.jsonl:1" in str(e.value)
 
 
 def test_bad_generate_settings_are_one_line(tmp_path):
