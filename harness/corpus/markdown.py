@@ -19,6 +19,10 @@ leaves out, outside code blocks:
 - in MDX, `import` and `export` lines and lines made only of components' tags
   (`<Tabs>`, `<TabItem value="py">`).
 
+A line of text wrapped in layout tags only (`<summary>Details</summary>`) reads as its
+text (`<h2>` as `## `). Code blocks, fenced or indented by four spaces after a blank
+line, keep every line as written.
+
 A plain markdown file without any of these reads byte for byte as written.
 """
 
@@ -48,6 +52,10 @@ _MARKER = re.compile(
 _SHORTCODE = re.compile(r"^[ \t]*\{\{[<%].*[>%]\}\}[ \t]*$")
 _TAG = r"</?(?P<name>[A-Za-z][\w.:-]*)(?:\s[^<>]*)?/?>"
 _TAGS_ONLY = re.compile(rf"^[ \t]*(?:{_TAG}[ \t]*)+$")
+_WRAPPED = re.compile(
+    r"^[ \t]*(?:<[A-Za-z][^<>]*>[ \t]*)+(?P<text>[^<>]*[^<>\s][^<>]*)(?:</[A-Za-z][^<>]*>[ \t]*)+$"
+)
+_INDENTED = re.compile(r"^(?: {4}|[ ]{0,3}\t)")
 _TAG_NAMES = re.compile(_TAG)
 _ANCHORS_ONLY = re.compile(r"^[ \t]*(?:\[\]\{[^{}]*\}[ \t]*)+$")
 _STYLE_OR_SCRIPT = re.compile(r"<(style|script)(?=[\s>/]|$)")
@@ -134,6 +142,7 @@ def _body_lines(body: str, mdx: bool) -> tuple[list[str], bool]:
     fence = ""  # the open code fence, "" outside one
     raw_block = False  # inside ```{=html}: left out whole
     skip_until = ""  # the closing of an HTML comment, <style> or <script> block
+    indented = False  # inside an indented code block (or a list item's indented text)
     for line in body.split("\n"):
         if skip_until:
             if skip_until in line.lower() or (skip_until == "\n" and not line.strip()):
@@ -153,6 +162,11 @@ def _body_lines(body: str, mdx: bool) -> tuple[list[str], bool]:
             if not raw_block:
                 out.append(line)
             continue
+        if _INDENTED.match(line) and (indented or not out or not out[-1].strip()):
+            indented = True  # after a blank line: code, kept as written
+            out.append(line)
+            continue
+        indented = indented and not line.strip()
         kept = _visible(line, mdx)
         if kept is None:
             changed = True
@@ -206,8 +220,26 @@ def _visible(line: str, mdx: bool) -> str | None:
         return _marker_title(div.group("rest")) or None
     if _layout_only(line, mdx):
         return None
+    wrapped = _unwrapped(line)
+    if wrapped is not None:
+        return wrapped
     attrs = _HEADING_ATTRS.match(line)
     return attrs.group("head") if attrs else line
+
+
+def _unwrapped(line: str) -> str | None:
+    """The text of a line that is only text inside layout tags (`<summary>Details
+    </summary>`, `<p align="center">Text</p>`; `<h2>Title</h2>` as `## Title`), or None
+    for any other line: a tag within a sentence stays as written."""
+    m = _WRAPPED.match(line)
+    if not m:
+        return None
+    names = [t.group("name").lower() for t in _TAG_NAMES.finditer(line)]
+    if not all(n in HTML_NAMES for n in names):
+        return None
+    level = next((int(n[1]) for n in names if re.fullmatch(r"h[1-6]", n)), 0)
+    text = m.group("text").strip()
+    return f"{'#' * level} {text}" if level else text
 
 
 def _meta_text(meta: dict[str, Any], key: str) -> str:

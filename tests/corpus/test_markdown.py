@@ -169,6 +169,24 @@ def test_what_is_and_is_not_markup(raw, expected):
         assert (text, title) == expected
 
 
+def test_indented_code_keeps_its_lines_and_wrapped_layout_lines_read_as_text():
+    raw = (
+        "<details>\n<summary>Click to expand</summary>\n\nHidden text.\n</details>\n\n"
+        '<h2 align="center">Install</h2>\n\nAn HTML example:\n\n    <div class="box">\n'
+        "    <!-- a comment the example shows -->\n\n    :::note\n"
+        "After the code, <b>bold</b> stays.\n<!-- gone -->\n<p>a <b>b</b> c</p>\n"
+    )
+    text, title = markdown_text(raw)
+    assert text == (
+        "Click to expand\n\nHidden text.\n\n## Install\n\nAn HTML example:\n\n"
+        '    <div class="box">\n    <!-- a comment the example shows -->\n\n    :::note\n'
+        "After the code, <b>bold</b> stays.\n<p>a <b>b</b> c</p>"
+    )
+    assert title == "Install"
+    # an indented line right after text continues its paragraph: read as text
+    assert markdown_text("Intro\n    <!-- gone -->\nmore\n")[0] == "Intro\nmore"
+
+
 def test_mdx_statements_over_several_lines_and_comments():
     raw = (
         "import {\n  Foo,\n  Bar,\n} from '@site/x';\n\nexport const meta = {\n  a: 1,\n};\n\n"
