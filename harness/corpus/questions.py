@@ -8,7 +8,8 @@
 - a JSON array (a file whose text starts with `[`): of such objects, or of strings.
 - .csv / .tsv, as a spreadsheet or a log export writes them: a header row naming the
   question's column (`text`, `question` or `query`) and optionally `id`, `type`, `topic`,
-  `answer`; other columns go to `extra`, an empty cell is an absent field.
+  `answer`; other columns go to `extra`, an empty cell is an absent field; a quoted CSV
+  cell may hold line breaks.
 - .txt, or any other file whose text does not start with `{` or `[`: one question a
   line; lines starting with `#` are comments.
 
@@ -152,14 +153,17 @@ def _from_array(raw: str, p: Path) -> list[Question]:
 
 
 def _from_table(raw: str, p: Path) -> list[Question]:
-    """A CSV (quoted cells as spreadsheets write them) or a TSV (no quoting: a `"` is
-    text, as in a log's query) with a header row. A cell may not run over lines: an
-    unclosed quote would otherwise swallow the rest of the file into one question."""
+    """A CSV (quoted cells as spreadsheets write them, a quoted cell may hold line
+    breaks) or a TSV (no quoting: a `"` is text, as in a log's query) with a header row.
+    Quotes are read strictly: a quote left open to the end of the file, or closed by a
+    stray quote within the text, is an error naming the line it opened on, rather than
+    the rest of the file swallowed into one question."""
     tsv = p.suffix.lower() == ".tsv"
     reader = csv.reader(
         io.StringIO(raw),
         delimiter="\t" if tsv else ",",
         quoting=csv.QUOTE_NONE if tsv else csv.QUOTE_MINIMAL,
+        strict=True,
     )
     out: list[Question] = []
     header: list[str] = []
@@ -168,8 +172,6 @@ def _from_table(raw: str, p: Path) -> list[Question]:
         for row in reader:
             first, line = line + 1, reader.line_num
             where = f"{p}:{first}"
-            if first != line:
-                raise ConfigError(where, "", f"a cell runs on to line {line} (a quote left open?)")
             if not any(cell.strip() for cell in row):
                 continue
             if not header:
@@ -189,9 +191,16 @@ def _from_table(raw: str, p: Path) -> list[Question]:
             obj = {h: cell.strip() for h, cell in zip(header, row, strict=False) if cell.strip()}
             out.append(_record(obj, len(out) + 1, where))
     except csv.Error as exc:
-        raise ConfigError(
-            f"{p}:{reader.line_num}", "", f"not a readable table row ({exc})"
-        ) from None
+        opened = line + 1  # the row that failed started after the last one read
+        detail = (
+            f"a quote opened on line {opened} is never closed"
+            if "end of data" in str(exc)
+            else f"not a readable table row ({exc}; a quote opened on line {opened} and "
+            "closed early?)"
+            if reader.line_num > opened
+            else f"not a readable table row ({exc})"
+        )
+        raise ConfigError(f"{p}:{opened}", "", detail) from None
     return out
 
 

@@ -31,11 +31,32 @@ def test_csv_from_a_spreadsheet_with_a_byte_order_mark_and_quoted_cells(tmp_path
 def test_an_open_quote_is_refused_not_swallowing_the_rest_of_the_file(tmp_path):
     p = tmp_path / "q.csv"
     p.write_text('id,query\n1,fine\n2,"unbalanced query\n3,third\n4,fourth\n')
-    with pytest.raises(ConfigError, match=r"q.csv:3: a cell runs on to line 5"):
+    with pytest.raises(ConfigError, match=r"q.csv:3: a quote opened on line 3 is never closed"):
+        load_questions(p)
+    p.write_text('id,query\n1,fine\n2,"unbalanced query\n3,"third"\n4,fourth\n')
+    with pytest.raises(ConfigError, match=r"q.csv:3: .*a quote opened on line 3 and closed early"):
         load_questions(p)
     tsv = tmp_path / "q.tsv"  # a TSV does not quote: the quote is the query's
     tsv.write_text('id\tquery\n2\t"exact phrase" search\n3\tthird\n')
     assert _texts(tsv) == [("2", '"exact phrase" search'), ("3", "third")]
+
+
+def test_a_spreadsheet_cell_with_line_breaks_is_one_cell(tmp_path):
+    """A spreadsheet writes a cell with line breaks quoted over several lines (an answer
+    or a note column, often): the row is one question, and the next line numbers on."""
+    p = tmp_path / "q.csv"
+    p.write_text(
+        'id,question,answer\n1,"What is the\nleave policy?","27 days.\n\nMore after 5 years."\n'
+        "2,Who signs expenses?,\n"
+    )
+    qs = load_questions(p)
+    assert [(q.question_id, q.text, q.answer) for q in qs] == [
+        ("1", "What is the\nleave policy?", "27 days.\n\nMore after 5 years."),
+        ("2", "Who signs expenses?", None),
+    ]
+    p.write_text(p.read_text() + "3,\n")  # a bad row after it is named by its own line
+    with pytest.raises(ConfigError, match=r"q.csv:7: text: expected a non-empty"):
+        load_questions(p)
 
 
 def test_other_suffixes_read_by_their_content(tmp_path):
