@@ -1,4 +1,5 @@
-"""Markdown markup taken out of a passage before extractive judging, with the way back.
+"""Markdown (and reStructuredText) markup taken out of a passage before extractive
+judging, with the way back.
 
 A small judge asked to copy the answering sentence of a markdown passage answered NONE
 for bold and list text (#22): under a grammar it must reproduce `**` and `1.` exactly,
@@ -17,6 +18,17 @@ from dataclasses import dataclass
 # markup). Applied in this order, each on the previous one's output, so a list bullet
 # `* ` is gone before the single-star emphasis rule could pair it with a later star.
 _RULES: tuple[tuple[re.Pattern[str], tuple[int, ...]], ...] = (
+    # reStructuredText: section under- and overlines, hyperlink targets, comments'
+    # and directives' markers (`.. note::`; the directive's text stays), `::` ending a
+    # paragraph before a literal block ("Example::" -> "Example:")
+    (re.compile(r"(?m)^[ \t]*([=\-~^*+#\"'`:.])\1{2,}[ \t]*(?:\n|$)"), ()),
+    (re.compile(r"(?m)^[ \t]*\.\. _[^\n]*(?:\n|$)"), ()),
+    (re.compile(r"(?m)^[ \t]*\.\. (?:[\w:-]+::[ \t]*)?"), ()),
+    (re.compile(r"(?m)^[ \t]*::[ \t]*(?:\n|$)"), ()),
+    (re.compile(r"(?m)(?<=\S)(:):[ \t]*$"), (1,)),
+    # reStructuredText roles and links: :ref:`Title <target>`, `text <url>`_ -> the text
+    (re.compile(r":[\w.+-]+:`([^`<\n]+?)(?:[ \t]*<[^>\n]*>)?`"), (1,)),
+    (re.compile(r"(?<!`)`([^`<\n]+?)(?:[ \t]*<[^>\n]*>)?`__?"), (1,)),
     # heading #'s, list bullets and numbering, block quotes at the start of a line
     (re.compile(r"(?m)^[ \t]*(?:#{1,6}[ \t]+|[-*+][ \t]+|\d{1,9}[.)][ \t]+|>[ \t]?)"), ()),
     # closing #'s of a heading line
@@ -69,8 +81,9 @@ def _apply(
 def strip_markdown(text: str) -> Stripped:
     """`text` without markdown emphasis (`**`, `__`, `*`, `_` pairs), code backticks,
     list bullets and numbering, heading #'s, block-quote marks and link syntax
-    (`[text](url)` -> text), each kept character mapped to its index in `text`. Plain
-    text comes back unchanged."""
+    (`[text](url)` -> text), nor reStructuredText's section lines, directive and target
+    markers, roles and links (`:ref:`Title <target>`` -> Title), each kept character
+    mapped to its index in `text`. Plain text comes back unchanged."""
     where = list(range(len(text)))
     for pattern, keep in _RULES:
         text, where = _apply(text, where, pattern, keep)

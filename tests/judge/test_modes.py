@@ -171,6 +171,30 @@ def test_strip_markdown_keeps_the_way_back_to_the_passage():
     assert strip_markdown(PASSAGE).text == PASSAGE
 
 
+RST = (
+    "Installing\n==========\n\n.. _install:\n\n.. note:: Run it in a virtual environment.\n\n"
+    "See :ref:`the upgrade guide <upgrading>` and `PyPI <https://pypi.org>`_ for **details**.\n"
+    "Use ``pip install tool``. For example::\n\n    pip install tool\n\n"
+    "A :func:`run` call returns 2.\n"
+)
+
+
+def test_strip_markdown_takes_restructuredtext_markup_out_too():
+    s = strip_markdown(RST)
+    assert s.text == (
+        "Installing\n\n\nRun it in a virtual environment.\n\n"
+        "See the upgrade guide and PyPI for details.\nUse pip install tool. For example:\n\n"
+        "    pip install tool\n\nA run call returns 2.\n"
+    )
+    assert all(RST[i] == c for i, c in zip(s.where, s.text, strict=True))
+    assert "See the upgrade guide and PyPI for details." in split_sentences(s.text)
+    ok, evidence = parse_extract("See the upgrade guide and PyPI for details.", RST)
+    assert ok and evidence.startswith("See :ref:`the upgrade guide <upgrading>`")
+    # markdown's own double-backtick code and a table's rule are not read as rst links
+    table = "| a | b |\n|---|---|\n| ``x`` | 1 |"
+    assert strip_markdown(table).text == "| a | b |\n|---|---|\n| x | 1 |"
+
+
 def test_parse_extract_finds_a_copy_of_the_stripped_text_in_the_markdown():
     ok = parse_extract("File the claim within 30 days of the purchase.", MARKDOWN)
     assert ok == (True, "File the claim within *30 days* of the purchase.")
