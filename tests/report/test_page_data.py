@@ -55,6 +55,23 @@ def test_word_marks_are_whole_words_case_insensitive():
     assert word_marks("x.y xay", ["x"]) == [[0, 1]]
 
 
+def test_chinese_and_japanese_questions_mark_their_character_pairs():
+    """Without spaces between words a whole-word match found nothing: the marks are the
+    question's character pairs, as BM25 reads them, wherever they occur."""
+    words = question_words("年假申请需要提前多久？ How many leave days? snake_case")
+    assert words[:3] == ["年假", "假申", "申请"] and words[-5:] == [
+        "many",
+        "leave",
+        "days",
+        "snake",
+        "case",
+    ]
+    text = "员工的年假申请需要提前两周提交。Leave days: 27, not leaves."
+    marked = [text[s:e] for s, e in word_marks(text, words)]
+    assert marked == ["年假", "申请", "需要", "提前", "Leave", "days"]
+    assert question_words("休暇・申請") == ["休暇", "申請"]  # the middle dot is punctuation
+
+
 def test_outcome_of_a_question(logs: Logs):
     k = logs.run.header.k
     by_id = {q.question.question_id: q for q in logs.run.questions}

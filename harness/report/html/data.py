@@ -53,6 +53,7 @@ from harness.report.text import (
     unlabelled_note,
 )
 from harness.types import ComponentSpec, CriterionVerdict, JudgedHit, QuestionResult
+from harness.words import CJK, words
 
 OUTCOMES = ("complete", "relevant", "miss", "error", "not run")
 """A question's outcome at a k, as the heatmap colours it: a relevant-and-complete chunk in
@@ -68,6 +69,7 @@ HEADLINE = (*HEADLINE_METRICS, "relevancy_mrr")
 (its row shows these three), then relevancy_mrr."""
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_CJK_PAIR = re.compile(rf"[{CJK}]{{2}}")
 _STOP_WORDS = frozenset(
     _WORD.findall(
         "a an and are at be by can do does did for from has have how in is it its of on or "
@@ -97,21 +99,35 @@ def to_json(value: Any) -> Any:
 
 def question_words(text: str) -> list[str]:
     """The words of a question worth marking in a chunk: lower-cased, at least 3
-    characters, no stop words, each once, in order of appearance."""
+    characters, no stop words, each once, in order of appearance; in Chinese and
+    Japanese, which write no spaces, its character pairs (`harness.words`)."""
     seen: dict[str, None] = {}
-    for w in _WORD.findall(text.lower()):
-        if len(w) >= 3 and w not in _STOP_WORDS:
-            seen.setdefault(w, None)
+    for run in words(text):
+        if _CJK_PAIR.fullmatch(run):
+            seen.setdefault(run, None)
+            continue
+        for w in _WORD.findall(run):
+            if len(w) >= 3 and w not in _STOP_WORDS:
+                seen.setdefault(w, None)
     return list(seen)
 
 
-def word_marks(text: str, words: Sequence[str]) -> list[list[int]]:
-    """[start, end) character spans of `text` where one of `words` (lower-case) occurs as a
-    whole word, case-insensitively; sorted, never overlapping. No words give no spans."""
-    if not words:
+def word_marks(text: str, marked: Sequence[str]) -> list[list[int]]:
+    """[start, end) character spans of `text` where one of `marked` (lower-case) occurs as
+    a whole word, case-insensitively (a Chinese or Japanese pair wherever it occurs:
+    those scripts have no word boundaries to find); sorted, never overlapping. No words
+    give no spans."""
+    if not marked:
         return []
-    alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-    pattern = re.compile(rf"(?<![^\W_])(?:{alternatives})(?![^\W_])", re.IGNORECASE)
+
+    def alternatives(ws: Sequence[str]) -> str:
+        return "|".join(re.escape(w) for w in sorted(ws, key=len, reverse=True)) or "(?!)"
+
+    pairs = [w for w in marked if _CJK_PAIR.fullmatch(w)]
+    whole = [w for w in marked if not _CJK_PAIR.fullmatch(w)]
+    pattern = re.compile(
+        rf"(?<![^\W_])(?:{alternatives(whole)})(?![^\W_])|{alternatives(pairs)}", re.IGNORECASE
+    )
     return [[m.start(), m.end()] for m in pattern.finditer(text)]
 
 
