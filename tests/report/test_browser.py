@@ -102,6 +102,18 @@ def test_sweep_page_in_a_browser(driver: Any, logs: Logs, tmp_path: Path):
 
     w = report_sweep(logs.sweep.sweep_dir, out=tmp_path / "sweep.html")
     assert_clean_load(driver, w.out, w.figures)
+    # on a narrow window the page does not scroll sideways: a wide table scrolls in its box
+    driver.set_window_size(640, 900)
+    try:
+        open_page(driver, w.out)  # drawn at this width (a resize redraws the plots later)
+        wide = "return document.documentElement.scrollWidth - window.innerWidth"
+        assert driver.execute_script(wide) <= 0
+        assert driver.execute_script(
+            "return [...document.querySelectorAll('.wide')].some(b => b.scrollWidth > b.clientWidth)"
+        ), "the leaderboard is wider than a narrow window: it scrolls in its box"
+    finally:
+        driver.set_window_size(1200, 900)
+    open_page(driver, w.out)
     names = {row[0] for row in driver.execute_script(DRAWN)}
     assert {"forest", "history", "slice", "parallel", "heatmap"} <= names
     # click the heatmap's first cell (trial 0, first question) as a person would

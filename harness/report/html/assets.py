@@ -18,6 +18,8 @@ section { margin-top: 22px; }
 h2 { font-size: 17px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
 h3 { font-size: 15px; margin: 14px 0 6px; }
 table { border-collapse: collapse; margin: 6px 0; }
+.wide { max-width: 100%; overflow-x: auto; }
+.marks { display: inline-block; min-width: 9em; }
 th, td { border: 1px solid var(--line); padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: var(--bg); font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }

@@ -264,6 +264,7 @@ def optuna_figures(page: SweepPage) -> dict[str, Figure]:
         figs["pareto"] = vis.plot_pareto_front(study, target_names=list(objective))
     out = {}
     for key, fig in figs.items():
+        fig.layout.width = None  # Optuna's slice plot is 300 px a parameter: fit the page
         fig.update_layout(height=420 if key != "slice" else 380, **_LAYOUT)
         out[key] = to_json(fig)
     return out

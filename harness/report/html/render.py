@@ -102,8 +102,9 @@ def table(
     num: Container[int] = range(1, 99),
     classes: Sequence[str] = (),
 ) -> str:
-    """A table from already escaped cells; the columns in `num` are right-aligned numbers.
-    `head` None: no header row. `classes`: a class per row ("" for none)."""
+    """A table from already escaped cells, in a box that scrolls sideways when the table
+    is wider than the page; the columns in `num` are right-aligned numbers. `head` None:
+    no header row. `classes`: a class per row ("" for none)."""
     thead = ""
     if head is not None:
         th = "".join(
@@ -117,7 +118,8 @@ def table(
             f'<td class="{"num" if i in num else ""}">{c}</td>' for i, c in enumerate(row)
         )
         body.append(f"<tr{cls}>{tds}</tr>")
-    return f"<table>{thead}<tbody>{''.join(body)}</tbody></table>"
+    # a table wider than the page (a sweep's many settings) scrolls in its own box
+    return f'<div class="wide"><table>{thead}<tbody>{"".join(body)}</tbody></table></div>'
 
 
 def kv_table(rows: Iterable[Sequence[Any]], pairs: int = 1) -> str:
@@ -423,7 +425,8 @@ def _board_cells(r: BoardRow, varied: Sequence[str], multi: bool) -> list[str]:
         esc(fmt(r.p_holm)),
         esc(fmt(r.context_chars)),
         *(esc(fmt(r.params.get(name))) for name in varied),
-        esc(", ".join(marks)) + (f' <span class="muted">{esc(r.error)}</span>' if r.error else ""),
+        f'<span class="marks">{esc(", ".join(marks))}</span>'
+        + (f' <span class="muted">{esc(r.error)}</span>' if r.error else ""),
     ]
 
 
