@@ -27,7 +27,7 @@ from pathlib import Path
 from loguru import logger
 
 from harness.corpus.headings import first_heading
-from harness.corpus.markdown import MARKDOWN_SUFFIXES, markdown_text
+from harness.corpus.markdown import MARKDOWN_SUFFIXES, Include, markdown_text
 from harness.errors import ConfigError
 from harness.types import Document
 
@@ -120,7 +120,57 @@ def _pdf_text(path: Path) -> tuple[str, str]:
     return text, title
 
 
-def _load_file(path: Path, doc_id: str, html_classes: Sequence[str]) -> Document:
+MAX_INCLUDE_DEPTH = 8
+"""How deep included files may include others (a loop stops there too)."""
+
+
+class _Includes:
+    """Reads the files Quarto's include shortcodes name (`{{< include _part.md >}}`), as
+    markdown with their own includes, from within the corpus folder `root` only; keeps
+    which it read and which it could not."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.read: set[Path] = set()
+        self.missing: list[str] = []
+
+    def reader(self, page: Path, chain: tuple[Path, ...] = ()) -> Include:
+        """The `include` of `page`: a target relative to the page (or, starting with /,
+        to the folder), read as markdown; None (and remembered) when it is not a file
+        in the folder, includes itself on the way (`chain`: the files including it), or
+        lies deeper than MAX_INCLUDE_DEPTH."""
+        chain = (*chain, page.resolve())
+
+        def include(target: str) -> str | None:
+            base = self.root if target.startswith("/") else page.parent
+            p = (base / target.lstrip("/")).resolve()
+            if not p.is_relative_to(self.root) or not p.is_file():
+                self.missing.append(f"{self._name(page)} -> {target}")
+                return None
+            if p in chain or len(chain) > MAX_INCLUDE_DEPTH:
+                self.missing.append(f"{self._name(page)} -> {target} (a loop)")
+                return None
+            self.read.add(p)
+            raw = read_text_file(p, "corpus.sources")
+            return markdown_text(raw, include=self.reader(p, chain))[0]
+
+        return include
+
+    def _name(self, page: Path) -> str:
+        try:
+            return page.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return page.name
+
+    def partial(self, path: Path) -> bool:
+        """Whether `path` is a partial some page included: Quarto renders no page for a
+        file whose name starts with `_`, so its text lives only in the pages."""
+        return path.name.startswith("_") and path.resolve() in self.read
+
+
+def _load_file(
+    path: Path, doc_id: str, html_classes: Sequence[str], includes: _Includes | None = None
+) -> Document:
     if path.suffix.lower() == ".pdf":
         text, title = _pdf_text(path)
         return Document(doc_id=doc_id, text=text, source=str(path), title=title or path.stem)
@@ -129,7 +179,8 @@ def _load_file(path: Path, doc_id: str, html_classes: Sequence[str]) -> Document
     if suffix in (".html", ".htm"):
         text, title = _html_text(raw, html_classes, str(path))
     elif suffix in MARKDOWN_SUFFIXES:
-        text, title = markdown_text(raw, mdx=suffix == ".mdx")
+        include = includes.reader(path) if includes is not None else None
+        text, title = markdown_text(raw, mdx=suffix == ".mdx", include=include)
     elif suffix == ".ipynb":
         from harness.corpus.notebook import notebook_text
 
@@ -213,11 +264,19 @@ def load_documents(
                     "corpus.sources",
                     f"folder {path} holds no {', '.join(SUFFIXES)} files",
                 )
-            docs.extend(_load_file(f, f.relative_to(path).as_posix(), html_classes) for f in files)
+            includes = _Includes(path)
+            loaded = [
+                (f, _load_file(f, f.relative_to(path).as_posix(), html_classes, includes))
+                for f in files
+            ]
+            docs.extend(d for f, d in loaded if not includes.partial(f))
+            _report_includes(path, includes, [d.doc_id for f, d in loaded if includes.partial(f)])
         elif path.is_file() and path.suffix.lower() == ".jsonl":
             docs.extend(load_beir_corpus(path))
         elif path.is_file():
-            docs.append(_load_file(path, path.name, html_classes))
+            includes = _Includes(path.parent)
+            docs.append(_load_file(path, path.name, html_classes, includes))
+            _report_includes(path, includes, [])
         else:
             raise ConfigError(where or str(path), "corpus.sources", f"{path} does not exist")
     empty = [d.doc_id for d in docs if not d.text.strip()]
@@ -280,6 +339,27 @@ def _count(names: Sequence[str], noun: str) -> str:
 def _first_names(names: Sequence[str], shown: int = 3) -> str:
     """The first `shown` names, then ", ..." when there are more."""
     return ", ".join(names[:shown]) + (", ..." if len(names) > shown else "")
+
+
+def _report_includes(source: Path, includes: _Includes, partials: Sequence[str]) -> None:
+    """Say which partials were read into the pages that include them (info), and which
+    includes name no file in the folder (a warning: the page lacks that text)."""
+    if partials:
+        logger.info(
+            "{}: read {} into the pages that include them: {}",
+            source,
+            _count(partials, "partial"),
+            _first_names(partials),
+        )
+    if includes.missing:
+        logger.warning(
+            "{}: {} no file in the folder, or a loop (left out of the page): {}",
+            source,
+            "1 include names"
+            if len(includes.missing) == 1
+            else f"{len(includes.missing)} includes name",
+            _first_names(includes.missing),
+        )
 
 
 def _hidden(p: Path, folder: Path) -> bool:

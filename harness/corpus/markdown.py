@@ -13,11 +13,15 @@ leaves out, outside code blocks:
 - the markers of admonitions and fenced divs (`:::note`, `::: {.callout-tip}`, `:::`,
   MkDocs' `!!! note`): their text stays; a title they give (`:::info[Prerequisites]`,
   `!!! tip "Speed"`, `title="..."`) is kept as a line.
-- shortcodes on a line of their own (`{{< include _part.md >}}`), HTML comments, `<style>`
+- shortcodes on a line of their own (`{{< video ... >}}`), HTML comments, `<style>`
   and `<script>` blocks, raw-format blocks (```` ```{=html} ````), and lines made only of
   HTML tags (`<div align="center">`, `<br/>`) or of Pandoc's anchors (`[]{#sec-x}`).
 - in MDX, `import` and `export` lines and lines made only of components' tags
   (`<Tabs>`, `<TabItem value="py">`).
+
+Quarto's `{{< include _part.md >}}`, given a way to read the file (`include`), is
+replaced by the included file's text, as the rendered page shows it; without one, or
+when the file cannot be read, the line is left out like any other shortcode.
 
 A line of text wrapped in layout tags only (`<summary>Details</summary>`) reads as its
 text (`<h2>` as `## `). Code blocks, fenced or indented by four spaces after a blank
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -50,6 +55,11 @@ _MARKER = re.compile(
     r"""^[\w-]*[ \t]*(?:\[(?P<b>[^\]]*)\]|["'](?P<q>[^"']*)["']|(?P<w>[^{"'].*))?"""
 )
 _SHORTCODE = re.compile(r"^[ \t]*\{\{[<%].*[>%]\}\}[ \t]*$")
+_INCLUDE = re.compile(r"^[ \t]*\{\{<[ \t]*include[ \t]+(?P<target>\S+)[ \t]*>\}\}[ \t]*$")
+
+Include = Callable[[str], str | None]
+"""Reads an included file: its target as the page writes it, to the file's text as a
+reader sees it (already read as markdown), or None when there is no such file."""
 _TAG = r"</?(?P<name>[A-Za-z][\w.:-]*)(?:\s[^<>]*)?/?>"
 _TAGS_ONLY = re.compile(rf"^[ \t]*(?:{_TAG}[ \t]*)+$")
 _WRAPPED = re.compile(
@@ -133,7 +143,7 @@ def _closes(marker: str, info: str, fence: str) -> bool:
     return not info.strip() and marker[0] == fence[0] and len(marker) >= len(fence)
 
 
-def _body_lines(body: str, mdx: bool) -> tuple[list[str], bool]:
+def _body_lines(body: str, mdx: bool, include: Include | None = None) -> tuple[list[str], bool]:
     """The lines of `body` a reader sees as text (see the module docstring), and whether
     any was left out or changed. Where lines are left out, no more than one blank line
     stays in a row outside code blocks (a code block keeps its lines as written)."""
@@ -167,6 +177,13 @@ def _body_lines(body: str, mdx: bool) -> tuple[list[str], bool]:
             out.append(line)
             continue
         indented = indented and not line.strip()
+        included = _INCLUDE.match(line)
+        if included and include is not None:
+            changed = True
+            text = include(included.group("target"))
+            if text:
+                out.extend(text.split("\n"))
+            continue
         kept = _visible(line, mdx)
         if kept is None:
             changed = True
@@ -249,13 +266,15 @@ def _meta_text(meta: dict[str, Any], key: str) -> str:
     return " ".join(str(value).split()) if isinstance(value, str | int | float) else ""
 
 
-def markdown_text(raw: str, *, mdx: bool = False) -> tuple[str, str]:
+def markdown_text(
+    raw: str, *, mdx: bool = False, include: Include | None = None
+) -> tuple[str, str]:
     """(the text a reader of the rendered page sees, its title) of a markdown file; the
     title is the front matter's, else the first heading's, else "". See the module
     docstring for what is left out; `mdx` also leaves out MDX's imports, exports and
-    component tags."""
+    component tags; `include` reads the files Quarto's include shortcodes name."""
     meta, body = front_matter(raw)
-    lines, changed = _body_lines(body, mdx)
+    lines, changed = _body_lines(body, mdx, include)
     # nothing to leave out: the file as written, byte for byte
     text = "\n".join(lines).strip("\n") if changed or body is not raw else raw
     title = _meta_text(meta, "title")

@@ -321,3 +321,35 @@ def test_a_documentation_repository_is_read_and_a_dangling_link_named(tmp_path, 
     assert loaded["report.Rmd"].text == "# Report\n\nFigures."
     assert any("skipped 1 link whose target is missing: CHANGELOG.md" in w for w in warnings)
     assert any("left out 1 document without text: stub.qmd" in w for w in warnings)
+
+
+def test_quarto_includes_are_read_into_their_pages(tmp_path, warnings):
+    """A Quarto page shows its included partials' text where the shortcode stands; the
+    partial (a `_` file, which Quarto renders no page for) is not a document of its own."""
+    docs = tmp_path / "docs"
+    (docs / "guide").mkdir(parents=True)
+    (tmp_path / "secret.md").write_text("Outside the corpus.\n")
+    (docs / "_limits.md").write_text("Limits apply per sample.\n\n{{< include _nested.md >}}\n")
+    (docs / "_nested.md").write_text("::: {.callout-note}\nTokens count too.\n:::\n")
+    (docs / "_loop.md").write_text("Loop start.\n{{< include _loop.md >}}\n")
+    (docs / "_unused.md").write_text("# Unused partial\n\nKept as its own document.\n")
+    (docs / "guide" / "agents.qmd").write_text(
+        "---\ntitle: Agents\n---\n\nIntro.\n\n{{< include ../_limits.md >}}\n\n"
+        "{{< include /_limits.md >}}\n{{< include ../../secret.md >}}\n"
+        "{{< include _gone.md >}}\n{{< include ../_loop.md >}}\n\n"
+        "```markdown\n{{< include _shown_in_code.md >}}\n```\n"
+    )
+    loaded = {d.doc_id: d for d in load_documents([str(docs)])}
+    assert sorted(loaded) == ["_unused.md", "guide/agents.qmd"]
+    text = loaded["guide/agents.qmd"].text
+    assert text.count("Limits apply per sample.\n\nTokens count too.") == 2
+    assert "Outside the corpus" not in text and "{{< include _shown_in_code.md >}}" in text
+    assert text.count("Loop start.") == 1  # a file including itself is read once
+    missing = next(w for w in warnings if "no file in the folder" in w)
+    assert "_loop.md -> _loop.md (a loop)" in missing
+    assert "guide/agents.qmd -> ../../secret.md" in missing
+    assert "guide/agents.qmd -> _gone.md" in missing
+    # a page without includes reads byte for byte as before
+    assert (
+        markdown_text("Body {{< include x >}} inline.\n")[0] == "Body {{< include x >}} inline.\n"
+    )
