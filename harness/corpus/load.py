@@ -121,7 +121,7 @@ def _pdf_text(path: Path) -> tuple[str, str]:
 
 
 MAX_INCLUDE_DEPTH = 8
-"""How deep included files may include others (a loop stops there too)."""
+"""How deep included files may include others."""
 
 
 class _Includes:
