@@ -150,8 +150,15 @@ def headline_metrics(h: RunHeader) -> list[tuple[str, float, tuple[float, float]
     return out
 
 
+SOFT_NOT_A_RATE = "to compare settings by, not a rate"
+"""What the headline says of a soft metric: it ranks settings as people would, but its
+level sits far from the labels' (quick-start handbook 0.32 against 0.82, TREC DL 0.54
+against 0.75; docs/pages/judging.md#what-the-metrics-mean)."""
+
+
 def headline_line(h: RunHeader) -> str | None:
-    """`headline: soft_mrr@4 0.812 [0.70, 0.90]; beside it mrr@4 0.900, hit_rate@4 0.950`."""
+    """`headline: soft_mrr@4 0.812 [0.70, 0.90] (to compare settings by, not a rate);
+    beside it mrr@4 0.900, hit_rate@4 0.950`."""
     rows = headline_metrics(h)
     if not rows:
         return None
@@ -160,8 +167,9 @@ def headline_line(h: RunHeader) -> str | None:
         return f"{key} {v:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
 
     first, rest = rows[0], rows[1:]
+    note = f" ({SOFT_NOT_A_RATE})" if first[0].startswith("soft_") else ""
     beside = f"; beside it {', '.join(cell(*r) for r in rest)}" if rest else ""
-    return f"headline: {cell(*first)}{beside}"
+    return f"headline: {cell(*first)}{note}{beside}"
 
 
 def format_run_summary(run: RunLog) -> str:

@@ -79,6 +79,9 @@ def test_a_run_with_rates_shows_its_statement_and_the_soft_headline(logs: Logs):
     text = format_run_summary(run)
     assert f"trust: {TRUSTED['statement']}" in text.splitlines()[1]
     assert f"headline: soft_mrr@{k} 0.812" in text and f"beside it mrr@{k}" in text
+    # the soft level is no rate (it sits far below the labels'), and the line says so
+    assert "(to compare settings by, not a rate); beside it" in text
+    assert "(to compare settings by, not a rate)" in first
 
 
 def test_the_run_headline_is_soft_mrr_beside_mrr_and_mrr_without_it(logs: Logs):
@@ -93,6 +96,7 @@ def test_the_run_headline_is_soft_mrr_beside_mrr_and_mrr_without_it(logs: Logs):
     run = dataclasses.replace(logs.run, header=dataclasses.replace(h, metrics=hard_only))
     assert [x.key for x in run_page(run).headline] == [f"mrr@{k}", f"hit_rate@{k}"]
     assert f"headline: mrr@{k}" in format_run_summary(run)
+    assert "not a rate" not in format_run_summary(run)  # a yes/no count is one
 
 
 def test_each_question_in_show_leads_with_the_headline_too(logs: Logs):

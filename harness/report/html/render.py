@@ -37,7 +37,7 @@ from harness.report.html.data import (
     SweepPage,
     TrialAgreement,
 )
-from harness.report.text import HARD_BESIDE, stability_sentence
+from harness.report.text import HARD_BESIDE, SOFT_NOT_A_RATE, stability_sentence
 from harness.secrets import redact, redact_obj
 
 _JSON_ESCAPES = {
@@ -176,6 +176,8 @@ def _headline(page: RunPage) -> str:
         else f"{esc(h.key)} {esc(fmt(h.value))}{_ci(h.ci)}"
         for i, h in enumerate(page.headline)
     ]
+    if page.headline[0].key.startswith("soft_"):
+        cells[0] += f' <span class="muted">({esc(SOFT_NOT_A_RATE)})</span>'
     beside = f"; beside it {', '.join(cells[1:])}" if len(cells) > 1 else ""
     return f'<p id="headline">headline: {cells[0]}{beside}</p>'
 
