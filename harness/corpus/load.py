@@ -122,39 +122,97 @@ def _pdf_text(path: Path) -> tuple[str, str]:
 
 MAX_INCLUDE_DEPTH = 8
 """How deep included files may include others."""
+MAX_INCLUDED_CHARS = 5_000_000
+"""Characters one page may take in through its includes: partials that include each
+other many times over grow a page exponentially."""
+_TOO_MUCH = f"the page would take in over {MAX_INCLUDED_CHARS:,} characters"
 
 
 class _Includes:
     """Reads the files Quarto's include shortcodes name (`{{< include _part.md >}}`), as
-    markdown with their own includes, from within the corpus folder `root` only; keeps
-    which it read and which it could not."""
+    markdown with their own includes, from within the corpus folder `root` only, not
+    from hidden files or folders (an `.env` is no part of any page), and markdown files
+    only; keeps which it read and why it could not read the others."""
 
     def __init__(self, root: Path) -> None:
+        self.folder = Path(os.path.abspath(root))  # as written: where links are placed
         self.root = root.resolve()
         self.read: set[Path] = set()
-        self.missing: list[str] = []
+        self.missing: dict[str, None] = {}  # "page -> target (why)", each once
+        self._texts: dict[tuple[Path, int], str] = {}  # by file and depth
+        self._bounded = 0  # includes refused for the page they were met in (loop, size)
 
-    def reader(self, page: Path, chain: tuple[Path, ...] = ()) -> Include:
-        """The `include` of `page`: a target relative to the page (or, starting with /,
-        to the folder), read as markdown; None (and remembered) when it is not a file
-        in the folder, includes itself on the way (`chain`: the files including it), or
-        lies deeper than MAX_INCLUDE_DEPTH."""
-        chain = (*chain, page.resolve())
+    def reader(self, page: Path) -> Include:
+        """The `include` of the document `page`: a target relative to the page (or,
+        starting with /, to the folder), read as markdown with its own includes; None
+        (and the reason remembered) when it is not a markdown file in the folder, is
+        hidden, cannot be read as text, includes itself on the way, lies deeper than
+        MAX_INCLUDE_DEPTH, or takes the page past MAX_INCLUDED_CHARS."""
+        budget = [MAX_INCLUDED_CHARS]
+        return self._reader(page, (page.resolve(),), budget)
 
+    def _reader(self, page: Path, chain: tuple[Path, ...], budget: list[int]) -> Include:
         def include(target: str) -> str | None:
-            base = self.root if target.startswith("/") else page.parent
-            p = (base / target.lstrip("/")).resolve()
-            if not p.is_relative_to(self.root) or not p.is_file():
-                self.missing.append(f"{self._name(page)} -> {target}")
+            if budget[0] <= 0:  # the page took in all it may: refuse at once
+                self._bounded += 1
+                self.missing[f"{self._name(page)} -> {target} ({_TOO_MUCH})"] = None
                 return None
-            if p in chain or len(chain) > MAX_INCLUDE_DEPTH:
-                self.missing.append(f"{self._name(page)} -> {target} (a loop)")
-                return None
-            self.read.add(p)
-            raw = read_text_file(p, "corpus.sources")
-            return markdown_text(raw, include=self.reader(p, chain))[0]
+            base = self.folder if target.startswith("/") else Path(os.path.abspath(page.parent))
+            written = Path(os.path.normpath(base / target.lstrip("/")))
+            p = written.resolve()
+            why = self._refused(written, p, chain)
+            if why is None:
+                try:
+                    text = self._text(p, chain, budget)
+                except ConfigError as exc:
+                    why = exc.expected
+                else:
+                    if len(text) > budget[0]:
+                        why = _TOO_MUCH
+                        budget[0] = 0
+                        self._bounded += 1
+                    else:
+                        budget[0] -= len(text)
+                        return text
+            self.missing[f"{self._name(page)} -> {target} ({why})"] = None
+            return None
 
         return include
+
+    def _refused(self, written: Path, p: Path, chain: tuple[Path, ...]) -> str | None:
+        """Why the target (`written`, the path the page names; `p`, resolved) is not
+        read, or None. A link placed in the folder is read, as the folder's own links
+        are read as documents."""
+        if not written.is_relative_to(self.folder):
+            return "outside the folder"
+        if _hidden(written, self.folder):
+            return "a hidden file"
+        if not p.is_file():
+            return "no such file"
+        if p.suffix.lower() not in MARKDOWN_SUFFIXES:
+            return "not a markdown file"
+        if p in chain:
+            self._bounded += 1
+            return "a loop"
+        if len(chain) > MAX_INCLUDE_DEPTH:
+            return f"deeper than {MAX_INCLUDE_DEPTH} includes"
+        return None
+
+    def _text(self, p: Path, chain: tuple[Path, ...], budget: list[int]) -> str:
+        """The included file's text as a reader sees it, read once per load and depth
+        (the depth bound cuts it deeper down), unless an include within it was refused
+        for the page it was met in (a loop, the page's size), which another page need
+        not meet."""
+        self.read.add(p)
+        key = (p, len(chain))
+        if key in self._texts:
+            return self._texts[key]
+        bounded = self._bounded
+        raw = read_text_file(p, "corpus.sources")
+        text = markdown_text(raw, include=self._reader(p, (*chain, p), budget))[0]
+        if self._bounded == bounded:
+            self._texts[key] = text
+        return text
 
     def _name(self, page: Path) -> str:
         try:
@@ -343,7 +401,7 @@ def _first_names(names: Sequence[str], shown: int = 3) -> str:
 
 def _report_includes(source: Path, includes: _Includes, partials: Sequence[str]) -> None:
     """Say which partials were read into the pages that include them (info), and which
-    includes name no file in the folder (a warning: the page lacks that text)."""
+    includes were not read, and why (a warning: the page lacks that text)."""
     if partials:
         logger.info(
             "{}: read {} into the pages that include them: {}",
@@ -353,12 +411,11 @@ def _report_includes(source: Path, includes: _Includes, partials: Sequence[str])
         )
     if includes.missing:
         logger.warning(
-            "{}: {} no file in the folder, or a loop (left out of the page): {}",
+            "{}: {} not read into {}: {}",
             source,
-            "1 include names"
-            if len(includes.missing) == 1
-            else f"{len(includes.missing)} includes name",
-            _first_names(includes.missing),
+            _count(list(includes.missing), "include"),
+            "its page" if len(includes.missing) == 1 else "their pages",
+            _first_names(list(includes.missing)),
         )
 
 

@@ -25,7 +25,8 @@ when the file cannot be read, the line is left out like any other shortcode.
 
 A line of text wrapped in layout tags only (`<summary>Details</summary>`) reads as its
 text (`<h2>` as `## `). Code blocks, fenced or indented by four spaces after a blank
-line, keep every line as written.
+line (not below a list item, an admonition or an HTML block, whose own lines those
+are), keep every line as written.
 
 A plain markdown file without any of these reads byte for byte as written.
 """
@@ -55,7 +56,10 @@ _MARKER = re.compile(
     r"""^[\w-]*[ \t]*(?:\[(?P<b>[^\]]*)\]|["'](?P<q>[^"']*)["']|(?P<w>[^{"'].*))?"""
 )
 _SHORTCODE = re.compile(r"^[ \t]*\{\{[<%].*[>%]\}\}[ \t]*$")
-_INCLUDE = re.compile(r"^[ \t]*\{\{<[ \t]*include[ \t]+(?P<target>\S+)[ \t]*>\}\}[ \t]*$")
+_INCLUDE = re.compile(
+    r"""^[ \t]*\{\{<[ \t]*include[ \t]+(?:"(?P<dq>[^"]+)"|'(?P<sq>[^']+)'|(?P<target>\S+))"""
+    r"[ \t]*>\}\}[ \t]*$"
+)
 
 Include = Callable[[str], str | None]
 """Reads an included file: its target as the page writes it, to the file's text as a
@@ -63,9 +67,12 @@ reader sees it (already read as markdown), or None when there is no such file.""
 _TAG = r"</?(?P<name>[A-Za-z][\w.:-]*)(?:\s[^<>]*)?/?>"
 _TAGS_ONLY = re.compile(rf"^[ \t]*(?:{_TAG}[ \t]*)+$")
 _WRAPPED = re.compile(
-    r"^[ \t]*(?:<[A-Za-z][^<>]*>[ \t]*)+(?P<text>[^<>]*[^<>\s][^<>]*)(?:</[A-Za-z][^<>]*>[ \t]*)+$"
+    r"^[ \t]*(?:<[A-Za-z][^<>]*>[ \t]*)+(?P<text>[^<>]+)(?:</[A-Za-z][^<>]*>[ \t]*)+$"
 )
 _INDENTED = re.compile(r"^(?: {4}|[ ]{0,3}\t)")
+_CONTAINER = re.compile(r"^[ \t]{0,3}(?:(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)|!!!|\?\?\?|===|<)")
+"""A line whose indented lines below belong to it, not to a code block: a list item, an
+admonition or content tab (MkDocs), an HTML block."""
 _TAG_NAMES = re.compile(_TAG)
 _ANCHORS_ONLY = re.compile(r"^[ \t]*(?:\[\]\{[^{}]*\}[ \t]*)+$")
 _STYLE_OR_SCRIPT = re.compile(r"<(style|script)(?=[\s>/]|$)")
@@ -152,7 +159,9 @@ def _body_lines(body: str, mdx: bool, include: Include | None = None) -> tuple[l
     fence = ""  # the open code fence, "" outside one
     raw_block = False  # inside ```{=html}: left out whole
     skip_until = ""  # the closing of an HTML comment, <style> or <script> block
-    indented = False  # inside an indented code block (or a list item's indented text)
+    indented = False  # inside an indented code block
+    blank_before = True  # the line above (as written) is blank, or this is the first
+    container = False  # below a list item, admonition or HTML block, up to unindented text
     for line in body.split("\n"):
         if skip_until:
             if skip_until in line.lower() or (skip_until == "\n" and not line.strip()):
@@ -172,15 +181,20 @@ def _body_lines(body: str, mdx: bool, include: Include | None = None) -> tuple[l
             if not raw_block:
                 out.append(line)
             continue
-        if _INDENTED.match(line) and (indented or not out or not out[-1].strip()):
-            indented = True  # after a blank line: code, kept as written
-            out.append(line)
-            continue
-        indented = indented and not line.strip()
+        blank, after_blank = not line.strip(), blank_before
+        blank_before = blank
+        if not blank and _INDENTED.match(line):
+            if indented or (after_blank and not container):
+                indented = True  # after a blank line, outside a list or a block: code
+                out.append(line)
+                continue
+        elif not blank:
+            indented = False
+            container = bool(_CONTAINER.match(line))
         included = _INCLUDE.match(line)
         if included and include is not None:
             changed = True
-            text = include(included.group("target"))
+            text = include(next(t for t in included.group("dq", "sq", "target") if t))
             if text:
                 out.extend(text.split("\n"))
             continue
@@ -249,7 +263,7 @@ def _unwrapped(line: str) -> str | None:
     </summary>`, `<p align="center">Text</p>`; `<h2>Title</h2>` as `## Title`), or None
     for any other line: a tag within a sentence stays as written."""
     m = _WRAPPED.match(line)
-    if not m:
+    if not m or not m.group("text").strip():
         return None
     names = [t.group("name").lower() for t in _TAG_NAMES.finditer(line)]
     if not all(n in HTML_NAMES for n in names):

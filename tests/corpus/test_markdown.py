@@ -329,27 +329,66 @@ def test_quarto_includes_are_read_into_their_pages(tmp_path, warnings):
     docs = tmp_path / "docs"
     (docs / "guide").mkdir(parents=True)
     (tmp_path / "secret.md").write_text("Outside the corpus.\n")
+    (docs / ".env").write_text("API_KEY=sk-not-for-pages\n")
+    (docs / "logo.png").write_bytes(b"\x89PNG\x00")
     (docs / "_limits.md").write_text("Limits apply per sample.\n\n{{< include _nested.md >}}\n")
     (docs / "_nested.md").write_text("::: {.callout-note}\nTokens count too.\n:::\n")
     (docs / "_loop.md").write_text("Loop start.\n{{< include _loop.md >}}\n")
     (docs / "_unused.md").write_text("# Unused partial\n\nKept as its own document.\n")
+    (docs / "_out.md").symlink_to(tmp_path / "secret.md")
     (docs / "guide" / "agents.qmd").write_text(
         "---\ntitle: Agents\n---\n\nIntro.\n\n{{< include ../_limits.md >}}\n\n"
         "{{< include /_limits.md >}}\n{{< include ../../secret.md >}}\n"
-        "{{< include _gone.md >}}\n{{< include ../_loop.md >}}\n\n"
+        '{{< include _gone.md >}}\n{{< include "../_loop.md" >}}\n{{< include ../.env >}}\n'
+        "{{< include ../logo.png >}}\n{{< include ../_out.md >}}\n\n"
         "```markdown\n{{< include _shown_in_code.md >}}\n```\n"
     )
     loaded = {d.doc_id: d for d in load_documents([str(docs)])}
-    assert sorted(loaded) == ["_unused.md", "guide/agents.qmd"]
+    assert sorted(loaded) == ["_unused.md", "guide/agents.qmd"]  # _out.md is included
     text = loaded["guide/agents.qmd"].text
     assert text.count("Limits apply per sample.\n\nTokens count too.") == 2
-    assert "Outside the corpus" not in text and "{{< include _shown_in_code.md >}}" in text
+    assert "{{< include _shown_in_code.md >}}" in text  # code, as written
+    assert "sk-not-for-pages" not in text and "../../secret.md" not in text
+    # a link placed in the folder is read, as the folder's links are read as documents
+    assert text.count("Outside the corpus.") == 1
     assert text.count("Loop start.") == 1  # a file including itself is read once
-    missing = next(w for w in warnings if "no file in the folder" in w)
+    (missing,) = [w for w in warnings if "not read into their pages" in w]
+    assert missing.startswith(f"{docs}: 5 includes not read into their pages: ")
+    assert missing.endswith(", ...")  # the first three named
+    assert "guide/agents.qmd -> ../../secret.md (outside the folder)" in missing
+    assert "guide/agents.qmd -> _gone.md (no such file)" in missing
     assert "_loop.md -> _loop.md (a loop)" in missing
-    assert "guide/agents.qmd -> ../../secret.md" in missing
-    assert "guide/agents.qmd -> _gone.md" in missing
-    # a page without includes reads byte for byte as before
-    assert (
-        markdown_text("Body {{< include x >}} inline.\n")[0] == "Body {{< include x >}} inline.\n"
-    )
+    from harness.corpus.load import _Includes
+
+    includes = _Includes(docs)
+    include = includes.reader(docs / "guide" / "agents.qmd")
+    assert include("../.env") is None and include("../logo.png") is None
+    assert include("../_out.md") == "Outside the corpus.\n"
+    assert list(includes.missing) == [
+        "guide/agents.qmd -> ../.env (a hidden file)",
+        "guide/agents.qmd -> ../logo.png (not a markdown file)",
+    ]
+    # a page without includes reads byte for byte as before, given a reader or not
+    plain = "Body {{< include x >}} inline.\n\n    {{< include y >}}\n"
+    assert markdown_text(plain, include=include)[0] == plain
+
+
+def test_includes_that_multiply_are_bounded(tmp_path, warnings):
+    """Partials that include each other ten times over, eight deep, would make a page of
+    10^8 copies: each file is read once, and a page takes in at most MAX_INCLUDED_CHARS."""
+    from harness.corpus.load import MAX_INCLUDED_CHARS
+
+    for level in range(9):
+        lines = "".join(f"{{{{< include _l{level + 1}.md >}}}}\n" for _ in range(10))
+        (tmp_path / f"_l{level}.md").write_text(f"level {level}\n{lines}")
+    (tmp_path / "_l9.md").write_text("leaf text here\n")
+    (tmp_path / "deep.qmd").write_text("# Deep\n\n{{< include _l0.md >}}\n")
+    (tmp_path / "page.qmd").write_text("# Page\n\n{{< include _l7.md >}}\n")
+    loaded = {d.doc_id: d for d in load_documents([str(tmp_path)])}
+    assert sorted(loaded) == ["deep.qmd", "page.qmd"]
+    assert len(loaded["deep.qmd"].text) <= MAX_INCLUDED_CHARS
+    # what the deep page could not take in, a shallower page read after it still does
+    assert loaded["page.qmd"].text.count("leaf text here") == 100
+    (missing,) = [w for w in warnings if "not read into" in w]
+    assert "(deeper than 8 includes)" in missing
+    assert "(the page would take in over 5,000,000 characters)" in missing
