@@ -42,7 +42,7 @@ QUESTION_FIELDS = ("id", "_id", "text", "type", "topic", "source", "answer")
 """Fields of a questions line that `Question` holds as its own; the others go to `extra`."""
 
 
-_HEX16 = re.compile(r"[0-9a-f]{16}")
+_HEX16 = re.compile(r"[0-9a-fA-F]{16}")
 
 
 def _source_spans(value: Any, where: str) -> tuple[SourceSpan, ...]:
@@ -68,7 +68,12 @@ def _source_spans(value: Any, where: str) -> tuple[SourceSpan, ...]:
         if digest is not None and not (isinstance(digest, str) and _HEX16.fullmatch(digest)):
             raise ConfigError(where, "source.digest", "expected 16 hex digits (or none)")
         spans.append(
-            SourceSpan(doc_id=item["doc_id"], start=item["start"], end=item["end"], digest=digest)
+            SourceSpan(
+                doc_id=item["doc_id"],
+                start=item["start"],
+                end=item["end"],
+                digest=None if digest is None else digest.lower(),
+            )
         )
     return tuple(spans)
 
@@ -155,9 +160,10 @@ def _from_array(raw: str, p: Path) -> list[Question]:
 def _from_table(raw: str, p: Path) -> list[Question]:
     """A CSV (quoted cells as spreadsheets write them, a quoted cell may hold line
     breaks) or a TSV (no quoting: a `"` is text, as in a log's query) with a header row.
-    Quotes are read strictly: a quote left open to the end of the file, or closed by a
-    stray quote within the text, is an error naming the line it opened on, rather than
-    the rest of the file swallowed into one question."""
+    Quotes are read strictly: a quote left open to the end of the file, closed by a
+    stray quote within the text, or whose cell runs over lines that each read as a row
+    of the table (a quote left open until a later stray quote closes it), is an error
+    naming the line it opened on, rather than rows swallowed into one question."""
     tsv = p.suffix.lower() == ".tsv"
     reader = csv.reader(
         io.StringIO(raw),
@@ -188,13 +194,20 @@ def _from_table(raw: str, p: Path) -> list[Question]:
                 raise ConfigError(
                     where, "", f"{len(row)} cells where the header names {len(header)} columns"
                 )
+            if first != line and _swallows_rows(row, len(header), reader.dialect):
+                raise ConfigError(
+                    where,
+                    "",
+                    f"a quoted cell runs on to line {line} over lines that read as rows (a "
+                    f"quote opened on line {first} left open?)",
+                )
             obj = {h: cell.strip() for h, cell in zip(header, row, strict=False) if cell.strip()}
             out.append(_record(obj, len(out) + 1, where))
     except csv.Error as exc:
         opened = line + 1  # the row that failed started after the last one read
         detail = (
             f"a quote opened on line {opened} is never closed"
-            if "end of data" in str(exc)
+            if "end of data" in str(exc) or "field limit" in str(exc)
             else f"not a readable table row ({exc}; a quote opened on line {opened} and "
             "closed early?)"
             if reader.line_num > opened
@@ -202,6 +215,16 @@ def _from_table(raw: str, p: Path) -> list[Question]:
         )
         raise ConfigError(f"{p}:{opened}", "", detail) from None
     return out
+
+
+def _swallows_rows(row: Sequence[str], columns: int, dialect: Any) -> bool:
+    """Whether a row read over several lines holds, inside a cell, lines that each read
+    as a whole row of `columns` cells (two or more): the mark of a quote left open until
+    a later stray quote, where a spreadsheet's cell with line breaks holds text."""
+    if columns < 2:
+        return False
+    inner = [ln for cell in row if "\n" in cell for ln in cell.split("\n")[1:] if ln.strip()]
+    return bool(inner) and all(len(next(csv.reader([ln], dialect), [])) == columns for ln in inner)
 
 
 def load_questions(path: str | os.PathLike[str], field: str = "questions.file") -> list[Question]:

@@ -21,14 +21,15 @@ _RULES: tuple[tuple[re.Pattern[str], tuple[int, ...]], ...] = (
     # reStructuredText: section under- and overlines, hyperlink targets, comments'
     # and directives' markers (`.. note::`; the directive's text stays), `::` ending a
     # paragraph before a literal block ("Example::" -> "Example:")
-    (re.compile(r"(?m)^[ \t]*([=\-~^*+#\"'`:.])\1{2,}[ \t]*(?:\n|$)"), ()),
+    (re.compile(r"(?m)^[ \t]*([=\-^*+#:.])\1{2,}[ \t]*(?:\n|$)"), ()),
     (re.compile(r"(?m)^[ \t]*\.\. _[^\n]*(?:\n|$)"), ()),
     (re.compile(r"(?m)^[ \t]*\.\. (?:[\w:-]+::[ \t]*)?"), ()),
     (re.compile(r"(?m)^[ \t]*::[ \t]*(?:\n|$)"), ()),
     (re.compile(r"(?m)(?<=\S)(:):[ \t]*$"), (1,)),
     # reStructuredText roles and links: :ref:`Title <target>`, `text <url>`_ -> the text
-    (re.compile(r":[\w.+-]+:`([^`<\n]+?)(?:[ \t]*<[^>\n]*>)?`"), (1,)),
-    (re.compile(r"(?<!`)`([^`<\n]+?)(?:[ \t]*<[^>\n]*>)?`__?"), (1,)),
+    # (not the fences and quotes of code: ``` and ~~~ lines, a docstring's quotes)
+    (re.compile(r"(?<![\w:]):[A-Za-z][\w.+-]*:`([^`\n]+?)(?:[ \t]*<[^<>`\n]*>)?`"), (1,)),
+    (re.compile(r"(?<!`)`([^`<\n]+?)[ \t]*<[^<>`\n]*>`__?"), (1,)),
     # heading #'s, list bullets and numbering, block quotes at the start of a line
     (re.compile(r"(?m)^[ \t]*(?:#{1,6}[ \t]+|[-*+][ \t]+|\d{1,9}[.)][ \t]+|>[ \t]?)"), ()),
     # closing #'s of a heading line

@@ -36,6 +36,14 @@ def test_an_open_quote_is_refused_not_swallowing_the_rest_of_the_file(tmp_path):
     p.write_text('id,query\n1,fine\n2,"unbalanced query\n3,"third"\n4,fourth\n')
     with pytest.raises(ConfigError, match=r"q.csv:3: .*a quote opened on line 3 and closed early"):
         load_questions(p)
+    # a stray quote that closes the open one where a cell may end: the rows between
+    p.write_text('id,query\n1,"vpn setup\n2,badge lost\n3,printer jam"\n4,fourth\n')
+    with pytest.raises(ConfigError, match=r"q.csv:2: a quoted cell runs on to line 4 .*line 2"):
+        load_questions(p)
+    # a quote left open over more text than a cell may hold
+    p.write_text('id,query\n1,"open\n' + "x" * 200 + "\n" * 1000 + "y\n" * 200_000)
+    with pytest.raises(ConfigError, match=r"q.csv:2: a quote opened on line 2 is never closed"):
+        load_questions(p)
     tsv = tmp_path / "q.tsv"  # a TSV does not quote: the quote is the query's
     tsv.write_text('id\tquery\n2\t"exact phrase" search\n3\tthird\n')
     assert _texts(tsv) == [("2", '"exact phrase" search'), ("3", "third")]

@@ -193,6 +193,11 @@ def test_strip_markdown_takes_restructuredtext_markup_out_too():
     # markdown's own double-backtick code and a table's rule are not read as rst links
     table = "| a | b |\n|---|---|\n| ``x`` | 1 |"
     assert strip_markdown(table).text == "| a | b |\n|---|---|\n| x | 1 |"
+    # nor markdown's emphasis around code, a fence, a docstring's quotes, a ratio
+    assert strip_markdown("_see the `config.toml`_ file").text == "see the config.toml file"
+    fenced = '```python\n"""Doc."""\nx = 1\n```\n~~~\ny\n~~~'
+    assert strip_markdown(fenced).text == fenced
+    assert strip_markdown("Ratio 1:2:`x`, :math:`a < b`").text == "Ratio 1:2:x, a < b"
 
 
 def test_parse_extract_finds_a_copy_of_the_stripped_text_in_the_markdown():

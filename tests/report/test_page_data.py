@@ -68,8 +68,13 @@ def test_chinese_and_japanese_questions_mark_their_character_pairs():
     ]
     text = "员工的年假申请需要提前两周提交。Leave days: 27, not leaves."
     marked = [text[s:e] for s, e in word_marks(text, words)]
-    assert marked == ["年假", "申请", "需要", "提前", "Leave", "days"]
+    assert marked == ["年假申请需要提前", "Leave", "days"]  # overlapping pairs joined
     assert question_words("休暇・申請") == ["休暇", "申請"]  # the middle dot is punctuation
+    # a Latin word written against Chinese or Japanese is a word of its own
+    mixed = "在Docker中配置Redis很简单"
+    words = question_words("如何在Docker中配置Redis？")
+    assert [mixed[s:e] for s, e in word_marks(mixed, words)] == ["Docker中配置Redis"]
+    assert [mixed[s:e] for s, e in word_marks(mixed, ["docker"])] == ["Docker"]
 
 
 def test_outcome_of_a_question(logs: Logs):

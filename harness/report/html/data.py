@@ -53,7 +53,8 @@ from harness.report.text import (
     unlabelled_note,
 )
 from harness.types import ComponentSpec, CriterionVerdict, JudgedHit, QuestionResult
-from harness.words import CJK, words
+from harness.words import CJK
+from harness.words import words as text_words
 
 OUTCOMES = ("complete", "relevant", "miss", "error", "not run")
 """A question's outcome at a k, as the heatmap colours it: a relevant-and-complete chunk in
@@ -102,7 +103,7 @@ def question_words(text: str) -> list[str]:
     characters, no stop words, each once, in order of appearance; in Chinese and
     Japanese, which write no spaces, its character pairs (`harness.words`)."""
     seen: dict[str, None] = {}
-    for run in words(text):
+    for run in text_words(text):
         if _CJK_PAIR.fullmatch(run):
             seen.setdefault(run, None)
             continue
@@ -115,8 +116,8 @@ def question_words(text: str) -> list[str]:
 def word_marks(text: str, marked: Sequence[str]) -> list[list[int]]:
     """[start, end) character spans of `text` where one of `marked` (lower-case) occurs as
     a whole word, case-insensitively (a Chinese or Japanese pair wherever it occurs:
-    those scripts have no word boundaries to find); sorted, never overlapping. No words
-    give no spans."""
+    those scripts have no word boundaries to find); sorted, overlapping and touching
+    spans joined into one. No words give no spans."""
     if not marked:
         return []
 
@@ -125,10 +126,20 @@ def word_marks(text: str, marked: Sequence[str]) -> list[list[int]]:
 
     pairs = [w for w in marked if _CJK_PAIR.fullmatch(w)]
     whole = [w for w in marked if not _CJK_PAIR.fullmatch(w)]
-    pattern = re.compile(
-        rf"(?<![^\W_])(?:{alternatives(whole)})(?![^\W_])|{alternatives(pairs)}", re.IGNORECASE
-    )
-    return [[m.start(), m.end()] for m in pattern.finditer(text)]
+    # a word ends where a letter of another script begins ("Docker中" marks "Docker")
+    word = rf"(?<![^\W_{CJK}])(?:{alternatives(whole)})(?![^\W_{CJK}])"
+    spans = [(m.start(), m.end()) for m in re.finditer(word, text, re.IGNORECASE)]
+    # pairs overlap ("配置" after "中配"): each found where it starts, then joined
+    spans += [
+        (m.start(), m.start() + 2) for m in re.finditer(rf"(?=(?:{alternatives(pairs)}))", text)
+    ]
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged
 
 
 class TextTable:
