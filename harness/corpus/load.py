@@ -239,6 +239,10 @@ def _load_file(
     elif suffix in MARKDOWN_SUFFIXES:
         include = includes.reader(path) if includes is not None else None
         text, title = markdown_text(raw, mdx=suffix == ".mdx", include=include)
+    elif suffix == ".rst":
+        from harness.corpus.rst import rst_text
+
+        text, title = rst_text(raw)
     elif suffix == ".ipynb":
         from harness.corpus.notebook import notebook_text
 
