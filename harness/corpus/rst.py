@@ -46,6 +46,8 @@ _ROLE = re.compile(
 )
 _LINK = re.compile(r"(?<![\w`])`(?P<text>[^`<\n]+?)[ \t]*(?:<[^<>`\n]*>)?`__?(?![\w])")
 _LITERAL = re.compile(r"``(?P<text>[^`\n](?:[^`\n]|`(?!`))*?)``")
+MAX_NESTING = 50
+"""Directives within directives read as such; deeper, a body is read as text."""
 _FUNCTION_ROLES = frozenset({"func", "meth", "py:func", "py:meth"})
 
 CODE = frozenset(
@@ -159,8 +161,13 @@ class _Reader:
 
     def __init__(self) -> None:
         self.levels: list[tuple[str, bool]] = []
+        self.depth = 0  # directives within directives being read
 
     def read(self, lines: list[str]) -> list[str]:
+        """The lines a reader of the page sees, of `lines` (a page, or a directive's
+        body); below MAX_NESTING directives deep, a body's lines are read as text."""
+        if self.depth > MAX_NESTING:
+            return [_inline(line) for line in lines]
         out: list[str] = []
         i = 0
         while i < len(lines):
@@ -227,7 +234,11 @@ class _Reader:
             head = _VERSIONED[name].format(arg)
         else:
             head = "" if name in NO_TITLE else _inline(arg)
-        text = self.read(rest)
+        self.depth += 1
+        try:
+            text = self.read(rest)
+        finally:
+            self.depth -= 1
         return ["", *([head] if head else []), *text, ""]
 
     def _literal(self, lines: list[str], i: int, out: list[str]) -> int | None:

@@ -133,3 +133,9 @@ def test_a_sphinx_folder_is_read_with_its_titles(tmp_path):
     assert docs["index.rst"].title == "Pruners"
     assert ":class:" not in docs["index.rst"].text and "toctree" not in docs["index.rst"].text
     assert docs["plain.rst"].text == "no markup here\n" and docs["plain.rst"].title == "plain"
+
+
+def test_a_deeply_nested_page_is_read_without_a_crash():
+    raw = "".join(" " * (3 * n) + ".. note::\n\n" for n in range(200)) + " " * 600 + "Deep.\n"
+    text, _ = rst_text(raw)
+    assert text.endswith("Deep.") and ".. note::" in text  # read as text past the bound
