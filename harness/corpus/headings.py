@@ -13,11 +13,22 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 _LINE = re.compile(
-    r"^(?:(?:#{1,6}|={1,6})[ \t]+(?P<atx>.+?)(?:[ \t]+#+)?[ \t]*"
+    r"^(?:(?:#{1,6}|={1,6})[ \t]+(?P<atx>[^\n]+)"
     r"|(?P<fence>`{3,}|~{3,})(?P<info>.*)"
-    r"|(?P<text>[ \t]*\S.*?)[ \t]*\n(?P<rule>(?P<ch>[=\-~^*+#])(?P=ch){2,})[ \t]*)$",
+    r"|(?P<text>[ \t]*\S[^\n]*)\n(?P<rule>(?P<ch>[=\-~^*+#])(?P=ch){2,})[ \t]*)$",
     re.MULTILINE,
 )
+"""Greedy to the line's end (a lazy pattern before trailing white space took seconds on
+a line padded with spaces); the closing #'s and white space are taken off in code."""
+
+
+def _atx_text(text: str) -> str:
+    """An ATX heading's text without its closing #'s (`## Payroll ##` -> `Payroll`)."""
+    text = text.rstrip()
+    bare = text.rstrip("#")
+    if bare != text and (not bare or bare[-1] in " \t"):
+        text = bare
+    return text.strip()
 
 
 class Heading(NamedTuple):
@@ -47,6 +58,8 @@ def headings(text: str) -> Iterator[Heading]:
         elif fence:
             continue
         elif m.group("atx"):
-            yield Heading(m.start(), m.group("atx").strip())
+            text = _atx_text(m.group("atx"))
+            if text:
+                yield Heading(m.start(), text)
         elif len(m.group("rule")) >= len(m.group("text").rstrip()):
             yield Heading(m.start(), m.group("text").strip())

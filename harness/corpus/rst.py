@@ -5,26 +5,33 @@ lands in chunks and in the judge's prompts (`:class:`~optuna.storages.InMemorySt
 `.. autosummary::` and its entries, `.. _label:` targets). `rst_text` keeps the text and
 writes its structure as markdown, as the markdown reader keeps it:
 
-- section titles (a line of text under, and maybe over, a line of one repeated
-  punctuation character) become `#` headings, a level for each underline style in the
-  order the page first uses it;
-- code: `.. code-block:: python` (and `code`, `sourcecode`, `testcode`, `doctest`,
-  `ipython`, `jupyter-execute`) and a literal block after a paragraph's `::` become
-  fenced code blocks, dedented, without the directive's options; a paragraph's `::`
-  reads `:`;
+- section titles (a line after a blank one, under (and maybe over) a rule of one repeated
+  punctuation character as long as it, or of four or more) become `#` headings, a level
+  for each rule style in the order the page first uses it;
+- code: `.. code-block:: python` (and `code`, `sourcecode`, `parsed-literal`, `prompt`,
+  `testcode`, `doctest`, `testoutput`, `ipython`, `jupyter-execute`) and a literal
+  block after a paragraph's `::` become fenced code blocks, dedented, with a code
+  block's `:caption:` above it; a paragraph's `::` reads `:` ("Example ::" reads
+  "Example");
 - admonitions (`.. note::`, `.. warning::`, `.. seealso::`, ...) and other directives
-  with text (`.. topic::`, `.. list-table::`, `.. only::`, a described function's
-  signature): their text, dedented, without the marker and options;
-  `.. versionadded:: 3.0` reads "New in version 3.0." as Sphinx writes it;
-- left out: file-wide metadata fields at the top (`:orphan:`), directives whose content the build writes or that show no text
-  (`toctree`, `autosummary`, `auto*`, `contents`, `module`, `currentmodule`, `image`,
-  `raw`, `include`, `index`, `highlight`, `testsetup`, ...), hyperlink targets
-  (`.. _label:`), comments and substitution definitions;
-- inline: roles read as their text (`:class:`~a.b.C`` as `C`, `:meth:`~a.B.run`` as
-  `run()`, `:ref:`Title <label>`` as `Title`), links as their text (`` `PyPI
-  <https://pypi.org>`__ `` as `PyPI`), ``` ``literal`` ``` as `` `literal` ``.
+  with text (`.. topic::`, `.. csv-table::` with its `:header:`, `.. only:: html`, a
+  described function's signature): their text, dedented, without the marker and
+  options; `.. versionadded:: 3.0` reads "New in version 3.0." (with its explanation
+  after a colon); footnotes and citations keep their text after their label;
+- left out: file-wide metadata fields at the top (`:orphan:`), directives whose content
+  the build writes or that an HTML page does not show (`toctree`, `autosummary`,
+  `auto*`, `contents`, `module`, `image`, `raw`, `include`, `todo`, `only:: latex`, ...),
+  hyperlink targets, comments, substitution definitions, simple tables' rules;
+- inline, also where it runs over a paragraph's lines: roles read as their text
+  (`:class:`~a.b.C`` as `C`, `:meth:`~a.B.run`` as `run()`, `:ref:`Title <label>`` as
+  `Title`, `:pep:`8`` as `PEP 8`), links as their text (`` `PyPI <https://pypi.org>`__
+  `` as `PyPI`), ``` ``literal`` ``` as `` `literal` ``, a substitution as its
+  `replace::` text (an image's as nothing), a reference to one of the page's own
+  targets (`Python_`) as its name. A text line that markdown would read as a heading
+  (`# not a title`) is escaped (`\\# not a title`).
 
-A file without any of these reads byte for byte as written.
+A file without any of these reads byte for byte as written (Windows line endings and a
+byte-order mark are read as any other).
 """
 
 from __future__ import annotations
@@ -39,37 +46,48 @@ _DIRECTIVE = re.compile(
 )
 _EXPLICIT = re.compile(r"^[ \t]*\.\.(?:[ \t]|$)")
 """Any explicit markup line: a directive, a target, a substitution, a comment."""
+_FOOTNOTE = re.compile(r"^[ \t]*\.\.[ \t]+\[(?P<label>[^\]\s]+)\](?:[ \t]+(?P<text>.*))?$")
+_TARGET = re.compile(r"^[ \t]*(?:\.\.[ \t]+_[^\n]*:|\.\.[ \t]*$|__[ \t])")
+"""A hyperlink target (`.. _label: url`, an anonymous `__ url`) or an empty comment:
+their own lines only, up to a blank line."""
+_SUBSTITUTION = re.compile(
+    r"^[ \t]*\.\.[ \t]+\|(?P<name>[^|\n]+)\|[ \t]+(?P<kind>[\w-]+)::(?:[ \t]+(?P<text>.*))?$",
+    re.MULTILINE,
+)
+_NAMED_TARGET = re.compile(r"^[ \t]*\.\.[ \t]+_(?P<name>[^:`\n]+):", re.MULTILINE)
 _OPTION = re.compile(r"^[ \t]*:[\w-][\w ,.-]*:(?:[ \t].*)?$")
 _ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")
-_ROLE = re.compile(
-    r"(?<![\w`]):(?P<role>[A-Za-z][\w.+-]*(?::[A-Za-z][\w.+-]*)?):`(?P<text>[^`\n]+)`"
-)
-_LINK = re.compile(r"(?<![\w`])`(?P<text>[^`<\n]+?)[ \t]*(?:<[^<>`\n]*>)?`__?(?![\w])")
-_LITERAL = re.compile(r"``(?P<text>[^`\n](?:[^`\n]|`(?!`))*?)``")
+_TABLE_RULE = re.compile(r"^[ \t]*(?:=+(?:[ \t]+=+)+|-+(?:[ \t]+-+)+)[ \t]*$")
+"""A simple table's border or column-span rule: layout, not text."""
+_READS_AS_HEADING = re.compile(r"^[ \t]*(?:#{1,6}|={1,6})[ \t]")
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+\u2022]|#\.|\d+[.)]|\(?[A-Za-z0-9][.)])[ \t]+")
+_ROLE = re.compile(r"(?<![\w`]):(?P<role>[A-Za-z][\w.+-]*(?::[A-Za-z][\w.+-]*)?):`(?P<text>[^`]+)`")
+_LINK = re.compile(r"(?<![\w`])`(?P<text>[^`<]+?)(?:<[^<>`]*>)?`__?(?![\w])")
+_LITERAL = re.compile(r"``(?P<text>[^`\n](?:[^`]|`(?!`))*?)``")
 MAX_NESTING = 50
 """Directives within directives read as such; deeper, a body is read as text."""
 _FUNCTION_ROLES = frozenset({"func", "meth", "py:func", "py:meth"})
+_NUMBERED_ROLES = {"pep": "PEP {}", "rfc": "RFC {}"}
 
-CODE = frozenset(
-    ["code-block", "code", "sourcecode", "testcode", "doctest", "ipython", "jupyter-execute"]
-)
-"""Directives whose body is code: written as a fenced block in the directive's language."""
+CODE = {
+    "code-block": "",
+    "code": "",
+    "sourcecode": "",
+    "parsed-literal": "-",
+    "prompt": "-",
+    "testcode": "python",
+    "doctest": "python",
+    "testoutput": "-",
+    "ipython": "python",
+    "jupyter-execute": "python",
+}
+"""Directives whose body is code, written as a fenced block: in the language the
+directive names ("") or the one given here ("-": none, the argument is no language)."""
 DROPPED = frozenset(
     [
         "toctree",
         "autosummary",
         "contents",
-        "automodule",
-        "autoclass",
-        "autofunction",
-        "automethod",
-        "autoattribute",
-        "autodata",
-        "autoexception",
-        "autoproperty",
-        "autodecorator",
-        "autoprogram",
-        "autoclasstree",
         "module",
         "currentmodule",
         "py:module",
@@ -87,43 +105,80 @@ DROPPED = frozenset(
         "role",
         "testsetup",
         "testcleanup",
-        "testoutput",
-        "figure-placeholder",
         "plot",
         "graphviz",
         "inheritance-diagram",
+        "todo",
     ]
 )
-"""Directives left out whole: the build writes their content, or they show no text."""
-NO_TITLE = frozenset(["figure", "only", "container", "class", "ifconfig", "tab-set", "grid"])
-"""Directives whose argument is no text of the page (an image's path, a condition, a
-class name): their body is read, the argument left out."""
+"""Directives left out whole: the build writes their content, or they show no text (an
+HTML build hides a todo). Every `auto*` directive is left out too."""
+NO_TITLE = frozenset(["figure", "container", "rst-class", "ifconfig", "tab-set", "grid"])
+"""Directives whose argument is no text of the page (an image's path, a class name):
+their body is read, the argument left out."""
 _VERSIONED = {
-    "versionadded": "New in version {}.",
-    "versionchanged": "Changed in version {}.",
-    "deprecated": "Deprecated since version {}.",
-    "versionremoved": "Removed in version {}.",
+    "versionadded": "New in version",
+    "versionchanged": "Changed in version",
+    "deprecated": "Deprecated since version",
+    "versionremoved": "Removed in version",
 }
 
 
-def _inline(line: str) -> str:
-    """A text line with its roles, links and literals read as their text."""
+class _Inline:
+    """A page's inline markup read as text: roles, links, literals, its substitutions
+    (`|name|` as its `replace::` text; an image's, nothing) and references to its own
+    targets (`Python_`)."""
 
-    def role(m: re.Match[str]) -> str:
-        text = m.group("text").strip()
-        title = re.match(r"^(?P<t>.+?)[ \t]*<[^<>]+>$", text)
-        if title:
-            return title.group("t")
-        text = text.lstrip("!")
-        if text.startswith("~"):
-            text = text[1:].rsplit(".", 1)[-1]
-        if m.group("role") in _FUNCTION_ROLES and not text.endswith(")"):
-            text += "()"
+    def __init__(self, raw: str) -> None:
+        self.subs = {
+            m.group("name").strip(): _markup((m.group("text") or "").strip())
+            if m.group("kind") == "replace"
+            else ""
+            for m in _SUBSTITUTION.finditer(raw)
+        }
+        names = sorted({m.group("name").strip() for m in _NAMED_TARGET.finditer(raw)}, key=len)
+        words = [n for n in reversed(names) if re.fullmatch(r"[\w.-]+", n)]
+        self.refs = (
+            re.compile(rf"(?<![\w`])({'|'.join(map(re.escape, words))})_(?![\w])", re.IGNORECASE)
+            if words
+            else None
+        )
+
+    def __call__(self, text: str) -> str:
+        text = _markup(text)
+        if self.subs:
+            text = re.sub(
+                r"\|([^|\n]+)\|(?:__?)?",
+                lambda m: self.subs.get(m.group(1).strip(), m.group(0)),
+                text,
+            )
+        if self.refs is not None:
+            text = self.refs.sub(lambda m: m.group(1), text)
         return text
 
-    line = _ROLE.sub(role, line)
-    line = _LINK.sub(lambda m: m.group("text"), line)
-    return _LITERAL.sub(lambda m: f"`{m.group('text')}`", line)
+
+def _markup(text: str) -> str:
+    """Roles, links and literals read as their text."""
+    text = _ROLE.sub(_role, text)
+    text = _LINK.sub(lambda m: m.group("text").strip(), text)
+    return _LITERAL.sub(lambda m: f"`{m.group('text')}`", text)
+
+
+def _role(m: re.Match[str]) -> str:
+    """A role's text as the page shows it."""
+    text = " ".join(m.group("text").split())
+    title = re.match(r"^(?P<t>.+?)[ \t]*<[^<>]+>$", text)
+    if title:
+        return title.group("t")
+    role = m.group("role")
+    if role in _NUMBERED_ROLES:
+        return _NUMBERED_ROLES[role].format(text)
+    text = text.lstrip("!")
+    if text.startswith("~"):
+        text = text[1:].rsplit(".", 1)[-1]
+    if role in _FUNCTION_ROLES and not text.endswith(")"):
+        text += "()"
+    return text
 
 
 def _indent(line: str) -> int:
@@ -141,12 +196,27 @@ def _block(lines: list[str], i: int, indent: int) -> int:
     return end
 
 
-def _after_options(lines: list[str]) -> list[str]:
-    """A directive's body without its options (its first lines of `:name: value`)."""
+def _own_lines(lines: list[str], i: int, indent: int) -> int:
+    """The index after the lines indented more than `indent` right below `i - 1`, up to
+    a blank line: what a target or an empty comment holds."""
+    while i < len(lines) and lines[i].strip() and _indent(lines[i]) > indent:
+        i += 1
+    return i
+
+
+def _after_options(lines: list[str]) -> tuple[dict[str, str], list[str]]:
+    """({option: value}, the rest) of a directive's dedented body: its first lines of
+    `:name: value`, a value running on over more-indented lines."""
+    options: dict[str, str] = {}
     k = 0
-    while k < len(lines) and _OPTION.match(lines[k]):
+    while k < len(lines) and _OPTION.match(lines[k]) and not _indent(lines[k]):
+        name, _, value = lines[k].strip()[1:].partition(":")
         k += 1
-    return lines[k:]
+        while k < len(lines) and lines[k].strip() and _indent(lines[k]):
+            value += " " + lines[k].strip()
+            k += 1
+        options[name.strip()] = value.strip()
+    return options, lines[k:]
 
 
 def _fenced(lang: str, lines: list[str]) -> list[str]:
@@ -159,7 +229,8 @@ def _fenced(lang: str, lines: list[str]) -> list[str]:
 class _Reader:
     """One page's lines read in order; `levels` holds the heading styles seen."""
 
-    def __init__(self) -> None:
+    def __init__(self, inline: _Inline) -> None:
+        self.inline = inline
         self.levels: list[tuple[str, bool]] = []
         self.depth = 0  # directives within directives being read
 
@@ -167,37 +238,79 @@ class _Reader:
         """The lines a reader of the page sees, of `lines` (a page, or a directive's
         body); below MAX_NESTING directives deep, a body's lines are read as text."""
         if self.depth > MAX_NESTING:
-            return [_inline(line) for line in lines]
+            return self.inline("\n".join(lines)).split("\n")
         out: list[str] = []
+        para: list[str] = []  # a paragraph's lines: inline markup may run over them
+
+        def flush() -> None:
+            if para:
+                out.extend(self._text_line(t) for t in self.inline("\n".join(para)).split("\n"))
+                para.clear()
+
         i = 0
+        explicit_end = 0  # where the last explicit markup block ended: another may start
         while i < len(lines):
             line = lines[i]
+            starts_block = (
+                i in (0, explicit_end)
+                or not lines[i - 1].strip()
+                or _indent(lines[i - 1]) > _indent(line)
+            )
             heading = self._heading(lines, i)
             if heading is not None:
-                text, used = heading
-                out.append(text)
-                i += used
+                flush()
+                out.append(heading[0])
+                i += heading[1]
                 continue
-            m = _DIRECTIVE.match(line)
-            if m:
-                end = _block(lines, i + 1, _indent(line))
-                out.extend(self._directive(m, lines[i + 1 : end]))
-                i = end
+            if starts_block and _EXPLICIT.match(line):
+                flush()
+                i = explicit_end = self._explicit(lines, i, out)
                 continue
-            if _EXPLICIT.match(line):  # a target, a substitution, a comment: left out
-                i = _block(lines, i + 1, _indent(line))
+            if not line.strip() or _TABLE_RULE.match(line):
+                flush()
+                if not line.strip():
+                    out.append(line)
+                i += 1
                 continue
-            if line.rstrip().endswith("::") and line.strip():
-                end = self._literal(lines, i, out)
+            if line.rstrip().endswith("::"):
+                end = self._literal(lines, i, para)
                 if end is not None:
+                    flush()
+                    out.extend(["", *_fenced("", lines[self._code_start(lines, i) : end]), ""])
                     i = end
                     continue
-            out.append(_inline(line))
+            para.append(line)
             i += 1
+        flush()
         return out
 
+    def _text_line(self, line: str) -> str:
+        """A line of text, escaped where markdown would read it as a heading."""
+        return "\\" + line.lstrip() if _READS_AS_HEADING.match(line) else line
+
+    def _explicit(self, lines: list[str], i: int, out: list[str]) -> int:
+        """An explicit markup block at `i` read into `out`; the index after it."""
+        line = lines[i]
+        m = _DIRECTIVE.match(line)
+        if m:
+            end = _block(lines, i + 1, _indent(line))
+            out.extend(self._directive(m, lines[i + 1 : end]))
+            return end
+        note = _FOOTNOTE.match(line)
+        if note:  # a footnote or citation: its text, marked with its label
+            end = _block(lines, i + 1, _indent(line))
+            body = textwrap.dedent("\n".join(lines[i + 1 : end])).split("\n")
+            first = f"[{note.group('label')}] {note.group('text') or ''}".rstrip()
+            out.extend(["", *self.read([first, *body]), ""])
+            return end
+        if _TARGET.match(line):  # a target, an empty comment: its own lines only
+            return _own_lines(lines, i + 1, _indent(line))
+        return _block(lines, i + 1, _indent(line))  # a comment, a substitution definition
+
     def _heading(self, lines: list[str], i: int) -> tuple[str, int] | None:
-        """A section title at `i` (`#`'s and its text, lines used), or None."""
+        """A section title at `i` (`#`'s and its text, lines used), or None: a line
+        after a blank one (or an overline), under a rule as long as it, or shorter but
+        of four characters or more (docutils reads that as a title, with a warning)."""
 
         def rule(k: int) -> str | None:
             m = _ADORNMENT.match(lines[k]) if 0 <= k < len(lines) else None
@@ -205,7 +318,7 @@ class _Reader:
 
         over = rule(i)
         start = i + 1 if over else i
-        if start + 1 >= len(lines):
+        if start + 1 >= len(lines) or (over is None and i > 0 and lines[i - 1].strip()):
             return None
         text = lines[start].strip()
         under = rule(start + 1)
@@ -213,61 +326,81 @@ class _Reader:
             return None
         if over is not None and over != under:
             return None
-        if len(lines[start + 1].rstrip()) < len(text):
+        rule_len = len(lines[start + 1].strip())
+        if rule_len < len(text) and rule_len < 4:  # docutils: a short rule under 4 is text
             return None
         style = (under, over is not None)
         if style not in self.levels:
             self.levels.append(style)
         level = min(self.levels.index(style) + 1, 6)
-        return f"{'#' * level} {_inline(text)}", (start + 2) - i
+        return f"{'#' * level} {self.inline(text)}", (start + 2) - i
 
     def _directive(self, m: re.Match[str], body: list[str]) -> list[str]:
         """What a directive shows (see the module docstring)."""
         name = m.group("name").lower()
         arg = (m.group("arg") or "").strip()
-        rest = _after_options(textwrap.dedent("\n".join(body)).split("\n") if body else [])
+        options, rest = _after_options(textwrap.dedent("\n".join(body)).split("\n"))
         if name in DROPPED or name.startswith("auto"):
             return []
+        if name == "only" and "html" not in arg:
+            return []  # shown in other builds (latex, man pages)
         if name in CODE:
-            return ["", *_fenced(arg, rest), ""] if any(s.strip() for s in rest) else []
+            if not any(s.strip() for s in rest):
+                return []
+            lang = "" if CODE[name] == "-" else CODE[name] or arg.split(" ")[0]
+            caption = options.get("caption", "")
+            return ["", *([caption, ""] if caption else []), *_fenced(lang, rest), ""]
+        head = "" if name in NO_TITLE or name == "only" else self.inline(arg)
         if name in _VERSIONED:
-            head = _VERSIONED[name].format(arg)
-        else:
-            head = "" if name in NO_TITLE else _inline(arg)
+            version, _, why = arg.partition(" ")
+            body_text = any(s.strip() for s in rest)
+            head = f"{_VERSIONED[name]} {version}" + (
+                f": {self.inline(why.strip())}" if why.strip() else ":" if body_text else "."
+            )
+        if "header" in options:
+            head = "\n".join(x for x in (head, options["header"].replace('"', "")) if x)
         self.depth += 1
         try:
             text = self.read(rest)
         finally:
             self.depth -= 1
-        return ["", *([head] if head else []), *text, ""]
+        return ["", *(head.split("\n") if head else []), *text, ""]
 
-    def _literal(self, lines: list[str], i: int, out: list[str]) -> int | None:
-        """A paragraph ending in `::` and its literal block: the paragraph with `:` (or
-        nothing, for a lone `::`), the block fenced; the index after it, or None when no
-        indented block follows."""
+    def _code_start(self, lines: list[str], i: int) -> int:
+        """The first line of the literal block after the `::` line `i`."""
+        j = i + 1
+        while not lines[j].strip():
+            j += 1
+        return j
+
+    def _literal(self, lines: list[str], i: int, para: list[str]) -> int | None:
+        """A `::` line at `i` with an indented block after it (more than the text of
+        its line, a list item's text included): its text goes to `para` with `:` (or
+        nothing, for a lone `::`; "Example ::" reads "Example"); the index after the
+        block, or None when no indented block follows."""
         j = i + 1
         while j < len(lines) and not lines[j].strip():
             j += 1
-        if j >= len(lines) or _indent(lines[j]) <= _indent(lines[i]):
+        item = _LIST_ITEM.match(lines[i])
+        column = len(item.group(0)) if item else _indent(lines[i])
+        if j >= len(lines) or j == i + 1 or _indent(lines[j]) <= column:
             return None
-        end = _block(lines, j, _indent(lines[i]))
         text = lines[i].rstrip()[:-2]
-        if text.strip():  # "Example::" reads "Example:", "Example ::" reads "Example"
-            out.append(_inline(text.rstrip() if text[-1] in " \t" else text + ":"))
-        out.extend(["", *_fenced("", lines[j:end]), ""])
-        return end
+        if text.strip():
+            para.append(text.rstrip() if text[-1] in " \t" else text + ":")
+        return _block(lines, j, column)
 
 
 def rst_text(raw: str) -> tuple[str, str]:
     """(the text a reader of the built page sees, its title) of a reStructuredText file:
     see the module docstring. The title is the first section title's."""
-    written = raw.split("\n")
+    raw = raw.removeprefix("\ufeff")
+    written = raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     top = 0  # file-wide metadata fields (`:orphan:`, `:tocdepth: 2`) before any text
     while top < len(written) and (not written[top].strip() or _OPTION.match(written[top])):
         top += 1
-    lines = _Reader().read(
-        written[top:] if any(_OPTION.match(x) for x in written[:top]) else written
-    )
+    fields = any(_OPTION.match(x) for x in written[:top])
+    lines = _Reader(_Inline(raw)).read(written[top:] if fields else written)
     if lines == written:
         return raw, first_heading(raw)  # nothing read differently: the file as written
     squeezed: list[str] = []

@@ -85,7 +85,7 @@ def test_a_sphinx_page_reads_as_its_text():
         "## Install\n\n"
         "Use a virtual environment.\n\nIt keeps Tool apart.\n\n"
         "New in version 3.0.\n\n"
-        "```python\nimport tool\n\n\ntool.run()\n```\n\n"
+        "example.py\n\n```python\nimport tool\n\n\ntool.run()\n```\n\n"
         "For example:\n\n```\n$ tool --help\n```\n\n"
         "The plot of a study.\n\n"
         "## Upgrade\n\nRun the same command."
@@ -139,3 +139,58 @@ def test_a_deeply_nested_page_is_read_without_a_crash():
     raw = "".join(" " * (3 * n) + ".. note::\n\n" for n in range(200)) + " " * 600 + "Deep.\n"
     text, _ = rst_text(raw)
     assert text.endswith("Deep.") and ".. note::" in text  # read as text past the bound
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        # a code-like directive's comment is code, not a heading (nor the title)
+        ("Intro.\n\n.. prompt:: bash $\n\n   # set up\n   pip install x\n",
+         "Intro.\n\n```\n# set up\npip install x\n```"),
+        # a footnote's text stays; an empty comment and a target hold no block quote
+        ("Text [#]_.\n\n.. [#] The footnote text.\n", "Text [#]_.\n\n[#] The footnote text."),
+        ("Para.\n\n..\n\n   Quoted text.\n", "Para.\n\n   Quoted text."),
+        ("Para.\n\n.. _a:\n\n   Quoted text.\n", "Para.\n\n   Quoted text."),
+        # a literal block in a list item ends where the item's text goes on
+        ("- Item::\n\n    code\n\n  Continuation.\n\nAfter.\n",
+         "- Item:\n\n```\ncode\n```\n\n  Continuation.\n\nAfter."),
+        # inline markup wrapped over two lines
+        ("See `the long link\n<https://example.com>`__ and :ref:`the storage\nguide <rdb>` now.\n",
+         "See the long link and the storage guide now."),
+        # a simple table's rules are layout, and no heading
+        ("Name   Use\n=====  ======\nTPE    HPO\n=====  ======\n", "Name   Use\nTPE    HPO"),
+        # Sphinx's rst-class takes a class name; a class directive describes a class
+        (".. rst-class:: sphx-glr-signature\n\n   Signed.\n", "Signed."),
+        (".. class:: Foo(a)\n\n   A class.\n", "Foo(a)\n\nA class."),
+        # substitutions and references to the page's own targets
+        ("|ver| is out; see Python_.\n\n.. |ver| replace:: 3.0\n.. _Python: https://python.org\n",
+         "3.0 is out; see Python."),
+        ("Use |Auto|_.\n\n.. |Auto| replace:: :class:`~a.AutoSampler`\n", "Use AutoSampler."),
+        # a wrapped option value is no text; a csv table's header is
+        (".. figure:: x.png\n   :alt: long alt\n      continued\n\n   Caption.\n", "Caption."),
+        ('.. csv-table:: Rates\n   :header: "A", "B"\n\n   1, 2\n', "Rates\nA, B\n\n1, 2"),
+        # versions as Sphinx words them, with and without an explanation
+        (".. versionchanged:: 3.0\n   The x changed.\n", "Changed in version 3.0:\nThe x changed."),
+        (".. versionadded:: 3.0 Some explanation\n", "New in version 3.0: Some explanation"),
+        # a paragraph line starting ".. " with no blank line before is text
+        ("Text goes\n.. on here.\n", "Text goes\n.. on here.\n"),
+        # a shorter rule of four or more is a title; a paragraph's last line is not
+        ("Installation guide\n==========\n\nText.\n", "# Installation guide\n\nText."),
+        ("Line one\nline two\n--------\n", "Line one\nline two\n--------\n"),
+        # PEP and RFC roles; a line reading as a markdown heading is escaped
+        (":pep:`8` and :rfc:`2616`\n\n# not a title\n", "PEP 8 and RFC 2616\n\n\\# not a title"),
+        # Windows line endings and a byte-order mark
+        ("\ufeffTitle\r\n=====\r\n\r\n.. note::\r\n\r\n   Body.\r\n", "# Title\n\nBody."),
+    ],
+)  # fmt: skip
+def test_review_cases(raw, expected):
+    assert rst_text(raw)[0] == expected
+
+
+def test_a_long_line_with_a_stray_backtick_reads_quickly():
+    import time
+
+    line = "| `x" + " " * 100_000 + "|\n"
+    start = time.perf_counter()
+    assert rst_text(line * 3)[0] == line * 3
+    assert time.perf_counter() - start < 5  # quadratic took minutes; this is milliseconds
