@@ -21,7 +21,8 @@ writes its structure as markdown, as the markdown reader keeps it:
 - left out: file-wide metadata fields at the top (`:orphan:`), directives whose content
   the build writes or that an HTML page does not show (`toctree`, `autosummary`,
   `auto*`, `contents`, `module`, `image`, `raw`, `include`, `todo`, `only:: latex`, ...),
-  hyperlink targets, comments, substitution definitions, simple tables' rules;
+  hyperlink targets (anonymous ones too), comments, substitution definitions, simple
+  tables' rules;
 - inline, also where it runs over a paragraph's lines: roles read as their text
   (`:class:`~a.b.C`` as `C`, `:meth:`~a.B.run`` as `run()`, `:ref:`Title <label>`` as
   `Title`, `:pep:`8`` as `PEP 8`), links as their text (`` `PyPI <https://pypi.org>`__
@@ -39,8 +40,6 @@ from __future__ import annotations
 import re
 import textwrap
 
-from harness.corpus.headings import first_heading
-
 _DIRECTIVE = re.compile(
     r"^(?P<indent>[ \t]*)\.\.[ \t]+(?P<name>[\w:.+-]+)::(?:[ \t]+(?P<arg>.*))?$"
 )
@@ -48,6 +47,7 @@ _EXPLICIT = re.compile(r"^[ \t]*\.\.(?:[ \t]|$)")
 """Any explicit markup line: a directive, a target, a substitution, a comment."""
 _FOOTNOTE = re.compile(r"^[ \t]*\.\.[ \t]+\[(?P<label>[^\]\s]+)\](?:[ \t]+(?P<text>.*))?$")
 _TARGET = re.compile(r"^[ \t]*(?:\.\.[ \t]+_[^\n]*:|\.\.[ \t]*$|__[ \t])")
+_ANONYMOUS = re.compile(r"^[ \t]*__[ \t]+\S")
 """A hyperlink target (`.. _label: url`, an anonymous `__ url`) or an empty comment:
 their own lines only, up to a blank line."""
 _SUBSTITUTION = re.compile(
@@ -109,10 +109,17 @@ DROPPED = frozenset(
         "graphviz",
         "inheritance-diagram",
         "todo",
+        "default-domain",
+        "program",
+        "sectionauthor",
+        "codeauthor",
+        "moduleauthor",
     ]
 )
 """Directives left out whole: the build writes their content, or they show no text (an
 HTML build hides a todo). Every `auto*` directive is left out too."""
+OTHER_BUILDS = frozenset(["latex", "man", "texinfo", "text", "epub"])
+"""`.. only::` conditions that name one build other than HTML: their body is left out."""
 NO_TITLE = frozenset(["figure", "container", "rst-class", "ifconfig", "tab-set", "grid"])
 """Directives whose argument is no text of the page (an image's path, a class name):
 their body is read, the argument left out."""
@@ -233,6 +240,7 @@ class _Reader:
         self.inline = inline
         self.levels: list[tuple[str, bool]] = []
         self.depth = 0  # directives within directives being read
+        self.title = ""  # the page's first section title
 
     def read(self, lines: list[str]) -> list[str]:
         """The lines a reader of the page sees, of `lines` (a page, or a directive's
@@ -262,7 +270,7 @@ class _Reader:
                 out.append(heading[0])
                 i += heading[1]
                 continue
-            if starts_block and _EXPLICIT.match(line):
+            if starts_block and (_EXPLICIT.match(line) or _ANONYMOUS.match(line)):
                 flush()
                 i = explicit_end = self._explicit(lines, i, out)
                 continue
@@ -301,7 +309,7 @@ class _Reader:
             end = _block(lines, i + 1, _indent(line))
             body = textwrap.dedent("\n".join(lines[i + 1 : end])).split("\n")
             first = f"[{note.group('label')}] {note.group('text') or ''}".rstrip()
-            out.extend(["", *self.read([first, *body]), ""])
+            out.extend(["", *self._nested([first, *body]), ""])
             return end
         if _TARGET.match(line):  # a target, an empty comment: its own lines only
             return _own_lines(lines, i + 1, _indent(line))
@@ -333,7 +341,9 @@ class _Reader:
         if style not in self.levels:
             self.levels.append(style)
         level = min(self.levels.index(style) + 1, 6)
-        return f"{'#' * level} {self.inline(text)}", (start + 2) - i
+        title = self.inline(text)
+        self.title = self.title or title
+        return f"{'#' * level} {title}", (start + 2) - i
 
     def _directive(self, m: re.Match[str], body: list[str]) -> list[str]:
         """What a directive shows (see the module docstring)."""
@@ -342,13 +352,13 @@ class _Reader:
         options, rest = _after_options(textwrap.dedent("\n".join(body)).split("\n"))
         if name in DROPPED or name.startswith("auto"):
             return []
-        if name == "only" and "html" not in arg:
-            return []  # shown in other builds (latex, man pages)
+        if name == "only" and arg.strip() in OTHER_BUILDS:
+            return []  # shown in another build only (a PDF, man pages)
         if name in CODE:
             if not any(s.strip() for s in rest):
                 return []
             lang = "" if CODE[name] == "-" else CODE[name] or arg.split(" ")[0]
-            caption = options.get("caption", "")
+            caption = self.inline(options.get("caption", ""))
             return ["", *([caption, ""] if caption else []), *_fenced(lang, rest), ""]
         head = "" if name in NO_TITLE or name == "only" else self.inline(arg)
         if name in _VERSIONED:
@@ -359,12 +369,16 @@ class _Reader:
             )
         if "header" in options:
             head = "\n".join(x for x in (head, options["header"].replace('"', "")) if x)
+        text = self._nested(rest)
+        return ["", *(head.split("\n") if head else []), *text, ""]
+
+    def _nested(self, lines: list[str]) -> list[str]:
+        """A directive's or a footnote's body, read one level deeper."""
         self.depth += 1
         try:
-            text = self.read(rest)
+            return self.read(lines)
         finally:
             self.depth -= 1
-        return ["", *(head.split("\n") if head else []), *text, ""]
 
     def _code_start(self, lines: list[str], i: int) -> int:
         """The first line of the literal block after the `::` line `i`."""
@@ -400,9 +414,10 @@ def rst_text(raw: str) -> tuple[str, str]:
     while top < len(written) and (not written[top].strip() or _OPTION.match(written[top])):
         top += 1
     fields = any(_OPTION.match(x) for x in written[:top])
-    lines = _Reader(_Inline(raw)).read(written[top:] if fields else written)
+    reader = _Reader(_Inline(raw))
+    lines = reader.read(written[top:] if fields else written)
     if lines == written:
-        return raw, first_heading(raw)  # nothing read differently: the file as written
+        return raw, reader.title  # nothing read differently: the file as written
     squeezed: list[str] = []
     fence = ""  # the open code fence: its blank lines are the code's
     for line in lines:
@@ -413,5 +428,4 @@ def rst_text(raw: str) -> tuple[str, str]:
         elif not line.strip() and (not squeezed or not squeezed[-1].strip()):
             continue  # one blank line in a row where markup was left out
         squeezed.append(line)
-    text = "\n".join(squeezed).strip("\n")
-    return text, first_heading(text)
+    return "\n".join(squeezed).strip("\n"), reader.title

@@ -187,6 +187,30 @@ def test_review_cases(raw, expected):
     assert rst_text(raw)[0] == expected
 
 
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        # an only:: for HTML (or not for LaTeX) is shown; one for LaTeX alone is not
+        (".. only:: not latex\n\n   Shown in html.\n", ("Shown in html.", "")),
+        (".. only:: latex\n\n   In the PDF.\n\nAfter.\n", ("After.", "")),
+        # a paragraph's last line over a rule is no title, even read as written
+        ("Line one\nline two\n--------\n", ("Line one\nline two\n--------\n", "")),
+        # anonymous targets and directives an HTML page does not show
+        ("See `x`__.\n\n__ https://x.org\n\n.. default-domain:: py\n", ("See x.", "")),
+        (".. code-block:: python\n   :caption: :file:`x.py`\n\n   pass\n",
+         ("x.py\n\n```python\npass\n```", "")),
+    ],
+)  # fmt: skip
+def test_second_review_cases(raw, expected):
+    assert rst_text(raw) == expected
+
+
+def test_nested_footnotes_are_bounded_like_directives():
+    raw = "".join(" " * (3 * k) + f".. [{k}] note\n\n" for k in range(200)) + " " * 600 + "Deep.\n"
+    text, _ = rst_text(raw)
+    assert text.endswith("Deep.") and ".. [60] note" in text  # read as text past the bound
+
+
 def test_a_long_line_with_a_stray_backtick_reads_quickly():
     import time
 
