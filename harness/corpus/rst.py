@@ -47,9 +47,9 @@ _EXPLICIT = re.compile(r"^[ \t]*\.\.(?:[ \t]|$)")
 """Any explicit markup line: a directive, a target, a substitution, a comment."""
 _FOOTNOTE = re.compile(r"^[ \t]*\.\.[ \t]+\[(?P<label>[^\]\s]+)\](?:[ \t]+(?P<text>.*))?$")
 _TARGET = re.compile(r"^[ \t]*(?:\.\.[ \t]+_[^\n]*:|\.\.[ \t]*$|__[ \t])")
-_ANONYMOUS = re.compile(r"^[ \t]*__[ \t]+\S")
 """A hyperlink target (`.. _label: url`, an anonymous `__ url`) or an empty comment:
 their own lines only, up to a blank line."""
+_ANONYMOUS = re.compile(r"^[ \t]*__[ \t]+\S")
 _SUBSTITUTION = re.compile(
     r"^[ \t]*\.\.[ \t]+\|(?P<name>[^|\n]+)\|[ \t]+(?P<kind>[\w-]+)::(?:[ \t]+(?P<text>.*))?$",
     re.MULTILINE,
