@@ -224,7 +224,14 @@ def _swallows_rows(row: Sequence[str], columns: int, dialect: Any) -> bool:
     if columns < 2:
         return False
     inner = [ln for cell in row if "\n" in cell for ln in cell.split("\n")[1:] if ln.strip()]
-    return bool(inner) and all(len(next(csv.reader([ln], dialect), [])) == columns for ln in inner)
+
+    def cells(line: str) -> int:
+        try:
+            return len(next(csv.reader([line], dialect), []))
+        except csv.Error:  # a quote of the cell's own text ('"hi'): no row
+            return 0
+
+    return bool(inner) and all(cells(ln) == columns for ln in inner)
 
 
 def load_questions(path: str | os.PathLike[str], field: str = "questions.file") -> list[Question]:

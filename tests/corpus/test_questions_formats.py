@@ -62,6 +62,9 @@ def test_a_spreadsheet_cell_with_line_breaks_is_one_cell(tmp_path):
         ("1", "What is the\nleave policy?", "27 days.\n\nMore after 5 years."),
         ("2", "Who signs expenses?", None),
     ]
+    quoted = tmp_path / "quoted.csv"  # a quote inside the cell's text, doubled as CSV does
+    quoted.write_text('id,question,answer\n1,Who?,"He said:\n""hi, there\n"\n')
+    assert load_questions(quoted)[0].answer == 'He said:\n"hi, there'
     p.write_text(p.read_text() + "3,\n")  # a bad row after it is named by its own line
     with pytest.raises(ConfigError, match=r"q.csv:7: text: expected a non-empty"):
         load_questions(p)
