@@ -95,6 +95,17 @@ def test_a_sphinx_page_reads_as_its_text():
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
+        # an only:: for HTML (or not for LaTeX) is shown; one for LaTeX alone is not
+        (".. only:: not latex\n\n   Shown in html.\n", ("Shown in html.", "")),
+        (".. only:: latex\n\n   In the PDF.\n\nAfter.\n", ("After.", "")),
+        # a paragraph's last line over a rule is no title, even read as written
+        ("Line one\nline two\n--------\n", ("Line one\nline two\n--------\n", "")),
+        # anonymous targets and directives an HTML page does not show
+        ("See `x`__.\n\n__ https://x.org\n\n.. default-domain:: py\n", ("See x.", "")),
+        (
+            ".. code-block:: python\n   :caption: :file:`x.py`\n\n   pass\n",
+            ("x.py\n\n```python\npass\n```", ""),
+        ),
         # plain text: as written, byte for byte
         ("Just a note.\n\n\nWith lines.\n", ("Just a note.\n\n\nWith lines.\n", "")),
         # a lone :: before a literal block; "Example ::" loses its colons
@@ -185,24 +196,6 @@ def test_a_deeply_nested_page_is_read_without_a_crash():
 )  # fmt: skip
 def test_review_cases(raw, expected):
     assert rst_text(raw)[0] == expected
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        # an only:: for HTML (or not for LaTeX) is shown; one for LaTeX alone is not
-        (".. only:: not latex\n\n   Shown in html.\n", ("Shown in html.", "")),
-        (".. only:: latex\n\n   In the PDF.\n\nAfter.\n", ("After.", "")),
-        # a paragraph's last line over a rule is no title, even read as written
-        ("Line one\nline two\n--------\n", ("Line one\nline two\n--------\n", "")),
-        # anonymous targets and directives an HTML page does not show
-        ("See `x`__.\n\n__ https://x.org\n\n.. default-domain:: py\n", ("See x.", "")),
-        (".. code-block:: python\n   :caption: :file:`x.py`\n\n   pass\n",
-         ("x.py\n\n```python\npass\n```", "")),
-    ],
-)  # fmt: skip
-def test_second_review_cases(raw, expected):
-    assert rst_text(raw) == expected
 
 
 def test_nested_footnotes_are_bounded_like_directives():
