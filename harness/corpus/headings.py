@@ -31,6 +31,12 @@ def _atx_text(text: str) -> str:
     return text.strip()
 
 
+def closes_fence(marker: str, info: str, fence: str) -> bool:
+    """Whether a fence line (`marker` then `info`) closes the code block `fence` opened:
+    the same character, at least as many of it, and nothing after (CommonMark)."""
+    return not info.strip() and marker[0] == fence[0] and len(marker) >= len(fence)
+
+
 class Heading(NamedTuple):
     """A heading's text and where its line starts in the document."""
 
@@ -50,11 +56,11 @@ def headings(text: str) -> Iterator[Heading]:
     fence = ""  # the open code fence's marker, "" outside one
     for m in _LINE.finditer(text):
         if m.group("fence"):
-            marker, info = m.group("fence"), m.group("info").strip()
+            marker, info = m.group("fence"), m.group("info")
             if not fence:
                 fence = marker
-            elif marker[0] == fence[0] and len(marker) >= len(fence) and not info:
-                fence = ""  # CommonMark: the same character, as many or more, nothing after
+            elif closes_fence(marker, info, fence):
+                fence = ""
         elif fence:
             continue
         elif m.group("atx"):

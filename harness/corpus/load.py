@@ -331,8 +331,11 @@ def load_documents(
                 (f, _load_file(f, f.relative_to(path).as_posix(), html_classes, includes))
                 for f in files
             ]
-            docs.extend(d for f, d in loaded if not includes.partial(f))
-            _report_includes(path, includes, [d.doc_id for f, d in loaded if includes.partial(f)])
+            partial = [includes.partial(f) for f, _ in loaded]
+            docs.extend(d for (_, d), p in zip(loaded, partial, strict=True) if not p)
+            _report_includes(
+                path, includes, [d.doc_id for (_, d), p in zip(loaded, partial, strict=True) if p]
+            )
         elif path.is_file() and path.suffix.lower() == ".jsonl":
             docs.extend(load_beir_corpus(path))
         elif path.is_file():

@@ -40,7 +40,7 @@ from typing import Any
 
 import yaml
 
-from harness.corpus.headings import first_heading
+from harness.corpus.headings import closes_fence, first_heading
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx", ".qmd", ".rmd")
 """Files read as markdown: plain, MDX (Docusaurus), Quarto and R Markdown."""
@@ -144,10 +144,11 @@ def _layout_only(line: str, mdx: bool) -> bool:
     return all(n.lower() in HTML_NAMES or (mdx and n[0].isupper()) for n in names)
 
 
-def _closes(marker: str, info: str, fence: str) -> bool:
-    """Whether a fence line (`marker` then `info`) closes the block `fence` opened: the
-    same character, at least as many of it, and nothing after (CommonMark)."""
-    return not info.strip() and marker[0] == fence[0] and len(marker) >= len(fence)
+def code_fence(code: str, language: str = "") -> str:
+    """`code` as a fenced block: a fence longer than any run of backticks in it, which
+    it cannot close, with `language` after the opening one."""
+    fence = "`" * max(3, max(map(len, re.findall("`+", code)), default=0) + 1)
+    return f"{fence}{language}\n{code}\n{fence}"
 
 
 def _body_lines(body: str, mdx: bool, include: Include | None = None) -> tuple[list[str], bool]:
@@ -171,7 +172,7 @@ def _body_lines(body: str, mdx: bool, include: Include | None = None) -> tuple[l
         if fence:
             if not raw_block:
                 out.append(line)
-            if m and _closes(m.group("fence"), m.group("info"), fence):
+            if m and closes_fence(m.group("fence"), m.group("info"), fence):
                 fence, raw_block = "", False
             continue
         if m:

@@ -9,10 +9,9 @@ goes through `markdown_text` like any markdown file.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-from harness.corpus.markdown import markdown_text
+from harness.corpus.markdown import code_fence, markdown_text
 from harness.errors import ConfigError
 
 
@@ -63,7 +62,5 @@ def notebook_text(raw: str, where: str) -> tuple[str, str]:
         if kind == "markdown" or (kind == "raw" and first and text.startswith(("---", "+++"))):
             parts.append(text)
         elif kind == "code":
-            # a fence longer than any run of backticks in the code, which it cannot close
-            fence = "`" * max(3, max(map(len, re.findall("`+", text)), default=0) + 1)
-            parts.append(f"{fence}{language}\n{text}\n{fence}")
+            parts.append(code_fence(text, language))
     return markdown_text("\n\n".join(parts) + "\n")

@@ -40,6 +40,8 @@ from __future__ import annotations
 import re
 import textwrap
 
+from harness.corpus.markdown import code_fence
+
 _DIRECTIVE = re.compile(
     r"^(?P<indent>[ \t]*)\.\.[ \t]+(?P<name>[\w:.+-]+)::(?:[ \t]+(?P<arg>.*))?$"
 )
@@ -227,10 +229,9 @@ def _after_options(lines: list[str]) -> tuple[dict[str, str], list[str]]:
 
 
 def _fenced(lang: str, lines: list[str]) -> list[str]:
-    """Code lines, dedented, in a fence longer than any backtick run in them."""
+    """Code lines, dedented, as a fenced block's lines (`markdown.code_fence`)."""
     code = textwrap.dedent("\n".join(lines)).strip("\n")
-    ticks = max([3, *(len(t) + 1 for t in re.findall(r"`{3,}", code))])
-    return ["`" * ticks + lang.strip(), *code.split("\n"), "`" * ticks]
+    return code_fence(code, lang.strip()).split("\n")
 
 
 class _Reader:
