@@ -151,6 +151,23 @@ def code_fence(code: str, language: str = "") -> str:
     return f"{fence}{language}\n{code}\n{fence}"
 
 
+def squeeze_blank_lines(lines: list[str]) -> str:
+    """Lines a reader wrote (markup left out where they stood) joined, with one blank
+    line where several fell in a row, outside fenced code (whose blank lines are the
+    code's), and none at either end."""
+    squeezed: list[str] = []
+    fence = ""  # the open code fence
+    for line in lines:
+        if fence:
+            fence = "" if line == fence else fence
+        elif re.fullmatch(r"`{3,}\S*", line):
+            fence = "`" * (len(line) - len(line.lstrip("`")))
+        elif not line.strip() and (not squeezed or not squeezed[-1].strip()):
+            continue
+        squeezed.append(line)
+    return "\n".join(squeezed).strip("\n")
+
+
 def _body_lines(body: str, mdx: bool, include: Include | None = None) -> tuple[list[str], bool]:
     """The lines of `body` a reader sees as text (see the module docstring), and whether
     any was left out or changed. Where lines are left out, no more than one blank line

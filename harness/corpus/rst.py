@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-from harness.corpus.markdown import code_fence
+from harness.corpus.markdown import code_fence, squeeze_blank_lines
 
 _DIRECTIVE = re.compile(
     r"^(?P<indent>[ \t]*)\.\.[ \t]+(?P<name>[\w:.+-]+)::(?:[ \t]+(?P<arg>.*))?$"
@@ -419,14 +419,4 @@ def rst_text(raw: str) -> tuple[str, str]:
     lines = reader.read(written[top:] if fields else written)
     if lines == written:
         return raw, reader.title  # nothing read differently: the file as written
-    squeezed: list[str] = []
-    fence = ""  # the open code fence: its blank lines are the code's
-    for line in lines:
-        if fence:
-            fence = "" if line == fence else fence
-        elif re.fullmatch(r"`{3,}\S*", line):
-            fence = "`" * (len(line) - len(line.lstrip("`")))
-        elif not line.strip() and (not squeezed or not squeezed[-1].strip()):
-            continue  # one blank line in a row where markup was left out
-        squeezed.append(line)
-    return "\n".join(squeezed).strip("\n"), reader.title
+    return squeeze_blank_lines(lines), reader.title
