@@ -1,10 +1,14 @@
 """Load documents from files, folders and URLs into `Document` records.
 
 Local: markdown (.md, .markdown, .mdx, .qmd, .rmd), Jupyter notebooks (.ipynb), .txt,
-.rst, .adoc, .html and .pdf files, or folders searched recursively for them (a folder's
+.rst, .adoc (.asciidoc), .html and .pdf files, or folders searched recursively for them (a folder's
 other files are skipped, and the run says which kinds; so are links whose target is
 gone). Markdown is read as its pages show it, without front matter, admonition markers
-or MDX imports (`harness.corpus.markdown`); a notebook as its markdown and code cells
+or MDX imports (`harness.corpus.markdown`), with Quarto's includes read in; a Sphinx
+page without its directives' and roles' markup (`harness.corpus.rst`); an AsciiDoc page
+without its attribute entries, block markup and macros, with its includes read in
+(`harness.corpus.asciidoc`), and of an Antora component only its pages
+(`harness.corpus.antora`); a notebook as its markdown and code cells
 (`harness.corpus.notebook`). A PDF's text is what pypdf extracts, page after page; a PDF
 without text (scanned pages) is refused. URLs are fetched by LangChain's WebBaseLoader.
 An HTML page, saved or fetched, gives its main content in lines, without the site's
@@ -26,12 +30,24 @@ from pathlib import Path
 
 from loguru import logger
 
+from harness.corpus.antora import COMPONENT_FILE, Component, Components
+from harness.corpus.asciidoc import Includes, XrefTitle, asciidoc_text, asciidoc_title
 from harness.corpus.headings import first_heading
 from harness.corpus.markdown import MARKDOWN_SUFFIXES, Include, markdown_text
 from harness.errors import ConfigError
 from harness.types import Document
 
-SUFFIXES = (*MARKDOWN_SUFFIXES, ".ipynb", ".txt", ".rst", ".adoc", ".html", ".htm", ".pdf")
+ASCIIDOC_SUFFIXES = (".adoc", ".asciidoc")
+SUFFIXES = (
+    *MARKDOWN_SUFFIXES,
+    ".ipynb",
+    ".txt",
+    ".rst",
+    *ASCIIDOC_SUFFIXES,
+    ".html",
+    ".htm",
+    ".pdf",
+)
 """Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
 USER_AGENT = "harness-retrieval-tuning/0.1 (+https://github.com/; offline-first)"
 CONTROL_SHARE = 0.25
@@ -125,14 +141,20 @@ MAX_INCLUDE_DEPTH = 8
 MAX_INCLUDED_CHARS = 5_000_000
 """Characters one page may take in through its includes: partials that include each
 other many times over grow a page exponentially."""
+INCLUDE_COST = 1_000
+"""Characters each include takes from the page's allowance besides its text, read or
+refused: empty partials that include each other many times over cost time, not text."""
 _TOO_MUCH = f"the page would take in over {MAX_INCLUDED_CHARS:,} characters"
 
 
 class _Includes:
-    """Reads the files Quarto's include shortcodes name (`{{< include _part.md >}}`), as
-    markdown with their own includes, from within the corpus folder `root` only, not
-    from hidden files or folders (an `.env` is no part of any page), and markdown files
-    only; keeps which it read and why it could not read the others."""
+    """Reads the files pages include, from within the corpus folder `root` only, not from
+    hidden files or folders (an `.env` is no part of any page), and never from the
+    network: Quarto's include shortcodes (`{{< include _part.md >}}`, markdown files
+    read as markdown with their own includes) and AsciiDoc's `include::` directives
+    (any text file, as written, for the AsciiDoc reader; in an Antora component a
+    resource ID such as `partial$intro.adoc` too). Keeps which files it read and why it
+    could not read the others."""
 
     def __init__(self, root: Path) -> None:
         self.folder = Path(os.path.abspath(root))  # as written: where links are placed
@@ -141,62 +163,131 @@ class _Includes:
         self.missing: dict[str, None] = {}  # "page -> target (why)", each once
         self._texts: dict[tuple[Path, int], str] = {}  # by file and depth
         self._bounded = 0  # includes refused for the page they were met in (loop, size)
+        self._titles: dict[Path, str | None] = {}  # AsciiDoc pages' titles, by file
+        self._raw: dict[Path, str] = {}  # AsciiDoc includes' text as written, by file
+        self._checks: dict[tuple[Path, bool], tuple[Path, str | None]] = {}
+        self._places: dict[tuple[Path, str, Path], Path | str] = {}
+        self._names: dict[Path, str] = {}
 
     def reader(self, page: Path) -> Include:
-        """The `include` of the document `page`: a target relative to the page (or,
-        starting with /, to the folder), read as markdown with its own includes; None
-        (and the reason remembered) when it is not a markdown file in the folder, is
-        hidden, cannot be read as text, includes itself on the way, lies deeper than
+        """The `include` of the markdown document `page`: a target relative to the page
+        (or, starting with /, to the folder), read as markdown with its own includes;
+        None (and the reason remembered) when it is not a markdown file in the folder,
+        is hidden, cannot be read as text, includes itself on the way, lies deeper than
         MAX_INCLUDE_DEPTH, or takes the page past MAX_INCLUDED_CHARS."""
-        budget = [MAX_INCLUDED_CHARS]
-        return self._reader(page, (page.resolve(),), budget)
+        return self._markdown(page, (page.resolve(),), [MAX_INCLUDED_CHARS])
 
-    def _reader(self, page: Path, chain: tuple[Path, ...], budget: list[int]) -> Include:
+    def asciidoc(self, page: Path, component: Component | None) -> Includes:
+        """The `include` of the AsciiDoc document `page`: a target relative to the file
+        that names it (a resource ID of `component`'s modules, `partial$a.adoc`, where
+        Antora places it), read as written, with a reader of its own includes; None on
+        the grounds `reader` gives, or for a URL or another component's file."""
+        return self._asciidoc(page, (page.resolve(),), [MAX_INCLUDED_CHARS], component, page)
+
+    def _markdown(self, page: Path, chain: tuple[Path, ...], budget: list[int]) -> Include:
         def include(target: str) -> str | None:
-            if budget[0] <= 0:  # the page took in all it may: refuse at once
-                self._bounded += 1
-                self.missing[f"{self._name(page)} -> {target} ({_TOO_MUCH})"] = None
-                return None
             base = self.folder if target.startswith("/") else Path(os.path.abspath(page.parent))
             written = Path(os.path.normpath(base / target.lstrip("/")))
-            p = written.resolve()
-            why = self._refused(written, p, chain)
-            if why is None:
-                try:
-                    text = self._text(p, chain, budget)
-                except ConfigError as exc:
-                    why = exc.expected
-                else:
-                    if len(text) > budget[0]:
-                        why = _TOO_MUCH
-                        budget[0] = 0
-                        self._bounded += 1
-                    else:
-                        budget[0] -= len(text)
-                        return text
-            self.missing[f"{self._name(page)} -> {target} ({why})"] = None
-            return None
+            got = self._fetch(page, target, written, chain, budget, markdown=True)
+            return None if got is None else got[0]
 
         return include
 
-    def _refused(self, written: Path, p: Path, chain: tuple[Path, ...]) -> str | None:
-        """Why the target (`written`, the path the page names; `p`, resolved) is not
-        read, or None. A link placed in the folder is read, as the folder's own links
-        are read as documents."""
-        if not written.is_relative_to(self.folder):
-            return "outside the folder"
-        if _hidden(written, self.folder):
-            return "a hidden file"
-        if not p.is_file():
-            return "no such file"
-        if p.suffix.lower() not in MARKDOWN_SUFFIXES:
-            return "not a markdown file"
-        if p in chain:
+    def _asciidoc(
+        self,
+        at: Path,
+        chain: tuple[Path, ...],
+        budget: list[int],
+        component: Component | None,
+        page: Path,
+    ) -> Includes:
+        def include(target: str) -> tuple[str, Includes] | None:
+            key = (at, target, page)
+            if key not in self._places:
+                if re.match(r"^[A-Za-z][\w+.-]*://", target):
+                    self._places[key] = "a URL: harness reads no include from the network"
+                elif component is not None and "$" in target:
+                    self._places[key] = component.resource(target, page, "page")
+                else:
+                    self._places[key] = Path(os.path.abspath(at.parent)) / target
+                place = self._places[key]
+                if not isinstance(place, str):
+                    self._places[key] = Path(os.path.normpath(place))
+            place = self._places[key]
+            if isinstance(place, str):
+                self.missing[f"{self._name(at)} -> {target} ({place})"] = None
+                return None
+            got = self._fetch(at, target, place, chain, budget, markdown=False)
+            if got is None:
+                return None
+            text, p = got
+            return text, self._asciidoc(p, (*chain, p), budget, component, page)
+
+        return include
+
+    def _fetch(
+        self,
+        page: Path,
+        target: str,
+        written: Path,
+        chain: tuple[Path, ...],
+        budget: list[int],
+        *,
+        markdown: bool,
+    ) -> tuple[str, Path] | None:
+        """The text of the file `page` includes as `target` (`written`: where it points)
+        and its resolved path, within the page's budget; None, with why remembered."""
+        if budget[0] <= 0:  # the page took in all it may: refuse at once
             self._bounded += 1
-            return "a loop"
-        if len(chain) > MAX_INCLUDE_DEPTH:
-            return f"deeper than {MAX_INCLUDE_DEPTH} includes"
+            self.missing[f"{self._name(page)} -> {target} ({_TOO_MUCH})"] = None
+            return None
+        budget[0] -= INCLUDE_COST  # each include, read or refused, takes time
+        p, why = self._checked(written, markdown=markdown)
+        if why is None and p in chain:
+            self._bounded += 1
+            why = "a loop"
+        elif why is None and len(chain) > MAX_INCLUDE_DEPTH:
+            why = f"deeper than {MAX_INCLUDE_DEPTH} includes"
+        if why is None:
+            try:
+                if markdown:
+                    text = self._text(p, chain, budget)
+                else:
+                    self.read.add(p)
+                    if p not in self._raw:
+                        self._raw[p] = read_text_file(p, "corpus.sources")
+                    text = self._raw[p]
+            except ConfigError as exc:
+                why = exc.expected
+            else:
+                if len(text) > budget[0]:
+                    why = _TOO_MUCH
+                    budget[0] = 0
+                    self._bounded += 1
+                else:
+                    budget[0] -= len(text)
+                    return text, p
+        self.missing[f"{self._name(page)} -> {target} ({why})"] = None
         return None
+
+    def _checked(self, written: Path, *, markdown: bool) -> tuple[Path, str | None]:
+        """The target (`written`, the path a page names) resolved, and why it is not
+        read whoever includes it, or None; worked out once per load. A link placed in
+        the folder is read, as the folder's own links are read as documents."""
+        key = (written, markdown)
+        if key not in self._checks:
+            p = written.resolve()
+            why = None
+            if not written.is_relative_to(self.folder):
+                why = "outside the folder"
+            elif _hidden(written, self.folder):
+                why = "a hidden file"
+            elif not p.is_file():
+                why = "no such file"
+            elif markdown and p.suffix.lower() not in MARKDOWN_SUFFIXES:
+                why = "not a markdown file"
+            self._checks[key] = (p, why)
+        return self._checks[key]
 
     def _text(self, p: Path, chain: tuple[Path, ...], budget: list[int]) -> str:
         """The included file's text as a reader sees it, read once per load and depth
@@ -209,16 +300,46 @@ class _Includes:
             return self._texts[key]
         bounded = self._bounded
         raw = read_text_file(p, "corpus.sources")
-        text = markdown_text(raw, include=self._reader(p, (*chain, p), budget))[0]
+        text = markdown_text(raw, include=self._markdown(p, (*chain, p), budget))[0]
         if self._bounded == bounded:
             self._texts[key] = text
         return text
 
+    def xref_title(self, page: Path, component: Component | None) -> XrefTitle:
+        """The titles of the AsciiDoc pages `page` cross-references (`xref:b.adoc[]`):
+        in a component, a page ID of its modules (`./b.adoc` beside the page); else a
+        file beside the page; None for one outside the folder, hidden or unreadable."""
+
+        def title(target: str) -> str | None:
+            if component is not None and not target.startswith(("./", "../")):
+                place = component.resource(target, page, "page")
+            else:
+                place = Path(os.path.abspath(page.parent)) / target
+            if isinstance(place, str):
+                return None
+            written = Path(os.path.normpath(place))
+            p = written.resolve()
+            if not written.is_relative_to(self.folder) or _hidden(written, self.folder):
+                return None
+            if p not in self._titles:
+                try:
+                    raw = read_text_file(p, "corpus.sources") if p.is_file() else ""
+                except ConfigError:
+                    raw = ""
+                attrs = component.attributes if component is not None else None
+                self._titles[p] = asciidoc_title(raw, attrs) if raw else None
+            return self._titles[p]
+
+        return title
+
     def _name(self, page: Path) -> str:
-        try:
-            return page.resolve().relative_to(self.root).as_posix()
-        except ValueError:
-            return page.name
+        """How a warning names `page`: its path in the folder."""
+        if page not in self._names:
+            try:
+                self._names[page] = page.resolve().relative_to(self.root).as_posix()
+            except ValueError:
+                self._names[page] = page.name
+        return self._names[page]
 
     def partial(self, path: Path) -> bool:
         """Whether `path` is a partial some page included: Quarto renders no page for a
@@ -227,7 +348,11 @@ class _Includes:
 
 
 def _load_file(
-    path: Path, doc_id: str, html_classes: Sequence[str], includes: _Includes | None = None
+    path: Path,
+    doc_id: str,
+    html_classes: Sequence[str],
+    includes: _Includes | None = None,
+    components: Components | None = None,
 ) -> Document:
     if path.suffix.lower() == ".pdf":
         text, title = _pdf_text(path)
@@ -243,6 +368,14 @@ def _load_file(
         from harness.corpus.rst import rst_text
 
         text, title = rst_text(raw)
+    elif suffix in ASCIIDOC_SUFFIXES:
+        component = components.of(path) if components is not None else None
+        text, title = asciidoc_text(
+            raw,
+            attributes=component.attributes if component is not None else None,
+            include=includes.asciidoc(path, component) if includes is not None else None,
+            xref_title=includes.xref_title(path, component) if includes is not None else None,
+        )
     elif suffix == ".ipynb":
         from harness.corpus.notebook import notebook_text
 
@@ -319,18 +452,28 @@ def load_documents(
                 for p in found
                 if p.suffix.lower() in SUFFIXES and p.is_file() and not _hidden(p, path)
             ]
-            _warn_skipped(path, found, files)
-            if not files:
+            components = Components(path)
+            published = _antora_pages(path, files, components)
+            if not published:
                 raise ConfigError(
                     where or str(path),
                     "corpus.sources",
-                    f"folder {path} holds no {', '.join(SUFFIXES)} files",
+                    f"folder {path} holds no {', '.join(SUFFIXES)} files"
+                    if not files
+                    else f"folder {path} holds no page: its AsciiDoc files are Antora "
+                    "navigation, partials or examples (pages lie in modules/<name>/pages/)",
                 )
             includes = _Includes(path)
             loaded = [
-                (f, _load_file(f, f.relative_to(path).as_posix(), html_classes, includes))
-                for f in files
+                (
+                    f,
+                    _load_file(
+                        f, f.relative_to(path).as_posix(), html_classes, includes, components
+                    ),
+                )
+                for f in published
             ]
+            _warn_skipped(path, found, [*files, *includes.read])
             partial = [includes.partial(f) for f, _ in loaded]
             docs.extend(d for (_, d), p in zip(loaded, partial, strict=True) if not p)
             _report_includes(
@@ -340,7 +483,8 @@ def load_documents(
             docs.extend(load_beir_corpus(path))
         elif path.is_file():
             includes = _Includes(path.parent)
-            docs.append(_load_file(path, path.name, html_classes, includes))
+            components = Components(path.parent)
+            docs.append(_load_file(path, path.name, html_classes, includes, components))
             _report_includes(path, includes, [])
         else:
             raise ConfigError(where or str(path), "corpus.sources", f"{path} does not exist")
@@ -406,6 +550,29 @@ def _first_names(names: Sequence[str], shown: int = 3) -> str:
     return ", ".join(names[:shown]) + (", ..." if len(names) > shown else "")
 
 
+def _antora_pages(folder: Path, files: list[Path], components: Components) -> list[Path]:
+    """`files` without the AsciiDoc files of Antora components that the site publishes
+    as no page (navigation, partials, examples), said in one line: pages read them
+    where they include them."""
+    kept: list[Path] = []
+    left: list[str] = []
+    for f in files:
+        component = components.of(f) if f.suffix.lower() in ASCIIDOC_SUFFIXES else None
+        if component is None or component.is_page(f):
+            kept.append(f)
+        else:
+            left.append(f.relative_to(folder).as_posix())
+    if left:
+        logger.info(
+            "{}: left out {} of Antora components that are no page (navigation, partials, "
+            "examples; read where a page includes them): {}",
+            folder,
+            _count(left, "AsciiDoc file"),
+            _first_names(left),
+        )
+    return kept
+
+
 def _report_includes(source: Path, includes: _Includes, partials: Sequence[str]) -> None:
     """Say which partials were read into the pages that include them (info), and which
     includes were not read, and why (a warning: the page lacks that text)."""
@@ -436,15 +603,16 @@ def _hidden(p: Path, folder: Path) -> bool:
 def _warn_skipped(folder: Path, found: Sequence[Path], read: Sequence[Path]) -> None:
     """Warn, by kind, about the files `found` under `folder` that are not `read`: a
     corpus of Word files beside two notes would otherwise be indexed as the two notes.
-    Hidden files and folders (.git, .DS_Store) are not counted; ASSETS are counted in
-    an info line only, as no one converts a site's scripts and images to text; links
-    whose target is gone are named."""
-    taken = set(read)
+    Hidden files and folders (.git, .DS_Store) are not counted, nor files a page
+    includes (an AsciiDoc page's code examples); ASSETS and Antora's `antora.yml` are
+    counted in an info line only, as no one converts a site's scripts, images and
+    configuration to text; links whose target is gone are named."""
+    taken = {p.resolve() for p in read}
     kinds: dict[str, int] = {}
     assets = 0
     broken: list[str] = []
     for p in found:
-        if p in taken or _hidden(p, folder):
+        if _hidden(p, folder) or p.resolve() in taken:
             continue
         if p.is_symlink() and not p.exists():
             broken.append(p.relative_to(folder).as_posix())
@@ -452,12 +620,16 @@ def _warn_skipped(folder: Path, found: Sequence[Path], read: Sequence[Path]) -> 
         if not p.is_file():
             continue
         kind = p.suffix.lower() or "(no suffix)"
-        if kind in ASSETS:
+        if kind in ASSETS or p.name == COMPONENT_FILE:
             assets += 1
         else:
             kinds[kind] = kinds.get(kind, 0) + 1
     if assets:
-        logger.info("{}: skipped {} scripts, styles, images and JSON files", folder, assets)
+        logger.info(
+            "{}: skipped {} scripts, styles, images, JSON and site configuration files",
+            folder,
+            assets,
+        )
     if broken:
         logger.warning(
             "{}: skipped {} whose target is missing: {}",
@@ -467,11 +639,12 @@ def _warn_skipped(folder: Path, found: Sequence[Path], read: Sequence[Path]) -> 
         )
     if kinds:
         listed = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+        files = sum(kinds.values())
         logger.warning(
-            "{}: skipped {} files harness does not read ({}); it reads {}: convert the others "
-            "to one of them",
+            "{}: skipped {} harness does not read ({}); it reads {}: convert the others to one "
+            "of them",
             folder,
-            sum(kinds.values()),
+            f"{files} file{'s' if files > 1 else ''}",
             listed,
             " ".join(SUFFIXES),
         )

@@ -1,0 +1,338 @@
+"""AsciiDoc as Asciidoctor and Antora documentation write it, read as its pages show it
+(harness.corpus.asciidoc, harness.corpus.antora)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from harness.corpus import load_documents
+from harness.corpus.asciidoc import asciidoc_text, asciidoc_title
+from harness.errors import ConfigError
+
+PAGE = """= Install the Tool
+Jane Doe <jane@example.org>
+v2.1, 2026-01-01
+:url-repo: https://git.example.org/tool
+// a comment about the page
+:toc:
+
+The tool runs on {os-name} and needs Ruby {ruby-version} ({page-component-title} {page-component-version}).
+See the {url-repo}[repository^] and xref:usage.adoc[] or xref:ROOT:usage.adoc#flags[the flags].
+Read <<verify>> and <<verify,how to verify>>; press kbd:[Ctrl+C] or btn:[Stop] in menu:File[Quit].
+It is +{literal}+ and `+{kept}+` text, #highlighted#, with a note.footnote:[Since 2.0.] +
+A "`quoted`" {unset-attribute} stays.
+
+[[verify]]
+== Verify the install
+
+NOTE: Run it as root.
+
+.Check the version
+[source,ruby]
+----
+puts Tool.version # <1>
+----
+<1> Prints the version.
+
+include::partial$steps.adoc[tag=steps]
+
+[cols="1,2",options="header"]
+|===
+|Option |Meaning
+|`-v` |Verbose output
+|`-q`
+|Quiet
+|===
+
+////
+A comment block.
+////
+
+[TIP]
+====
+Keep it updated.
+====
+
+* first
+** nested
+. one
+CLI:: the command line
+
+image::diagram.png[Diagram]
+
+include::example$hello.rb[lines=2..3]
+"""
+
+EXPECTED = """# Install the Tool
+
+The tool runs on Linux and needs Ruby 3.4 (The Tool 2.1).
+See the repository and Usage or the flags.
+Read Verify the install and how to verify; press Ctrl+C or Stop in File > Quit.
+It is {literal} and `{kept}` text, highlighted, with a note. (Since 2.0.)
+A \u201cquoted\u201d {unset-attribute} stays.
+
+## Verify the install
+
+Run it as root.
+
+Check the version
+
+```ruby
+puts Tool.version
+```
+
+1. Prints the version.
+
+1. Download it.
+1. Run `tool`.
+
+| Option | Meaning |
+| --- | --- |
+| `-v` | Verbose output |
+| `-q` | Quiet |
+
+Keep it updated.
+
+- first
+  - nested
+1. one
+CLI: the command line
+
+puts "hello"
+puts "world\""""
+
+
+def _component(root):
+    pages = root / "modules" / "ROOT" / "pages"
+    for sub in ("pages", "partials", "examples"):
+        (root / "modules" / "ROOT" / sub).mkdir(parents=True, exist_ok=True)
+    (root / "antora.yml").write_text(
+        "name: tool\ntitle: The Tool\nversion: '2.1'\nasciidoc:\n  attributes:\n"
+        "    os-name: Linux\n    ruby-version: '3.4@'\n    unset-attribute: false\n"
+    )
+    (pages / "install.adoc").write_text(PAGE)
+    (pages / "usage.adoc").write_text("= Usage\n\nText.\n")
+    (pages / "_hidden.adoc").write_text("= Hidden\n\nNo page.\n")
+    (root / "modules" / "ROOT" / "nav.adoc").write_text("* xref:install.adoc[]\n")
+    (root / "modules" / "ROOT" / "partials" / "steps.adoc").write_text(
+        "Intro left out.\n// tag::steps[]\n. Download it.\n. Run `tool`.\n// end::steps[]\n"
+    )
+    (root / "modules" / "ROOT" / "examples" / "hello.rb").write_text(
+        '# hello.rb\nputs "hello"\nputs "world"\n'
+    )
+    return pages
+
+
+def test_an_antora_page_reads_as_its_site_shows_it(tmp_path, warnings):
+    """Attributes from antora.yml, includes by resource ID with their tags and lines,
+    cross references by the page's and sections' titles, blocks and macros as text; the
+    navigation, partials, examples and `_` files are no documents."""
+    _component(tmp_path / "docs")
+    loaded = {d.doc_id: d for d in load_documents([str(tmp_path / "docs")])}
+    assert sorted(loaded) == ["modules/ROOT/pages/install.adoc", "modules/ROOT/pages/usage.adoc"]
+    page = loaded["modules/ROOT/pages/install.adoc"]
+    assert page.title == "Install the Tool"
+    assert page.text == EXPECTED
+    # the included example is no file "harness does not read", antora.yml no document
+    assert warnings == []
+
+
+def test_a_single_asciidoc_file_is_read_with_its_own_attributes(tmp_path):
+    page = tmp_path / "guide.asciidoc"
+    page.write_text(
+        "= Guide\n:product: Widget\n:!product-old:\n\nUse {product}{nbsp}2.\n"
+        "ifdef::product[Shown: {product}.]\nifndef::product[Hidden.]\n"
+        "ifdef::env-github[]\nOn GitHub.\nendif::[]\n"
+    )
+    (doc,) = load_documents([str(page)])
+    assert doc.title == "Guide"
+    assert doc.text == "# Guide\n\nUse Widget\u00a02.\nShown: Widget."
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        # text without markup reads byte for byte, Windows line endings and all
+        (
+            "Plain text.\r\nSecond line: with a colon.\n",
+            "Plain text.\r\nSecond line: with a colon.\n",
+        ),
+        ("A C++ and C# note, 3 + 4 and a:b.\n", "A C++ and C# note, 3 + 4 and a:b.\n"),
+        # markdown-style headings and emphasis are markdown already
+        ("## Setup\n\n*bold* and _it_ and `code`\n", "## Setup\n\n*bold* and _it_ and `code`\n"),
+        # a section title's closing marks, a discrete heading
+        ("== Setup ==\n\n[discrete]\n=== Aside\n", "## Setup\n\n### Aside"),
+        # a literal paragraph (indented) and a literal block are code
+        ("Run:\n\n  $ tool --help\n", "Run:\n\n```\n$ tool --help\n```"),
+        ("....\n<raw> *text*\n....\n", "```\n<raw> *text*\n```"),
+        # a listing whose subs ask for attributes; one that does not keeps {name}
+        (
+            ":v: 2.1\n\n[source,shell,subs=attributes+]\n----\ngem install tool -v {v}\n----\n"
+            "[source,shell]\n----\necho {v}\n----\n",
+            "```shell\ngem install tool -v 2.1\n```\n\n```shell\necho {v}\n```",
+        ),
+        # a bare [source] takes the page's source-language; ---- alone is a listing
+        (":source-language: python\n\n[source]\n----\nx = 1\n----\n", "```python\nx = 1\n```"),
+        # a code line with backticks gets a fence they cannot close
+        ("----\na ``` b\n----\n", "````\na ``` b\n````"),
+        # an example block holding a listing that holds ====
+        (
+            "====\nText.\n\n[source,asciidoc]\n----\n====\nnested\n====\n----\n====\nAfter.\n",
+            "Text.\n\n```asciidoc\n====\nnested\n====\n```\n\nAfter.",
+        ),
+        # sidebar, open block, quote with its attribution, passthrough without tags
+        ("****\nAside.\n****\n--\nOpen.\n--\n", "Aside.\n\nOpen."),
+        (
+            "[quote,Ada Lovelace,Notes]\n____\nIt weaves.\n____\n",
+            "It weaves.\n\u2014 Ada Lovelace, Notes",
+        ),
+        ('++++\n<div class="x">\n<b>Raw</b> HTML\n</div>\n++++\n', "Raw HTML"),
+        # comments, a comment block, a [comment] paragraph, page breaks and rules
+        ("// note\nText.\n// inside\nMore.\n\n[comment]\nHidden.\n\n'''\n<<<\n", "Text.\nMore."),
+        # escaped markup and directives read as written
+        (
+            "Write \\{name}, \\<<id>> and \\https://x.org[text].\n\n\\include::a.adoc[]\n",
+            "Write {name}, <<id>> and https://x.org[text].\n\ninclude::a.adoc[]",
+        ),
+        # links: quoted text with options, mailto, angle URL, bare URL, link: with no text
+        (
+            'See https://x.org["Docs, v2",window=_blank], mailto:a@b.org[mail], '
+            "<https://y.org>, https://z.org and link:/path[].\n",
+            "See Docs, v2, mail, https://y.org, https://z.org and /path.",
+        ),
+        # an xref to an id nobody set reads as Asciidoctor shows it
+        ("See <<nowhere>> and xref:other.adoc#part[].\n", "See [nowhere] and part."),
+        # index terms, inline anchors, icons, inline images with and without alt text
+        (
+            "A ((term)) (((hidden))) [[a1]]anchor icon:fire[] image:x.png[Logo] image:y.png[].\n",
+            "A term  anchor  Logo .",
+        ),
+        # a CSV table, a table without a header
+        (",===\na,b\nc,d\n,===\n", "| a | b |\n| c | d |"),
+        ("|===\n|a |b\n|c |d\n|===\n", "| a | b |\n| c | d |"),
+        ('[%header,cols="2*"]\n|===\n|K |V\n|===\n', "| K | V |\n| --- | --- |"),
+        # description lists, checklists, a list continuation
+        ("Term:: Text.\nOther;; More.\n", "Term: Text.\nOther: More."),
+        ("* [x] done\n* item\n+\nattached\n", "- [x] done\n- item\nattached"),
+        # a line markdown would read as a heading, within a paragraph
+        ("Text\n# not a title\n", "Text\n\\# not a title"),
+        # a document header's author and revision lines, and an attribute over lines
+        ("= T\nA Author\nv1.0\n:desc: one \\\ntwo\n\nBody {desc}.\n", "# T\n\nBody one two."),
+        # leveloffset set by hand
+        (":leveloffset: +1\n= Part\n:leveloffset: 0\n", "## Part"),
+    ],
+)
+def test_what_is_and_is_not_markup(raw, expected):
+    assert asciidoc_text(raw)[0] == expected
+
+
+def test_includes_are_bounded_and_never_leave_the_folder(tmp_path, warnings, monkeypatch):
+    """An include outside the folder, of a hidden file, of a URL, a loop, and partials
+    that multiply (10^9 empty includes): each refused include is named once, a page takes
+    in at most MAX_INCLUDED_CHARS, and each include, read or not, takes INCLUDE_COST of
+    that."""
+    from harness.corpus import load
+    from harness.corpus.load import INCLUDE_COST, MAX_INCLUDED_CHARS
+
+    fetched = []
+    fetch = load._Includes._fetch
+    monkeypatch.setattr(
+        load._Includes, "_fetch", lambda self, *a, **k: fetched.append(1) or fetch(self, *a, **k)
+    )
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (tmp_path / "secret.adoc").write_text("Outside the corpus.\n")
+    (docs / ".env").write_text("API_KEY=sk-not-for-pages\n")
+    (docs / "_loop.adoc").write_text("Loop start.\ninclude::_loop.adoc[]\n")
+    for level in range(9):
+        lines = "".join(f"include::_l{level + 1}.adoc[]\n" for _ in range(10))
+        (docs / f"_l{level}.adoc").write_text(lines)
+    (docs / "_l9.adoc").write_text("")
+    (docs / "page.adoc").write_text(
+        "= Page\n\ninclude::../secret.adoc[]\ninclude::.env[]\n"
+        "include::https://example.org/README.adoc[]\ninclude::_loop.adoc[]\n"
+        "include::_gone.adoc[]\ninclude::{partials}/x.adoc[]\ninclude::_l0.adoc[]\nEnd.\n"
+    )
+    (doc,) = load_documents([str(docs)])
+    # each of the 10 `_l` partials is read as a page first, then found to be a partial
+    assert len(fetched) <= 11 * (MAX_INCLUDED_CHARS // INCLUDE_COST + 10)
+    assert doc.text == "# Page\n\nLoop start.\nEnd."
+    assert len(doc.text) <= MAX_INCLUDED_CHARS
+    (missing,) = [w for w in warnings if "not read into" in w]
+    assert "(deeper than 8 includes)" in missing
+    assert "(the page would take in over 5,000,000 characters)" in missing
+    from harness.corpus.load import _Includes
+
+    includes = _Includes(docs)
+    include = includes.asciidoc(docs / "page.adoc", None)
+    for target in ("../secret.adoc", ".env", "https://example.org/README.adoc", "_gone.adoc"):
+        assert include(target) is None
+    got = include("_loop.adoc")
+    assert got is not None and got[0] == "Loop start.\ninclude::_loop.adoc[]\n"
+    assert got[1]("_loop.adoc") is None  # the partial including itself
+    assert list(includes.missing) == [
+        "page.adoc -> ../secret.adoc (outside the folder)",
+        "page.adoc -> .env (a hidden file)",
+        "page.adoc -> https://example.org/README.adoc (a URL: harness reads no include from "
+        "the network)",
+        "page.adoc -> _gone.adoc (no such file)",
+        "_loop.adoc -> _loop.adoc (a loop)",
+    ]
+
+
+def test_another_components_resources_are_not_read(tmp_path, warnings):
+    pages = _component(tmp_path)
+    (pages / "other.adoc").write_text(
+        "= Other\n\ninclude::2.0@tool:ROOT:partial$steps.adoc[]\n"
+        "include::lib:ROOT:partial$steps.adoc[]\ninclude::nofamily$x.adoc[]\nText.\n"
+    )
+    loaded = {d.doc_id: d for d in load_documents([str(tmp_path)])}
+    assert loaded["modules/ROOT/pages/other.adoc"].text == "# Other\n\nText."
+    (missing,) = [w for w in warnings if "not read into" in w]
+    assert "(another component or version of the site)" in missing
+    assert "nofamily$x.adoc (not a resource of a module)" in missing
+
+
+def test_a_folder_of_antora_files_without_pages_says_so(tmp_path):
+    (tmp_path / "antora.yml").write_text("name: x\n")
+    (tmp_path / "modules" / "ROOT").mkdir(parents=True)
+    (tmp_path / "modules" / "ROOT" / "nav.adoc").write_text("* xref:a.adoc[]\n")
+    with pytest.raises(ConfigError, match="holds no page: its AsciiDoc files are Antora"):
+        load_documents([str(tmp_path)])
+    (tmp_path / "antora.yml").write_text("- a list\n")
+    with pytest.raises(ConfigError, match="expected a YAML mapping") as exc:
+        load_documents([str(tmp_path)])
+    assert str(tmp_path / "antora.yml") in str(exc.value)
+
+
+def test_titles_of_pages():
+    assert asciidoc_title("// c\n:p: Tool\n\n= About {p} =\n") == "About Tool"
+    assert asciidoc_title("Text first.\n= Title\n") is None
+    assert asciidoc_title("") is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        ":a: x" + " " * 20_000 + "y",
+        "== T" + " " * 20_000 + "x",
+        "----\n" + "x" + " " * 20_000 + "y\n----",
+        "#a " * 7_000,
+        "+a " * 7_000,
+        "<<a " * 5_000,
+        "xref:a[" * 5_000,
+    ],
+)
+def test_long_lines_read_quickly(line):
+    start = time.perf_counter()
+    asciidoc_text(line)
+    assert time.perf_counter() - start < 5  # quadratic took seconds; this is milliseconds
+
+
+def test_deeply_nested_blocks_read_without_a_crash():
+    raw = "".join(f"{'=' * (4 + k)}\n" for k in range(200)) + "Deep.\n"
+    raw += "".join(f"{'=' * (4 + k)}\n" for k in reversed(range(200)))
+    assert "Deep." in asciidoc_text(raw)[0]
