@@ -41,19 +41,8 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Callable, Mapping
-from typing import Protocol
 
-from harness.corpus.markdown import code_fence, squeeze_blank_lines
-
-
-class Includes(Protocol):
-    """Reads an included file: its target as the page writes it (attributes replaced),
-    to (its text as written, the reader of the includes inside it), or None when it
-    cannot be read (the reader says why)."""
-
-    def __call__(self, target: str) -> tuple[str, Includes] | None:
-        """The included file's text and its includes' reader, or None."""
-
+from harness.corpus.markdown import IncludeRaw, code_fence, squeeze_blank_lines
 
 XrefTitle = Callable[[str], str | None]
 """The title of the page a cross reference names (`cli:index.adoc`), or None."""
@@ -230,7 +219,7 @@ def _substitute(text: str, attrs: Mapping[str, str]) -> str:
     return _ATTRIBUTE_REF.sub(value, text).replace("\\{", "{")
 
 
-def _expand(lines: list[str], include: Includes | None, attrs: dict[str, str]) -> list[str]:
+def _expand(lines: list[str], include: IncludeRaw | None, attrs: dict[str, str]) -> list[str]:
     """The page's lines with its includes read in (with their own includes, as their
     `lines=`/`tags=` select them, a `leveloffset=` around them) and its conditionals
     (`ifdef::`, `ifndef::`, `endif::`) applied; attribute entries set `attrs` as met."""
@@ -238,7 +227,7 @@ def _expand(lines: list[str], include: Includes | None, attrs: dict[str, str]) -
     active: list[bool] = []  # open conditionals: whether each shows its lines
     offset = 0  # the leveloffset set so far (its entries are kept for the reader)
 
-    def walk(lines: list[str], include: Includes | None) -> None:
+    def walk(lines: list[str], include: IncludeRaw | None) -> None:
         nonlocal offset
         for line in _joined_entries(lines):
             cond = _CONDITIONAL.match(line)
@@ -727,7 +716,7 @@ def asciidoc_text(
     raw: str,
     *,
     attributes: Mapping[str, str] | None = None,
-    include: Includes | None = None,
+    include: IncludeRaw | None = None,
     xref_title: XrefTitle | None = None,
 ) -> tuple[str, str]:
     """(the text a reader of the built page sees, its title) of an AsciiDoc file: see

@@ -31,9 +31,9 @@ from pathlib import Path
 from loguru import logger
 
 from harness.corpus.antora import COMPONENT_FILE, Component, Components
-from harness.corpus.asciidoc import Includes, XrefTitle, asciidoc_text, asciidoc_title
+from harness.corpus.asciidoc import XrefTitle, asciidoc_text, asciidoc_title
 from harness.corpus.headings import first_heading
-from harness.corpus.markdown import MARKDOWN_SUFFIXES, Include, markdown_text
+from harness.corpus.markdown import MARKDOWN_SUFFIXES, Include, IncludeRaw, markdown_text
 from harness.errors import ConfigError
 from harness.types import Document
 
@@ -151,10 +151,11 @@ class _Includes:
     """Reads the files pages include, from within the corpus folder `root` only, not from
     hidden files or folders (an `.env` is no part of any page), and never from the
     network: Quarto's include shortcodes (`{{< include _part.md >}}`, markdown files
-    read as markdown with their own includes) and AsciiDoc's `include::` directives
-    (any text file, as written, for the AsciiDoc reader; in an Antora component a
-    resource ID such as `partial$intro.adoc` too). Keeps which files it read and why it
-    could not read the others."""
+    read as markdown with their own includes), AsciiDoc's `include::` directives (in an
+    Antora component a resource ID such as `partial$intro.adoc` too) and
+    reStructuredText's `.. include::` and `.. literalinclude::` (any text file, as
+    written, for the page's reader). Keeps which files it read and why it could not
+    read the others, and the titles of the AsciiDoc pages cross references name."""
 
     def __init__(self, root: Path) -> None:
         self.folder = Path(os.path.abspath(root))  # as written: where links are placed
@@ -164,7 +165,7 @@ class _Includes:
         self._texts: dict[tuple[Path, int], str] = {}  # by file and depth
         self._bounded = 0  # includes refused for the page they were met in (loop, size)
         self._titles: dict[Path, str | None] = {}  # AsciiDoc pages' titles, by file
-        self._raw: dict[Path, str] = {}  # AsciiDoc includes' text as written, by file
+        self._raw: dict[Path, str] = {}  # AsciiDoc and rST includes as written, by file
         self._checks: dict[tuple[Path, bool], tuple[Path, str | None]] = {}
         self._places: dict[tuple[Path, str, Path], Path | str] = {}
         self._names: dict[Path, str] = {}
@@ -177,12 +178,20 @@ class _Includes:
         MAX_INCLUDE_DEPTH, or takes the page past MAX_INCLUDED_CHARS."""
         return self._markdown(page, (page.resolve(),), [MAX_INCLUDED_CHARS])
 
-    def asciidoc(self, page: Path, component: Component | None) -> Includes:
+    def asciidoc(self, page: Path, component: Component | None) -> IncludeRaw:
         """The `include` of the AsciiDoc document `page`: a target relative to the file
         that names it (a resource ID of `component`'s modules, `partial$a.adoc`, where
         Antora places it), read as written, with a reader of its own includes; None on
         the grounds `reader` gives, or for a URL or another component's file."""
-        return self._asciidoc(page, (page.resolve(),), [MAX_INCLUDED_CHARS], component, page)
+        return self._as_written(page, (page.resolve(),), [MAX_INCLUDED_CHARS], component, page)
+
+    def rst(self, page: Path) -> IncludeRaw:
+        """The `include` of the reStructuredText document `page` (`.. include::`,
+        `.. literalinclude::`): a target relative to the file that names it (or,
+        starting with /, to the folder, as Sphinx reads it from its source folder), read
+        as written, with a reader of its own includes; None on the grounds `reader`
+        gives, or for a URL."""
+        return self._as_written(page, (page.resolve(),), [MAX_INCLUDED_CHARS], None, page)
 
     def _markdown(self, page: Path, chain: tuple[Path, ...], budget: list[int]) -> Include:
         def include(target: str) -> str | None:
@@ -193,21 +202,23 @@ class _Includes:
 
         return include
 
-    def _asciidoc(
+    def _as_written(
         self,
         at: Path,
         chain: tuple[Path, ...],
         budget: list[int],
         component: Component | None,
         page: Path,
-    ) -> Includes:
-        def include(target: str) -> tuple[str, Includes] | None:
+    ) -> IncludeRaw:
+        def include(target: str) -> tuple[str, IncludeRaw] | None:
             key = (at, target, page)
             if key not in self._places:
                 if re.match(r"^[A-Za-z][\w+.-]*://", target):
                     self._places[key] = "a URL: harness reads no include from the network"
                 elif component is not None and "$" in target:
                     self._places[key] = component.resource(target, page, "page")
+                elif page.suffix.lower() == ".rst" and target.startswith("/"):
+                    self._places[key] = self.folder / target.lstrip("/")
                 else:
                     self._places[key] = Path(os.path.abspath(at.parent)) / target
                 place = self._places[key]
@@ -221,7 +232,7 @@ class _Includes:
             if got is None:
                 return None
             text, p = got
-            return text, self._asciidoc(p, (*chain, p), budget, component, page)
+            return text, self._as_written(p, (*chain, p), budget, component, page)
 
         return include
 
@@ -367,7 +378,7 @@ def _load_file(
     elif suffix == ".rst":
         from harness.corpus.rst import rst_text
 
-        text, title = rst_text(raw)
+        text, title = rst_text(raw, include=includes.rst(path) if includes is not None else None)
     elif suffix in ASCIIDOC_SUFFIXES:
         component = components.of(path) if components is not None else None
         text, title = asciidoc_text(

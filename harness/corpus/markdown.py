@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -64,6 +64,17 @@ _INCLUDE = re.compile(
 Include = Callable[[str], str | None]
 """Reads an included file: its target as the page writes it, to the file's text as a
 reader sees it (already read as markdown), or None when there is no such file."""
+
+
+class IncludeRaw(Protocol):
+    """Reads an included file: its target as the page writes it (attributes replaced),
+    to (its text as written, the reader of the includes inside it), or None when it
+    cannot be read (the reader says why)."""
+
+    def __call__(self, target: str) -> tuple[str, IncludeRaw] | None:
+        """The included file's text and its includes' reader, or None."""
+
+
 _TAG = r"</?(?P<name>[A-Za-z][\w.:-]*)(?:\s[^<>]*)?/?>"
 _TAGS_ONLY = re.compile(rf"^[ \t]*(?:{_TAG}[ \t]*)+$")
 _WRAPPED = re.compile(

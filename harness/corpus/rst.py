@@ -18,9 +18,15 @@ writes its structure as markdown, as the markdown reader keeps it:
   described function's signature): their text, dedented, without the marker and
   options; `.. versionadded:: 3.0` reads "New in version 3.0." (with its explanation
   after a colon); footnotes and citations keep their text after their label;
+- `.. include:: part.rst` reads the file in where it stands, given a way to read it
+  (`include`), as reStructuredText with its own includes (as code with `:literal:` or
+  `:code:`), and `.. literalinclude:: example.py` as a fenced block in its `:language:`;
+  both with the lines their options select (`:start-after:`, `:end-before:`,
+  `:start-line:`, `:end-line:`, `:lines:`, `:pyobject:`); without one, they are left
+  out;
 - left out: file-wide metadata fields at the top (`:orphan:`), directives whose content
   the build writes or that an HTML page does not show (`toctree`, `autosummary`,
-  `auto*`, `contents`, `module`, `image`, `raw`, `include`, `todo`, `only:: latex`, ...),
+  `auto*`, `contents`, `module`, `image`, `raw`, `todo`, `only:: latex`, ...),
   hyperlink targets (anonymous ones too), comments, substitution definitions, simple
   tables' rules;
 - inline, also where it runs over a paragraph's lines: roles read as their text
@@ -37,10 +43,11 @@ byte-order mark are read as any other).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import textwrap
 
-from harness.corpus.markdown import code_fence, squeeze_blank_lines
+from harness.corpus.markdown import IncludeRaw, code_fence, squeeze_blank_lines
 
 _DIRECTIVE = re.compile(
     r"^(?P<indent>[ \t]*)\.\.[ \t]+(?P<name>[\w:.+-]+)::(?:[ \t]+(?P<arg>.*))?$"
@@ -125,6 +132,8 @@ OTHER_BUILDS = frozenset(["latex", "man", "texinfo", "text", "epub"])
 NO_TITLE = frozenset(["figure", "container", "rst-class", "ifconfig", "tab-set", "grid"])
 """Directives whose argument is no text of the page (an image's path, a class name):
 their body is read, the argument left out."""
+INCLUDES = frozenset(["include", "literalinclude"])
+"""Directives that read a file into the page, given a way to read it."""
 _VERSIONED = {
     "versionadded": "New in version",
     "versionchanged": "Changed in version",
@@ -237,8 +246,9 @@ def _fenced(lang: str, lines: list[str]) -> list[str]:
 class _Reader:
     """One page's lines read in order; `levels` holds the heading styles seen."""
 
-    def __init__(self, inline: _Inline) -> None:
+    def __init__(self, inline: _Inline, include: IncludeRaw | None = None) -> None:
         self.inline = inline
+        self.include = include
         self.levels: list[tuple[str, bool]] = []
         self.depth = 0  # directives within directives being read
         self.title = ""  # the page's first section title
@@ -351,6 +361,8 @@ class _Reader:
         name = m.group("name").lower()
         arg = (m.group("arg") or "").strip()
         options, rest = _after_options(textwrap.dedent("\n".join(body)).split("\n"))
+        if name in INCLUDES and self.include is not None:
+            return self._included(name, arg, options)
         if name in DROPPED or name.startswith("auto"):
             return []
         if name == "only" and arg.strip() in OTHER_BUILDS:
@@ -372,6 +384,31 @@ class _Reader:
             head = "\n".join(x for x in (head, options["header"].replace('"', "")) if x)
         text = self._nested(rest)
         return ["", *(head.split("\n") if head else []), *text, ""]
+
+    def _included(self, name: str, arg: str, options: dict[str, str]) -> list[str]:
+        """The part of an included file the directive's options select: reStructuredText
+        read where it stands, with its own includes; code (`literalinclude`, an include
+        `:literal:` or `:code:`) as a fenced block under its caption. A standard
+        definitions file (`<isonum.txt>`) shows nothing."""
+        if arg.startswith("<") or self.include is None:
+            return []
+        got = self.include(arg)
+        if got is None:
+            return []
+        text, inner = got
+        lines = _selected(text.replace("\r\n", "\n"), options)
+        if name == "literalinclude" or "literal" in options or "code" in options:
+            suffix = arg.rpartition(".")[2] if "." in arg.rpartition("/")[2] else ""
+            lang = options.get("language") or options.get("code") or suffix
+            caption = self.inline(options.get("caption", ""))
+            code = [options.get("prepend", ""), *lines, options.get("append", "")]
+            return ["", *([caption, ""] if caption else []), *_fenced(lang, code), ""]
+        outer = self.include
+        self.include = inner
+        try:
+            return self._nested(lines)
+        finally:
+            self.include = outer
 
     def _nested(self, lines: list[str]) -> list[str]:
         """A directive's or a footnote's body, read one level deeper."""
@@ -406,16 +443,78 @@ class _Reader:
         return _block(lines, j, column)
 
 
-def rst_text(raw: str) -> tuple[str, str]:
+def _selected(text: str, options: dict[str, str]) -> list[str]:
+    """The lines of an included file its directive's options select, in docutils' and
+    Sphinx's order: `:start-line:`/`:end-line:` (0-based, end excluded), the text after
+    `:start-after:` and before `:end-before:`, `:pyobject:` (a Python function or class,
+    `Class.method`), `:lines:` (`1,3,5-10,20-`, 1-based)."""
+    lines = text.removesuffix("\n").split("\n")
+    with contextlib.suppress(ValueError):
+        start = int(options.get("start-line", 0) or 0)
+        end = int(options["end-line"]) if options.get("end-line") else len(lines)
+        lines = lines[start:end]
+    text = "\n".join(lines)
+    after, before = options.get("start-after"), options.get("end-before")
+    if after and after in text:
+        text = text.split(after, 1)[1]
+        rest_of_line, _, below = text.partition("\n")
+        text = below if not rest_of_line.strip() else text
+    if before and before in text:
+        text = text.split(before, 1)[0]
+        above, _, line_start = text.rpartition("\n")
+        text = above if not line_start.strip() else text
+    lines = text.split("\n")
+    if options.get("pyobject"):
+        lines = _python_object(lines, options["pyobject"]) or lines
+    if options.get("lines"):
+        keep: list[int] = []
+        for part in options["lines"].split(","):
+            a, dash, b = part.strip().partition("-")
+            with contextlib.suppress(ValueError):
+                first = int(a) if a else 1
+                last = (int(b) if b else len(lines)) if dash else first
+                keep.extend(range(first, last + 1))
+        lines = [lines[n - 1] for n in keep if 0 < n <= len(lines)]
+    return lines
+
+
+def _python_object(lines: list[str], name: str) -> list[str] | None:
+    """The lines of the Python function or class `name` (`Class.method`) in `lines`,
+    decorators included; None when the code does not parse or holds no such object."""
+    import ast
+
+    try:
+        tree: ast.AST = ast.parse("\n".join(lines))
+    except (SyntaxError, ValueError):
+        return None
+    node: ast.AST | None = tree
+    for part in name.split("."):
+        found = [
+            n
+            for n in getattr(node, "body", [])
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            and n.name == part
+        ]
+        node = found[0] if found else None
+        if node is None:
+            return None
+    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    return lines[start - 1 : node.end_lineno]
+
+
+def rst_text(raw: str, include: IncludeRaw | None = None) -> tuple[str, str]:
     """(the text a reader of the built page sees, its title) of a reStructuredText file:
-    see the module docstring. The title is the first section title's."""
+    see the module docstring. `include` reads the files `.. include::` and
+    `.. literalinclude::` name; without it they are left out. The title is the first
+    section title's."""
     raw = raw.removeprefix("\ufeff")
     written = raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     top = 0  # file-wide metadata fields (`:orphan:`, `:tocdepth: 2`) before any text
     while top < len(written) and (not written[top].strip() or _OPTION.match(written[top])):
         top += 1
     fields = any(_OPTION.match(x) for x in written[:top])
-    reader = _Reader(_Inline(raw))
+    reader = _Reader(_Inline(raw), include)
     lines = reader.read(written[top:] if fields else written)
     if lines == written:
         return raw, reader.title  # nothing read differently: the file as written

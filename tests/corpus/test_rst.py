@@ -211,3 +211,37 @@ def test_a_long_line_with_a_stray_backtick_reads_quickly():
     start = time.perf_counter()
     assert rst_text(line * 3)[0] == line * 3
     assert time.perf_counter() - start < 5  # quadratic took minutes; this is milliseconds
+
+
+def test_includes_are_read_where_they_stand(tmp_path, warnings):
+    """`.. include::` reads reStructuredText in (a `_` partial is then no page of its
+    own); `.. literalinclude::` and an include `:code:` read code, with the lines their
+    options select; a file outside the folder and docutils' standard files are not."""
+    src = tmp_path / "source"
+    (src / "examples").mkdir(parents=True)
+    (tmp_path / "secret.rst").write_text("Outside the corpus.\n")
+    (src / "_intro.rst").write_text("Shared intro.\n\n.. note::\n   A shared note.\n")
+    (src / "examples" / "app.py").write_text(
+        "import os\n\n\n@dec\ndef run(x):\n    return x\n\n\nclass A:\n"
+        "    def go(self):\n        # start\n        return 1\n        # end\n"
+    )
+    (src / "page.rst").write_text(
+        "Guide\n=====\n\n.. include:: _intro.rst\n\n"
+        ".. literalinclude:: examples/app.py\n   :pyobject: run\n\n"
+        ".. literalinclude:: /examples/app.py\n   :start-after: # start\n"
+        "   :end-before: # end\n   :caption: The method\n\n"
+        ".. include:: examples/app.py\n   :code: python\n   :lines: 1\n\n"
+        ".. literalinclude:: examples/app.py\n   :pyobject: A.go\n   :language: python3\n\n"
+        ".. include:: ../secret.rst\n.. include:: <isonum.txt>\n"
+    )
+    (doc,) = load_documents([str(src)])
+    assert doc.text == (
+        "# Guide\n\nShared intro.\n\nA shared note.\n\n"
+        "```py\n@dec\ndef run(x):\n    return x\n```\n\n"
+        "The method\n\n```py\nreturn 1\n```\n\n```python\nimport os\n```\n\n"
+        "```python3\ndef go(self):\n    # start\n    return 1\n```"
+    )
+    (missing,) = [w for w in warnings if "not read into" in w]
+    assert "page.rst -> ../secret.rst (outside the folder)" in missing
+    # without a reader (a page read on its own), includes are left out as before
+    assert rst_text(".. include:: _intro.rst\n\nText.\n")[0] == "Text."
