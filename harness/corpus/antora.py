@@ -5,8 +5,9 @@ A folder holding an `antora.yml` is a component: its pages are the files under
 `modules/<module>/pages/` whose path has no part starting with `_`; navigation files,
 partials, examples and hidden files are read only where a page includes them. The
 `asciidoc.attributes` of `antora.yml` are set for every page (a value ending in `@` as
-its text; `false` unsets it), as are those Antora sets for a page (`page-component-name`,
-`page-component-title`, `page-component-version`, `page-version`).
+its text; `false` unsets it), as are those Antora sets for a page (`env-site`, `site-gen-antora`,
+`page-component-name`, `page-component-title`, `page-component-version`,
+`page-version`).
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ def read_component(root: Path) -> Component:
     name = str(data.get("name", ""))
     version = "" if data.get("version") in (None, False, "~") else str(data["version"])
     site = {
+        "env": "site",
+        "env-site": "",
+        "site-gen": "antora",
+        "site-gen-antora": "",
         "page-component-name": name,
         "page-component-title": str(data.get("title") or name),
         "page-component-version": version,

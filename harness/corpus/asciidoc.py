@@ -7,7 +7,9 @@ writes its structure as markdown, as the markdown reader keeps it:
 
 - includes (`include::partial$intro.adoc[]`, with `tag=`/`tags=`, `lines=` and
   `leveloffset=`) are read in where they stand, given a way to read them (`include`);
-  `ifdef::`/`ifndef::` read the page's attributes (an `ifeval::` keeps its text);
+  `ifdef::`/`ifndef::` read the page's attributes and those an HTML build sets
+  (`backend-html5`; an Antora site's `env-site`), an `ifeval::` keeps its text, and an
+  escaped directive (`\\include::...`) reads as written;
 - the page's attribute entries (`:name: value`) are read, not shown, and `{name}` reads
   as its value (the page's, those given by the site, or a built-in character such as
   `{nbsp}`); a reference to an attribute nobody set stays as written, as Asciidoctor
@@ -17,20 +19,28 @@ writes its structure as markdown, as the markdown reader keeps it:
   lines under the title, comments, block attribute lines (`[source,ruby]`, `[NOTE]`,
   `[[id]]`), block and inline images, `toc::[]`, page breaks and rules are left out; a
   block title (`.Example`) stays as a line;
-- listing and literal blocks (`----`, `....`, an indented literal paragraph, a paragraph
-  styled `[source]`) become fenced code in the language their `[source,lang]` names,
+- listing and literal blocks (`----`, `....`, markdown's ```` ``` ````, an indented
+  literal paragraph, a paragraph styled `[source]`) become fenced code in the language their `[source,lang]` names,
   without callout marks (`<1>`); a callout list reads as a numbered list;
 - example, sidebar, quote and open blocks read as their text (a quote with its
   attribution), admonitions (`NOTE: ...`, `[TIP]` on a block) without their label,
-  passthrough blocks without their HTML tags, tables as rows of cells (`| a | b |`),
-  lists as markdown's (`*`/`-`, nested `**`, ordered `.`), description lists as
-  `term: text`, a hard line break (` +`) and a list continuation (`+`) without the `+`;
+  passthrough blocks without their HTML tags; a block ends at the first line that is
+  its delimiter, as Asciidoctor reads it (a block nested in one of its kind takes a
+  longer delimiter);
+- tables as rows of cells (`| a | b |`, the header's rule under the first when there
+  is one), CSV, TSV and DSV data split as such, an AsciiDoc cell (`a|`) read as a page
+  on one line;
+- lists as markdown's (`*`/`-`, nested `**`, ordered `.`), an item's text running on
+  over its next lines, description lists as `term: text`, a hard line break (` +`) and
+  a list continuation (`+`) without the `+`; as in Asciidoctor, a list line within a
+  paragraph is its text;
 - inline: cross references read as their text, else as the title of the section (or,
   through `xref_title`, the page) they name (`<<install,the install>>` reads "the
   install"); links and mailto links as their text (a bare URL as written); `kbd:[Ctrl+T]`,
   `btn:[Save]`, `menu:File[Save]`, `footnote:[...]` (in parentheses), index terms and
   passthroughs (`+{x}+`, `pass:[...]`) as their text; anchors, inline anchors and icons as
-  nothing; `#highlight#` as its text. Emphasis and `monospace` stay as written: markdown
+  nothing; `#highlight#` and role-styled text (`[.path]_a.yml_`) as their text;
+  `{doctitle}` as the page's title. Emphasis and `monospace` stay as written: markdown
   reads them the same way.
 
 A file without any of these reads byte for byte as written.
@@ -38,6 +48,7 @@ A file without any of these reads byte for byte as written.
 
 from __future__ import annotations
 
+import csv
 import re
 import textwrap
 from collections.abc import Callable, Mapping
@@ -47,6 +58,19 @@ from harness.corpus.markdown import IncludeRaw, code_fence, squeeze_blank_lines
 XrefTitle = Callable[[str], str | None]
 """The title of the page a cross reference names (`cli:index.adoc`), or None."""
 
+HTML_BUILD = {
+    "backend": "html5",
+    "backend-html5": "",
+    "basebackend": "html",
+    "basebackend-html": "",
+    "doctype": "article",
+    "doctype-article": "",
+    "filetype": "html",
+    "filetype-html": "",
+    "outfilesuffix": ".html",
+}
+"""Attributes Asciidoctor sets when it builds an HTML page: `ifdef::backend-html5[]`
+shows its text, `ifdef::backend-pdf[]` does not."""
 BUILT_IN = {
     "empty": "",
     "blank": "",
@@ -89,6 +113,8 @@ _CONDITIONAL = re.compile(
     r"^(?P<kind>ifn?def|ifeval|endif)::(?P<names>[^\[\s]*)\[(?P<text>.*)\][ \t]*$"
 )
 _TAG_MARK = re.compile(r"\b(?:tag|end)::(?:[\w-]+|\*\*?)\[\]")
+_FENCE = re.compile(r"^(?P<fence>`{3,})[ \t]*(?P<lang>[\w+#.-]*)[ \t]*$")
+"""A markdown-style code fence, which Asciidoctor reads as a listing."""
 _DELIMITER = re.compile(r"^(?:-{4,}|\.{4,}|={4,}|\*{4,}|_{4,}|\+{4,}|/{4,}|--|[|,:!]={3,})[ \t]*$")
 _SECTION = re.compile(r"^(?P<marks>={1,6}|#{1,6})[ \t]+(?P<text>\S.*)$")
 """A section title; its closing marks (`== Title ==`) are taken off in code."""
@@ -97,42 +123,73 @@ _BLOCK_TITLE = re.compile(r"^\.(?P<title>[^\s.].*)$")
 _COMMENT = re.compile(r"^//(?!//)")
 _BLOCK_MACRO = re.compile(r"^(?P<name>[a-z][\w-]*)::(?P<target>\S*?)\[(?P<attrs>.*)\][ \t]*$")
 _ADMONITION = re.compile(r"^(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION):[ \t]+")
-ADMONITIONS = frozenset(["NOTE", "TIP", "IMPORTANT", "WARNING", "CAUTION"])
 _LIST = re.compile(r"^[ \t]*(?P<marks>\*{1,5}|-|\.{1,5}|\d{1,9}\.)[ \t]+(?P<text>\S.*)$")
 _CALLOUT_ITEM = re.compile(r"^<(?P<n>\d+|\.)>[ \t]+(?P<text>.*)$")
-_CALLOUT = re.compile(
-    r"(?<![ \t])[ \t]*(?:(?://|#|--|;;?|%)[ \t]*)?(?:<(?:\d+|\.)>[ \t]*)+$|[ \t]*<!--\d+-->$"
+_CALLOUT_REVERSED = re.compile(
+    r"^[ \t]*(?:(?:>--\d+--!<|>(?:\d+|\.)<)[ \t]*)+(?://|#|--|;;?|%)?[ \t]*"
 )
-"""Callout marks ending a code line (`puts x # <1>`); tried from the start of a run of
-white space only, so a line padded with spaces reads in linear time."""
+"""Callout marks ending a code line (`puts x # <1>`, `<!--1-->`), written backwards:
+matched at the start of the reversed line, so any line reads in linear time."""
 _TERM = re.compile(r"^(?P<term>[^\s].*?)(?:::{1,3}|;;)(?:[ \t]+(?P<text>.*))?$")
 _RULE = re.compile(r"^(?:'{3,}|<{3,}|(?:[-*_][ \t]*){3,})$")
 _HARD_BREAK = re.compile(r"[ \t]\+$", re.MULTILINE)
 _READS_AS_HEADING = re.compile(r"^[ \t]*(?:#{1,6}|={1,6})[ \t]")
 _ATTRIBUTE_REF = re.compile(r"(?<!\\)\{(?P<name>\w[\w-]*)\}")
+_ESCAPED_REF = re.compile(r"\\(\{\w[\w-]*\})")
+_DIRECTIVE_LINE = re.compile(r"^(?:include|ifn?def|ifeval|endif)::")
+_BLOCK_ANCHOR = re.compile(
+    r"^\[\[(?P<id>[\w:.-]+)(?:,(?P<reftext>[^\]]*))?\]\][ \t]*$|^\[#(?P<id2>[\w:-]+)"
+)
 
 # Inline markup, applied in this order.
 _PASS = re.compile(
-    r"\+\+\+(?P<a>.+?)\+\+\+|pass:[a-z,]*\[(?P<b>(?:[^\[\]\\]|\\.)*)\]"
+    r"\+\+\+(?P<a>.+?)\+\+\+|pass:[a-z,]*\[(?P<b>(?:[^\[\]\\]|\\.|\[[^\[\]\n]*\])*)\]"
+    r"|\+\+(?P<d>[^+\n](?:[^+\n]|\+(?!\+))*?)\+\+"
     r"|(?<![\w+])\+(?P<c>[^\s+](?:[^+\n]*[^\s+])?)\+(?![\w+])"
 )
 _XREF = re.compile(r"xref:(?P<target>[^\s\[]+)\[(?P<text>(?:[^\[\]\\]|\\.)*)\]")
 _ANGLE_XREF = re.compile(r"<<(?P<target>[^\s,<>][^,<>]*?)(?:,[ \t]*(?P<text>[^<>]*?))?>>")
 _LINK = re.compile(
-    r"(?:link:(?P<target>[^\s\[]+)|(?<![\w/\\])(?P<url>(?:https?|ftp|irc|file)://[^\s\[\]<>]+|mailto:[^\s\[\]]+|\{\w[\w-]*\}/[^\s\[\]<>]*))"
+    r"(?:(?<![\w\\:/.@-])link:(?P<target>[^\s\[]+)|(?<![\w/\\:.@-])(?P<url>"
+    r"(?:https?|ftp|irc|file)://[^\s\[\]<>]+|mailto:[^\s\[\]]+|\{\w[\w-]*\}/[^\s\[\]<>]*))"
     r"\[(?P<text>(?:[^\[\]\\]|\\.)*)\]"
 )
+"""A link with its text; its target starts a word (`mailto:mailto:...` reads in linear
+time). A target that opens with an attribute nobody set (`{url-org}/x[text]`) is a link
+too: the site sets it."""
 _ANGLE_URL = re.compile(r"<(?P<url>(?:https?|ftp)://[^\s<>]+)>")
 _MACRO = re.compile(
-    r"(?<![\w\\])(?P<name>kbd|btn|menu|footnote|anchor|image|icon|indexterm2?|stem|latexmath|asciimath):(?P<target>[^\s\[]*)\[(?P<text>(?:[^\[\]\\]|\\.)*)\]"
+    r"(?<![\w\\])(?P<name>kbd|btn|footnote|indexterm2?|stem|latexmath|asciimath):"
+    r"\[(?P<text>(?:[^\[\]\\]|\\.)*)\]"
+    r"|(?<![\w\\:/.@-])(?P<named>menu|anchor|image|icon):(?P<path>[^\s\[]*)"
+    r"\[(?P<words>(?:[^\[\]\\]|\\.)*)\]"
 )
-_INLINE_ANCHOR = re.compile(r"\[\[[^\[\]\n]+\]\]|\[#[\w-]+(?:\.[\w-]+)*\](?=#)")
+"""Inline macros: those without a target (`kbd:[Ctrl+C]`, `footnote:[...]`, standing
+even against a word's end, as in `sentence.footnote:[...]`), and those with one
+(`image:logo.png[Logo]`), which start a word: a line of `image:image:...` reads in
+linear time."""
+_INLINE_ANCHOR = re.compile(r"\[\[[^\[\]\n]+\]\]|\[[.#]?[\w-]+(?:[.#][\w-]+)*\](?=[#_*`])")
+"""An inline anchor (`[[id]]`), or the role or id given to quoted text (`[.path]_a.yml_`)."""
 _INDEX_TERMS = re.compile(r"\(\(\((?P<hidden>[^()]+)\)\)\)|\(\((?P<term>[^()]+)\)\)")
 _HIGHLIGHT = re.compile(
     r"(?:\[[.#]?[\w-]+(?:[.#][\w-]+)*\])?(?<![\w#])#(?P<text>[^\s#](?:[^#\n]*[^\s#])?)#(?![\w#])"
 )
 _CURVED = re.compile(r"""(?P<q>["'])`(?P<text>[^`\n]+?)`(?P=q)""")
 _QUOTES = {'"': "\u201c{}\u201d", "'": "\u2018{}\u2019"}
+_ESCAPED = re.compile(
+    r"\\(\{\w[\w-]*\}|<<|\[\[|#|\+|(?:xref|link|https?|mailto|kbd|btn|menu|footnote|pass|image):)"
+)
+"""Markup escaped with a backslash, read as written without it."""
+_TAGS = re.compile(r"<[^<>]+>")
+_CELL_SPEC = re.compile(
+    r"(?:^|(?<=\s))(?P<spec>(?:(?P<copies>\d+)\*)?(?:(?P<span>\d+)?(?:\.\d+)?\+)?"
+    r"[<^>]?(?:\.[<^>])?(?P<style>[adehlmsv])?)$"
+)
+"""A table cell's spec, against the `|` that opens the cell: `3*` (copies), `2+` (columns
+spanned), `.2+` (rows), alignment, and the cell's style letter (`a`: AsciiDoc)."""
+DIRECTIVES = frozenset(["include", "ifdef", "ifndef", "ifeval", "endif"])
+"""Preprocessor directives: a line naming one that is left after reading them was
+escaped (`\\include::a.adoc[]`) and reads as text."""
 _PLACEHOLDER = re.compile("\x00(\\d+)\x00")
 MAX_NESTING = 50
 """Blocks within blocks read as such; deeper, a block's lines are read as text."""
@@ -216,7 +273,7 @@ def _substitute(text: str, attrs: Mapping[str, str]) -> str:
             return attrs[name]
         return BUILT_IN.get(name, m.group(0))
 
-    return _ATTRIBUTE_REF.sub(value, text).replace("\\{", "{")
+    return _ESCAPED_REF.sub(r"\1", _ATTRIBUTE_REF.sub(value, text))
 
 
 def _expand(lines: list[str], include: IncludeRaw | None, attrs: dict[str, str]) -> list[str]:
@@ -236,6 +293,9 @@ def _expand(lines: list[str], include: IncludeRaw | None, attrs: dict[str, str])
                 continue
             if not all(active):
                 continue
+            if line.startswith("\\") and _DIRECTIVE_LINE.match(line[1:]):
+                out.append(line[1:])  # escaped: the directive as written
+                continue
             entry = _ENTRY.match(line)
             if entry:
                 _set(entry, attrs)
@@ -254,10 +314,10 @@ def _expand(lines: list[str], include: IncludeRaw | None, attrs: dict[str, str])
             selected = _select(written.split("\n") if written else [], named)
             if "leveloffset" in named:
                 before = offset
-                out.append(f":leveloffset: {_offset(named['leveloffset'], offset)}")
                 offset = _offset(named["leveloffset"], offset)
+                out.extend(["", f":leveloffset: {offset}", ""])  # blank: no paragraph's
                 walk(selected, inner)
-                out.append(f":leveloffset: {before}")
+                out.extend(["", f":leveloffset: {before}", ""])
                 offset = before
             else:
                 walk(selected, inner)
@@ -343,19 +403,26 @@ class _Inline:
         self.attrs = attrs
         self.sections = sections
         self.xref = xref
+        self._kept: list[str] | None = None  # text held from further reading, while reading
 
     def __call__(self, text: str) -> str:
-        kept: list[str] = []
+        """`text` read as the page shows it; a footnote's or a cross reference's own text
+        is read with the text it stands in."""
+        outer = self._kept is not None
+        if not outer:
+            self._kept = []
+        try:
+            return self._read(text, self._kept)  # type: ignore[arg-type]
+        finally:
+            if not outer:
+                self._kept = None
 
+    def _read(self, text: str, kept: list[str]) -> str:
         def hold(value: str) -> str:
             kept.append(value)
             return f"\x00{len(kept) - 1}\x00"
 
-        text = re.sub(
-            r"\\(\{\w[\w-]*\}|<<|\[\[|#|\+|(?:xref|link|https?|mailto|kbd|btn|menu|footnote|pass|image):|(?:include|ifn?def|ifeval|endif)::)",
-            lambda m: hold(m.group(1)),
-            text,
-        )
+        text = _ESCAPED.sub(lambda m: hold(m.group(1)), text)
         text = _PASS.sub(lambda m: hold(next(g for g in m.groups() if g is not None)), text)
         text = _substitute(text, self.attrs)
         text = _INDEX_TERMS.sub(lambda m: m.group("term") or "", text)
@@ -375,8 +442,9 @@ class _Inline:
         return text
 
     def _xref(self, target: str, text: str) -> str:
-        """A cross reference's text: its own, else the title of the section or page it
-        names, else the target as written."""
+        """A cross reference's text: its own, else the title (or reftext) of the section
+        or page it names, else the target as written (`[id]` for an id, as Asciidoctor
+        shows one it cannot find)."""
         text = _positional_text(text)
         if text:
             return self(text)
@@ -410,7 +478,9 @@ def _macro(m: re.Match[str], inline: _Inline) -> str:
     """An inline macro's text: keys, buttons, menus and math as written, a footnote in
     parentheses, an index term (`indexterm2:`) as the term; anchors, images, icons and
     hidden index terms as nothing."""
-    name, target, text = m.group("name"), m.group("target"), m.group("text").replace("\\]", "]")
+    name = m.group("name") or m.group("named")
+    target = m.group("path") or ""
+    text = (m.group("text") if m.group("name") else m.group("words")).replace("\\]", "]")
     if name in ("kbd", "btn", "stem", "latexmath", "asciimath", "indexterm2"):
         return text
     if name == "menu":
@@ -422,34 +492,19 @@ def _macro(m: re.Match[str], inline: _Inline) -> str:
     return ""  # anchor, icon, indexterm
 
 
-def _term(line: str) -> str:
-    """A description list's line (`term:: text`) as `term: text`; any other as it is."""
+def _term(line: str) -> re.Match[str] | None:
+    """A description list item's line (`term:: text`, `term;; text`), or None."""
     m = _TERM.match(line)
     if m is None or "://" in m.group("term") or _BLOCK_MACRO.match(line):
-        return line
-    return m.group("term") + (": " + m.group("text") if m.group("text") else ":")
+        return None
+    return m
 
 
-def _verbatim(delim: str) -> bool:
-    """Whether the block `delim` opens holds lines not read as blocks (listing,
-    literal, comment, passthrough; a table's lines are cells)."""
-    return delim != "--" and delim[0] in "-./+|,:!"
-
-
-def _block_end(lines: list[str], i: int) -> int:
-    """The index of the line closing the delimited block opened at `i` (len(lines)
-    when it is never closed): the same delimiter; inside a block whose lines are read as
-    blocks, after any block nested in it."""
-    delim = lines[i].rstrip()
-    j = i + 1
-    while j < len(lines):
-        line = lines[j].rstrip()
-        if line == delim:
-            return j
-        if not _verbatim(delim) and _DELIMITER.match(line):
-            j = _block_end(lines, j)
-        j += 1
-    return len(lines)
+def _block_end(lines: list[str], i: int, delim: str) -> int:
+    """The index of the line closing the delimited block opened at `i` by `delim`
+    (len(lines) when it is never closed): the first line that is the same delimiter, as
+    Asciidoctor reads it (a block of the same kind nested in it takes a longer one)."""
+    return next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == delim), len(lines))
 
 
 def _fenced(lang: str, lines: list[str]) -> list[str]:
@@ -458,24 +513,64 @@ def _fenced(lang: str, lines: list[str]) -> list[str]:
     return ["", *code_fence(code, lang.strip()).split("\n"), ""] if code.strip() else []
 
 
-def _cells(lines: list[str], sep: str, cols: int) -> list[list[str]]:
-    """A table's rows of cells: a cell starts at `sep` (after an optional spec such as
-    `2+`, `a`, `^.>`); a row holds `cols` cells, else as many as the first line's."""
-    cells: list[str] = []
+def _without_callouts(line: str) -> str:
+    """A code line without the callout marks that end it (and a comment sign before
+    them): `puts x # <1>` reads `puts x`."""
+    m = _CALLOUT_REVERSED.match(line[::-1])
+    return line[: len(line) - m.end()] if m else line
+
+
+def _columns(spec: str) -> list[str]:
+    """The style letter (`a`, `l`, `m`, ... or "") of each column a `cols` value
+    declares (`1,2`, `3*`, `2*,1a`, `<1,^2m`, or a count: `3`)."""
+    spec = spec.strip().strip('"')
+    if re.fullmatch(r"\d+", spec):
+        return [""] * int(spec)
+    columns: list[str] = []
+    for part in re.split(r"[,;]", spec):
+        m = re.match(r"^\s*(?:(?P<n>\d+)\*)?(?P<rest>.*?)\s*$", part)
+        if m is None or not part.strip():
+            continue
+        style = re.search(r"([adehlmsv])$", m.group("rest"))
+        columns.extend([style.group(1) if style else ""] * int(m.group("n") or 1))
+    return columns
+
+
+def _cells(lines: list[str], sep: str) -> tuple[list[tuple[str, int, list[str]]], int]:
+    """A table's cells in order, each (its style letter, the columns it spans, its
+    lines), and how many cells its first line holds. A cell starts at `sep` (`\\|` is
+    text), after its spec (`2+`, `a`, `^.>`, `3*`) when one stands against it after
+    white space."""
+    cells: list[tuple[str, int, list[str]]] = []
     first = 0
-    spec = re.compile(rf"(?:^|(?<=\s))(?:[\d.+*]*[<^>]?(?:\.[<^>])?[adehlmsv]?)?{re.escape(sep)}")
+    split = re.compile(rf"(?<!\\){re.escape(sep)}")
     for line in lines:
         if not line.strip():
+            if cells:
+                cells[-1][2].append("")  # a paragraph break within a cell
             continue
-        parts = spec.split(line)
-        if parts and parts[0].strip() and cells:
-            cells[-1] += " " + parts[0].strip()  # a cell's text running on
-        for part in parts[1:]:
-            cells.append(part.strip())
-        if not first:
-            first = len(parts) - 1
-    width = cols or first or 1
-    return [cells[k : k + width] for k in range(0, len(cells), width)]
+        parts = split.split(line)
+        specs = []
+        for k in range(len(parts) - 1):
+            m = _CELL_SPEC.search(parts[k])
+            # after the first `|`, a spec stands after white space: `|a|b` is two cells
+            if m is None or not m.group("spec") or (k and not m.start("spec")):
+                specs.append("")
+                continue
+            specs.append(m.group("spec"))
+            parts[k] = parts[k][: m.start("spec")]
+        if parts[0].strip() and cells:
+            cells[-1][2].append(parts[0].strip())  # a cell's text running on
+        for spec, part in zip(specs, parts[1:], strict=True):
+            m = _CELL_SPEC.fullmatch(spec)
+            span = int(m.group("span")) if m and m.group("span") else 1
+            copies = int(m.group("copies")) if m and m.group("copies") else 1
+            style = m.group("style") or "" if m else ""
+            cells.extend(
+                (style, span, [part.strip()] if part.strip() else []) for _ in range(copies)
+            )
+        first = first or len(parts) - 1
+    return cells, first
 
 
 class _Reader:
@@ -512,12 +607,17 @@ class _Reader:
                 continue
             flush()
             if not line.strip():
-                out.append("")
+                out.append(line)
                 i += 1
                 continue
-            if _DELIMITER.match(line):
-                end = _block_end(lines, i)
-                out.extend(self._delimited(line.rstrip(), lines[i + 1 : end], style))
+            fence = _FENCE.match(line)
+            if _DELIMITER.match(line) or fence:
+                delim = fence.group("fence") if fence else line.rstrip()
+                end = _block_end(lines, i, delim)
+                if fence:
+                    lang = fence.group("lang")
+                    style = (["source", lang], {}) if lang else (["listing"], {})
+                out.extend(self._delimited(delim, lines[i + 1 : end], style))
                 style = ([], {})
                 i = end + 1
                 continue
@@ -549,22 +649,19 @@ class _Reader:
                 out.extend(["", self.inline(title.group("title"))])
                 i += 1
                 continue
-            if _BLOCK_MACRO.match(line):
+            macro = _BLOCK_MACRO.match(line)
+            if macro and macro.group("name") not in DIRECTIVES:
                 style = ([], {})
                 i += 1  # an image, a table of contents, a video: no text
                 continue
-            callout = _CALLOUT_ITEM.match(line)
-            if callout:
-                number = callout.group("n").replace(".", "1")
-                out.append(f"{number}. {self.inline(callout.group('text'))}")
-                style = ([], {})
-                i += 1
-                continue
-            item = _LIST.match(line)
+            item = _LIST.match(line) or _CALLOUT_ITEM.match(line) or _term(line)
             if item:
-                out.append(self._item(item))
+                end = self._item_end(lines, i + 1)
+                out.append(
+                    self._item(item, [x for x in lines[i + 1 : end] if not _COMMENT.match(x)])
+                )
                 style = ([], {})
-                i += 1
+                i = end
                 continue
             if line[0] in " \t" and not style[0]:
                 end = i
@@ -580,12 +677,22 @@ class _Reader:
 
     def _interrupts(self, line: str) -> bool:
         """Whether `line` ends the paragraph before it: a blank line, a list
-        continuation (`+`), a block delimiter, a block attribute line or a list item."""
+        continuation (`+`), a block delimiter or a block attribute line (as in
+        Asciidoctor, a list item's line does not: it reads as text)."""
         return (
             not line.strip()
             or line.strip() == "+"
-            or bool(_DELIMITER.match(line) or _BLOCK_ATTRS.match(line) or _LIST.match(line))
+            or bool(_DELIMITER.match(line) or _FENCE.match(line) or _BLOCK_ATTRS.match(line))
         )
+
+    def _item_end(self, lines: list[str], j: int) -> int:
+        """The index after a list item's lines that run on from its first (indented or
+        not), up to a blank line, a continuation, a block or the next item."""
+        while j < len(lines) and not self._interrupts(lines[j]):
+            if _LIST.match(lines[j]) or _CALLOUT_ITEM.match(lines[j]) or _term(lines[j]):
+                break
+            j += 1
+        return j
 
     def _header(self, lines: list[str], i: int) -> int:
         """The index after the document header's author and revision lines (the lines
@@ -603,13 +710,23 @@ class _Reader:
         moved by the leveloffset in force."""
         level = len(m.group("marks")) + _offset(self.attrs.get("leveloffset", "0"), 0)
         text = self.inline(_title_text(m))
+        if not self.title and not self.depth:
+            self.attrs.setdefault("doctitle", text)
         self.title = self.title or text
         return f"{'#' * min(max(level, 1), 6)} {text}"
 
-    def _item(self, m: re.Match[str]) -> str:
-        """A list item as markdown's: nested by the count of its marks."""
+    def _item(self, m: re.Match[str], more: list[str]) -> str:
+        """A list item as markdown's (nested by the count of its marks), a callout list's
+        as a numbered one, a description list's as `term: text`; with the lines its text
+        runs on over."""
+        text = self.inline(
+            " ".join([(m.group("text") or "").strip(), *(x.strip() for x in more)]).strip()
+        )
+        if "term" in m.groupdict():
+            return f"{self.inline(m.group('term'))}:" + (f" {text}" if text else "")
+        if "n" in m.groupdict():
+            return f"{m.group('n').replace('.', '1')}. {text}"
         marks = m.group("marks")
-        text = self.inline(m.group("text"))
         if marks[0] == "*":
             return "  " * (len(marks) - 1) + "- " + text
         if marks == "-":
@@ -620,17 +737,17 @@ class _Reader:
 
     def _paragraph(self, para: list[str], style: tuple[list[str], dict[str, str]]) -> list[str]:
         """A paragraph's lines as the page shows them: code when styled `[source]`
-        (`[listing]`, `[literal]`), nothing when `[comment]`, else text (a description
-        list's term as `term: text`, an admonition without its label)."""
+        (`[listing]`, `[literal]`), nothing when `[comment]`, else text (an admonition
+        without its label, a quote with its attribution)."""
         name = style[0][0] if style[0] else ""
         if name in ("source", "listing", "literal"):
             return self._code(para, style)
         if name == "comment":
             return []
         if name == "pass":
-            return [re.sub(r"<[^>]+>", "", x) for x in para if re.sub(r"<[^>]+>", "", x).strip()]
+            return [x for x in (_TAGS.sub("", x) for x in para) if x.strip()]
         para = [_ADMONITION.sub("", para[0], count=1), *para[1:]]
-        read = self.inline("\n".join(map(_term, para))).split("\n")
+        read = self.inline("\n".join(para)).split("\n")
         out = [read[0], *("\\" + x.lstrip() if _READS_AS_HEADING.match(x) else x for x in read[1:])]
         if name in ("quote", "verse") and len(style[0]) > 1:
             out.append("\u2014 " + ", ".join(self.inline(x) for x in style[0][1:] if x))
@@ -645,8 +762,8 @@ class _Reader:
         if not lang and positional and positional[0] == "source":
             lang = self.attrs.get("source-language", "")
         subs = named.get("subs", "")
-        code = [_CALLOUT.sub("", x) for x in lines]
-        if "attributes" in subs or subs in ("normal", "+attributes"):
+        code = [_without_callouts(x) for x in lines]
+        if "attributes" in subs or subs == "normal":
             code = [_substitute(x, self.attrs) for x in code]
         return _fenced(lang, code)
 
@@ -659,57 +776,104 @@ class _Reader:
         if kind == "/" or name == "comment":
             return []
         if kind == "+" or name in ("pass", "stem", "latexmath", "asciimath"):
-            text = [re.sub(r"<[^>]+>", "", x).strip() for x in body]
+            text = [_TAGS.sub("", x).strip() for x in body]
             return ["", *(x for x in text if x), ""]
-        if kind in ("-", ".") or name in ("source", "listing", "literal"):
+        if kind in ("-", ".", "`") or name in ("source", "listing", "literal"):
             if kind == "-" and not name:
                 style = (["source", *style[0][1:]], style[1])
             return self._code(body, style)
         if kind in ("|", ",", ":", "!"):
             return self._table(kind, body, style)
-        self.depth += 1
-        try:
-            text = self.read(body)
-        finally:
-            self.depth -= 1
+        text = self._nested(body)
         if name in ("quote", "verse") and len(style[0]) > 1:
             text.append("\u2014 " + ", ".join(self.inline(x) for x in style[0][1:] if x))
         return ["", *text, ""]
+
+    def _nested(self, lines: list[str]) -> list[str]:
+        """A block's (or an AsciiDoc table cell's) lines, read one level deeper."""
+        self.depth += 1
+        try:
+            return self.read(lines)
+        finally:
+            self.depth -= 1
 
     def _table(
         self, kind: str, body: list[str], style: tuple[list[str], dict[str, str]]
     ) -> list[str]:
         """A table as rows of cells, `| a | b |`, its first row the header's when the
-        table has one (a header option, or a first line followed by a blank one)."""
+        table has one (a header option, or a first line followed by a blank one, unless
+        `noheader`); CSV, TSV and DSV data (`,===`, `:===`, `format=csv`) split as such;
+        an AsciiDoc cell (`a|`, `cols="1a"`) read as a page, on one line."""
         _, named = style
-        cols_spec = named.get("cols", "")
-        star = re.match(r"^\s*(\d+)\*", cols_spec)
-        cols = (
-            int(star.group(1))
-            if star
-            else len([c for c in cols_spec.split(",") if c.strip()])
-            if cols_spec
-            else 0
-        )
-        if kind in ",:" and not named.get("separator"):
+        columns = _columns(named.get("cols", ""))
+        fmt = named.get("format", {",": "csv", ":": "dsv"}.get(kind, "psv"))
+        sep = named.get("separator", "")
+        options = {
+            o.strip() for o in f"{named.get('options', '')},{named.get('opts', '')}".split(",")
+        }
+        content = [x for x in body if x.strip()]
+        if fmt in ("csv", "tsv"):
+            delimiter = sep or ("\t" if fmt == "tsv" else ",")
             rows = [
-                [c.strip() for c in x.split(kind if kind == ":" else ",")]
-                for x in body
-                if x.strip()
+                [self.inline(c.strip()) for c in r]
+                for r in csv.reader(content, delimiter=delimiter[0])
             ]
+        elif fmt == "dsv":
+            rows = [[self.inline(c.strip()) for c in x.split(sep or ":")] for x in content]
         else:
-            rows = _cells(body, named.get("separator", "|" if kind == "|" else "!"), cols)
+            cells, first = _cells(body, sep or ("!" if kind == "!" else "|"))
+            width = len(columns) or first or 1
+            rows, row, used = [], [], 0
+            for n, (letter, span, lines) in enumerate(cells):
+                column = columns[used % len(columns)] if columns else ""
+                row.append(self._cell(letter or column, lines))
+                used += span
+                if used >= width or n == len(cells) - 1:
+                    rows.append(row)
+                    row, used = [], 0
         if not rows:
             return []
-        header = "header" in named.get("options", named.get("opts", "")) or (
-            len(body) > 1 and body[0].strip() and not body[1].strip()
-        )
+        implicit = len(body) > 1 and body[0].strip() != "" and not body[1].strip()
+        header = "header" in options or (implicit and "noheader" not in options)
         out = [""]
-        for n, row in enumerate(rows):
-            out.append("| " + " | ".join(self.inline(c) for c in row) + " |")
+        for n, cells_text in enumerate(rows):
+            out.append("| " + " | ".join(cells_text) + " |")
             if n == 0 and header:
-                out.append("|" + " --- |" * len(row))
+                out.append("|" + " --- |" * len(cells_text))
         return [*out, ""]
+
+    def _cell(self, letter: str, lines: list[str]) -> str:
+        """A table cell's text on one line: an AsciiDoc cell read as a page (its code
+        fences left out), a literal or monospace one as written, others as text."""
+        if letter == "a":
+            read = self._nested(lines)
+            return " ".join(x.strip() for x in read if x.strip() and not x.startswith("```"))
+        if letter in ("l", "m"):
+            return " ".join(x.strip() for x in lines if x.strip())
+        return " ".join(x.strip() for x in self.inline("\n".join(lines)).split("\n") if x.strip())
+
+
+def _sections(lines: list[str], attrs: Mapping[str, str]) -> dict[str, str]:
+    """What a cross reference to each of the page's sections reads: by its generated ids
+    (Asciidoctor's and Antora's), its own id (`[[id]]`, `[#id]`), or its title, the
+    section's title, or the reftext its anchor gives (`[[id,Label]]`)."""
+    sections: dict[str, str] = {}
+    anchor, reftext = "", ""
+    for line in lines:
+        block_anchor = _BLOCK_ANCHOR.match(line)
+        m = _SECTION.match(line)
+        if block_anchor:
+            anchor = block_anchor.group("id") or block_anchor.group("id2")
+            reftext = (block_anchor.group("reftext") or "").strip()
+        elif m:
+            title = _substitute(_title_text(m), attrs)
+            for key in [*_section_ids(title), title, anchor]:
+                if key:
+                    sections.setdefault(key, reftext or title)
+            anchor, reftext = "", ""
+        elif line.strip():
+            anchor, reftext = "", ""
+    return sections
 
 
 def asciidoc_text(
@@ -726,26 +890,9 @@ def asciidoc_text(
     else its first section's."""
     raw = raw.removeprefix("\ufeff")
     written = raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    attrs = {k.lower(): v for k, v in (attributes or {}).items()}
+    attrs = {**HTML_BUILD, **{k.lower(): v for k, v in (attributes or {}).items()}}
     expanded = _expand(written, include, dict(attrs))
-    sections: dict[str, str] = {}
-    anchor = ""
-    for line in expanded:
-        m = _SECTION.match(line)
-        block_anchor = re.match(
-            r"^\[\[(?P<id>[\w:.-]+)(?:,[^\]]*)?\]\]$|^\[#(?P<id2>[\w:.-]+)", line
-        )
-        if block_anchor:
-            anchor = block_anchor.group("id") or block_anchor.group("id2")
-        elif m:
-            title = _substitute(_title_text(m), attrs)
-            for key in [*_section_ids(title), anchor]:
-                if key:
-                    sections.setdefault(key, title)
-            anchor = ""
-        elif line.strip():
-            anchor = ""
-    reader = _Reader(attrs, _Inline(attrs, sections, xref_title))
+    reader = _Reader(attrs, _Inline(attrs, _sections(expanded, attrs), xref_title))
     lines = reader.read(expanded)
     if lines == written:
         return raw, reader.title

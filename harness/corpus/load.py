@@ -181,16 +181,18 @@ class _Includes:
     def asciidoc(self, page: Path, component: Component | None) -> IncludeRaw:
         """The `include` of the AsciiDoc document `page`: a target relative to the file
         that names it (a resource ID of `component`'s modules, `partial$a.adoc`, where
-        Antora places it), read as written, with a reader of its own includes; None on
-        the grounds `reader` gives, or for a URL or another component's file."""
+        Antora places it), read as written, with a reader of its own includes; None
+        (and the reason remembered) when it is outside the folder, hidden, no file, not
+        text, includes itself on the way, lies deeper than MAX_INCLUDE_DEPTH, takes the
+        page past MAX_INCLUDED_CHARS, is a URL or another component's file."""
         return self._as_written(page, (page.resolve(),), [MAX_INCLUDED_CHARS], component, page)
 
     def rst(self, page: Path) -> IncludeRaw:
         """The `include` of the reStructuredText document `page` (`.. include::`,
         `.. literalinclude::`): a target relative to the file that names it (or,
         starting with /, to the folder, as Sphinx reads it from its source folder), read
-        as written, with a reader of its own includes; None on the grounds `reader`
-        gives, or for a URL."""
+        as written, with a reader of its own includes; None on the grounds `asciidoc`
+        gives."""
         return self._as_written(page, (page.resolve(),), [MAX_INCLUDED_CHARS], None, page)
 
     def _markdown(self, page: Path, chain: tuple[Path, ...], budget: list[int]) -> Include:

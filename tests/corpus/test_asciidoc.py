@@ -177,9 +177,10 @@ def test_a_single_asciidoc_file_is_read_with_its_own_attributes(tmp_path):
         (":source-language: python\n\n[source]\n----\nx = 1\n----\n", "```python\nx = 1\n```"),
         # a code line with backticks gets a fence they cannot close
         ("----\na ``` b\n----\n", "````\na ``` b\n````"),
-        # an example block holding a listing that holds ====
+        # an example block holding a listing that holds ==== (a longer delimiter, as
+        # Asciidoctor asks: a block ends at the first line that is its delimiter)
         (
-            "====\nText.\n\n[source,asciidoc]\n----\n====\nnested\n====\n----\n====\nAfter.\n",
+            "=====\nText.\n\n[source,asciidoc]\n----\n====\nnested\n====\n----\n=====\nAfter.\n",
             "Text.\n\n```asciidoc\n====\nnested\n====\n```\n\nAfter.",
         ),
         # sidebar, open block, quote with its attribution, passthrough without tags
@@ -222,10 +223,63 @@ def test_a_single_asciidoc_file_is_read_with_its_own_attributes(tmp_path):
         ("= T\nA Author\nv1.0\n:desc: one \\\ntwo\n\nBody {desc}.\n", "# T\n\nBody one two."),
         # leveloffset set by hand
         (":leveloffset: +1\n= Part\n:leveloffset: 0\n", "## Part"),
+        # the second review: a footnote or xref whose text holds a link or passthrough
+        ("A.footnote:[See https://x.org[the site].]\n", "A. (See the site.)"),
+        ("See xref:a.adoc[`+--safe+`].\n", "See `--safe`."),
+        # CSV data in a |=== table; cells without spaces, numbers that are no spec
+        (
+            "[%header,format=csv]\n|===\nName,Value\nfoo,1\n|===\n",
+            "| Name | Value |\n| --- | --- |\n| foo | 1 |",
+        ),
+        ("|===\n|a|b|c\n|http 1.1|yes|3\n|===\n", "| a | b | c |\n| http 1.1 | yes | 3 |"),
+        ('[cols="3*,1"]\n|===\n|a |b |c |d\n|===\n', "| a | b | c | d |"),
+        (',===\nA,"x, y"\n,===\n', "| A | x, y |"),
+        ("[%noheader]\n|===\n|a |b\n\n|c |d\n|===\n", "| a | b |\n| c | d |"),
+        ('[cols="1,1"]\n|===\n|a +\nb |c\n2+|wide\n|===\n', "| a b | c |\n| wide |"),
+        # an AsciiDoc cell is read as a page, on one line
+        ('[cols="1a,1"]\n|===\n|* x\n* y\n|plain\n|===\n', "| - x - y | plain |"),
+        # a list item's text runs on over its next lines, indented or not
+        (
+            "* An item that\n  wraps.\n* Second\n. step\nwraps too\n",
+            "- An item that wraps.\n- Second\n1. step wraps too",
+        ),
+        # markdown-style fences are listings
+        ("```js\n// set up\n* star {x}\n```\n", "```js\n// set up\n* star {x}\n```"),
+        # a role on quoted text, ++unconstrained++ and nested passthroughs
+        (
+            "[.path]_conf.yml_, ++a+b++ and pass:[asciimath:[x]].\n",
+            "_conf.yml_, a+b and asciimath:[x].",
+        ),
+        # what an HTML build sets; the document title
+        (
+            "= Guide\n\nifdef::backend-html5[]\nIn {doctitle}.\nendif::[]\n"
+            "ifdef::backend-pdf[]\nPDF.\nendif::[]\n",
+            "# Guide\n\nIn Guide.",
+        ),
+        # ids with a role, reftext, a title as the target
+        ("[#id.role]\n== T\n\nSee <<id>> and <<T>>.\n", "## T\n\nSee T and T."),
+        ("[[id,Label]]\n== T\n\nSee <<id>>.\n", "## T\n\nSee Label."),
+        # escaped directives read as written, in text and in code
+        ("----\n\\ifdef::x[]\n----\n", "```\nifdef::x[]\n```"),
+        # plain text stays byte for byte: white space lines, braces, a list line in a
+        # paragraph (Asciidoctor reads it as text), a term only at a block's start
+        ("Text\n   \nMore\n", "Text\n   \nMore\n"),
+        ("Regex `a\\{2,3\\}`.\n", "Regex `a\\{2,3\\}`.\n"),
+        (
+            "Some text\n* not a list\nCall std::\nfoo\n",
+            "Some text\n* not a list\nCall std::\nfoo\n",
+        ),
     ],
 )
 def test_what_is_and_is_not_markup(raw, expected):
     assert asciidoc_text(raw)[0] == expected
+
+
+def test_an_include_moved_by_a_leveloffset_moves_only_its_own_titles():
+    part = "== Part\n\nMore text.\n"
+    raw = "= Book\n\ninclude::part.adoc[leveloffset=+1]\n\n== Next\n"
+    text = asciidoc_text(raw, include=lambda target: (part, lambda t: None))[0]
+    assert text == "# Book\n\n### Part\n\nMore text.\n\n## Next"
 
 
 def test_includes_are_bounded_and_never_leave_the_folder(tmp_path, warnings, monkeypatch):
@@ -324,6 +378,10 @@ def test_titles_of_pages():
         "+a " * 7_000,
         "<<a " * 5_000,
         "xref:a[" * 5_000,
+        "mailto:" * 5_000,
+        "image:" * 6_000,
+        "----\n" + "<1>" * 12_000 + "x\n----",
+        "|===\n" + "|a " * 10_000 + "\n|===",
     ],
 )
 def test_long_lines_read_quickly(line):
@@ -336,3 +394,4 @@ def test_deeply_nested_blocks_read_without_a_crash():
     raw = "".join(f"{'=' * (4 + k)}\n" for k in range(200)) + "Deep.\n"
     raw += "".join(f"{'=' * (4 + k)}\n" for k in reversed(range(200)))
     assert "Deep." in asciidoc_text(raw)[0]
+    assert "Deep." in asciidoc_text("====\n****\n" * 490 + "Deep.\n")[0]
