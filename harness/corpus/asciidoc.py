@@ -50,10 +50,9 @@ from __future__ import annotations
 
 import csv
 import re
-import textwrap
 from collections.abc import Callable, Mapping
 
-from harness.corpus.markdown import IncludeRaw, code_fence, squeeze_blank_lines
+from harness.corpus.markdown import IncludeRaw, fenced_lines, squeeze_blank_lines
 
 XrefTitle = Callable[[str], str | None]
 """The title of the page a cross reference names (`cli:index.adoc`), or None."""
@@ -508,9 +507,8 @@ def _block_end(lines: list[str], i: int, delim: str) -> int:
 
 
 def _fenced(lang: str, lines: list[str]) -> list[str]:
-    """Code lines, dedented, as a fenced block's lines (`markdown.code_fence`)."""
-    code = textwrap.dedent("\n".join(lines)).strip("\n")
-    return ["", *code_fence(code, lang.strip()).split("\n"), ""] if code.strip() else []
+    """Code lines as a fenced block between blank lines; no lines for no code."""
+    return ["", *fenced_lines(lines, lang), ""] if any(x.strip() for x in lines) else []
 
 
 def _without_callouts(line: str) -> str:

@@ -34,6 +34,7 @@ A plain markdown file without any of these reads byte for byte as written.
 from __future__ import annotations
 
 import re
+import textwrap
 import tomllib
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -160,6 +161,13 @@ def code_fence(code: str, language: str = "") -> str:
     it cannot close, with `language` after the opening one."""
     fence = "`" * max(3, max(map(len, re.findall("`+", code)), default=0) + 1)
     return f"{fence}{language}\n{code}\n{fence}"
+
+
+def fenced_lines(lines: list[str], language: str = "") -> list[str]:
+    """Code lines, dedented and without the blank lines around them, as the lines of a
+    fenced block (`code_fence`)."""
+    code = textwrap.dedent("\n".join(lines)).strip("\n")
+    return code_fence(code, language.strip()).split("\n")
 
 
 def squeeze_blank_lines(lines: list[str]) -> str:

@@ -47,7 +47,7 @@ import contextlib
 import re
 import textwrap
 
-from harness.corpus.markdown import IncludeRaw, code_fence, squeeze_blank_lines
+from harness.corpus.markdown import IncludeRaw, fenced_lines, squeeze_blank_lines
 
 _DIRECTIVE = re.compile(
     r"^(?P<indent>[ \t]*)\.\.[ \t]+(?P<name>[\w:.+-]+)::(?:[ \t]+(?P<arg>.*))?$"
@@ -237,12 +237,6 @@ def _after_options(lines: list[str]) -> tuple[dict[str, str], list[str]]:
     return options, lines[k:]
 
 
-def _fenced(lang: str, lines: list[str]) -> list[str]:
-    """Code lines, dedented, as a fenced block's lines (`markdown.code_fence`)."""
-    code = textwrap.dedent("\n".join(lines)).strip("\n")
-    return code_fence(code, lang.strip()).split("\n")
-
-
 class _Reader:
     """One page's lines read in order; `levels` holds the heading styles seen."""
 
@@ -295,7 +289,7 @@ class _Reader:
                 end = self._literal(lines, i, para)
                 if end is not None:
                     flush()
-                    out.extend(["", *_fenced("", lines[self._code_start(lines, i) : end]), ""])
+                    out.extend(["", *fenced_lines(lines[self._code_start(lines, i) : end]), ""])
                     i = end
                     continue
             para.append(line)
@@ -372,7 +366,7 @@ class _Reader:
                 return []
             lang = "" if CODE[name] == "-" else CODE[name] or arg.split(" ")[0]
             caption = self.inline(options.get("caption", ""))
-            return ["", *([caption, ""] if caption else []), *_fenced(lang, rest), ""]
+            return ["", *([caption, ""] if caption else []), *fenced_lines(rest, lang), ""]
         head = "" if name in NO_TITLE or name == "only" else self.inline(arg)
         if name in _VERSIONED:
             version, _, why = arg.partition(" ")
@@ -402,7 +396,7 @@ class _Reader:
             lang = options.get("language") or options.get("code") or suffix
             caption = self.inline(options.get("caption", ""))
             code = [options.get("prepend", ""), *lines, options.get("append", "")]
-            return ["", *([caption, ""] if caption else []), *_fenced(lang, code), ""]
+            return ["", *([caption, ""] if caption else []), *fenced_lines(code, lang), ""]
         outer = self.include
         self.include = inner
         try:
