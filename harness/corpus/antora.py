@@ -94,7 +94,8 @@ def read_component(root: Path) -> Component:
         text = "" if value is True else str(value)
         attributes[str(key).lower()] = text.removesuffix("@")
     name = str(data.get("name", ""))
-    version = "" if data.get("version") in (None, False, "~") else str(data["version"])
+    version = data.get("version")  # true: the branch's name, which the folder does not hold
+    version = "" if version in (None, True, False, "~") else str(version)
     site = {
         "env": "site",
         "env-site": "",

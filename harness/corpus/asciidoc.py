@@ -142,7 +142,7 @@ _BLOCK_ANCHOR = re.compile(
 
 # Inline markup, applied in this order.
 _PASS = re.compile(
-    r"\+\+\+(?P<a>.+?)\+\+\+|pass:[a-z,]*\[(?P<b>(?:[^\[\]\\]|\\.|\[[^\[\]\n]*\])*)\]"
+    r"\+\+\+(?P<a>.+?)\+\+\+|pass:(?P<subs>[a-z,]*)\[(?P<b>(?:[^\[\]\\]|\\.|\[[^\[\]\n]*\])*)\]"
     r"|\+\+(?P<d>[^+\n](?:[^+\n]|\+(?!\+))*?)\+\+"
     r"|(?<![\w+])\+(?P<c>[^\s+](?:[^+\n]*[^\s+])?)\+(?![\w+])"
 )
@@ -422,7 +422,7 @@ class _Inline:
             return f"\x00{len(kept) - 1}\x00"
 
         text = _ESCAPED.sub(lambda m: hold(m.group(1)), text)
-        text = _PASS.sub(lambda m: hold(next(g for g in m.groups() if g is not None)), text)
+        text = _PASS.sub(lambda m: hold(self._passed(m)), text)
         text = _substitute(text, self.attrs)
         text = _INDEX_TERMS.sub(lambda m: m.group("term") or "", text)
         text = _XREF.sub(lambda m: hold(self._xref(m.group("target"), m.group("text"))), text)
@@ -439,6 +439,13 @@ class _Inline:
         while _PLACEHOLDER.search(text):
             text = _PLACEHOLDER.sub(lambda m: kept[int(m.group(1))], text)
         return text
+
+    def _passed(self, m: re.Match[str]) -> str:
+        """A passthrough's text: as written, or read when its substitutions include
+        macros or quotes (`pass:q,macros[xref:a.adoc[Intro]]` reads "Intro")."""
+        text = next(g for g in m.group("a", "b", "d", "c") if g is not None)
+        subs = set((m.group("subs") or "").split(","))
+        return self(text) if subs & {"q", "quotes", "m", "macros", "n", "normal"} else text
 
     def _xref(self, target: str, text: str) -> str:
         """A cross reference's text: its own, else the title (or reftext) of the section
@@ -485,7 +492,10 @@ def _macro(m: re.Match[str], inline: _Inline) -> str:
     if name == "menu":
         return " > ".join([target, *(s.strip() for s in text.split(">") if s.strip())])
     if name == "footnote":
-        return f" ({inline(text)})" if text.strip() else ""
+        if not text.strip():
+            return ""
+        spaced = m.start() == 0 or m.string[m.start() - 1].isspace()
+        return f"{'' if spaced else ' '}({inline(text)})"
     if name == "image":
         return _attrlist(text)[0][0] if text.strip() and _attrlist(text)[0] else ""
     return ""  # anchor, icon, indexterm

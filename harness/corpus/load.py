@@ -383,9 +383,10 @@ def _load_file(
         text, title = rst_text(raw, include=includes.rst(path) if includes is not None else None)
     elif suffix in ASCIIDOC_SUFFIXES:
         component = components.of(path) if components is not None else None
+        page = {"docdir": str(path.parent.resolve()), "docname": path.stem}
         text, title = asciidoc_text(
             raw,
-            attributes=component.attributes if component is not None else None,
+            attributes={**(component.attributes if component is not None else {}), **page},
             include=includes.asciidoc(path, component) if includes is not None else None,
             xref_title=includes.xref_title(path, component) if includes is not None else None,
         )

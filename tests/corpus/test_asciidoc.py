@@ -226,6 +226,12 @@ def test_a_single_asciidoc_file_is_read_with_its_own_attributes(tmp_path):
         # the second review: a footnote or xref whose text holds a link or passthrough
         ("A.footnote:[See https://x.org[the site].]\n", "A. (See the site.)"),
         ("See xref:a.adoc[`+--safe+`].\n", "See `--safe`."),
+        # a passthrough whose substitutions include macros reads them; a footnote after
+        # a space takes no second one
+        (
+            "Chains footnote:[See pass:q,macros[xref:a.adoc[the *intro*]] and pass:[*x*].]\n",
+            "Chains (See the *intro* and *x*.)",
+        ),
         # CSV data in a |=== table; cells without spaces, numbers that are no spec
         (
             "[%header,format=csv]\n|===\nName,Value\nfoo,1\n|===\n",
