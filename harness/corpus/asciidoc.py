@@ -8,12 +8,15 @@ writes its structure as markdown, as the markdown reader keeps it:
 - includes (`include::partial$intro.adoc[]`, with `tag=`/`tags=`, `lines=` and
   `leveloffset=`) are read in where they stand, given a way to read them (`include`);
   `ifdef::`/`ifndef::` read the page's attributes and those an HTML build sets
-  (`backend-html5`; an Antora site's `env-site`), an `ifeval::` keeps its text, and an
-  escaped directive (`\\include::...`) reads as written;
+  (`backend-html5`; an Antora site's `env-site`), an `ifeval::` compares two values
+  (one harness cannot read keeps its text), an escaped directive (`\\include::...`)
+  reads as written, and no directive is read within a comment block (`////`); an
+  optional include (`opts=optional`) of no file is left out without a word;
 - the page's attribute entries (`:name: value`) are read, not shown, and `{name}` reads
   as its value (the page's, those given by the site, or a built-in character such as
-  `{nbsp}`); a reference to an attribute nobody set stays as written, as Asciidoctor
-  shows it;
+  `{nbsp}`), `{counter:n}` as the counter's next value; a reference to an attribute
+  nobody set stays as written, as Asciidoctor shows it, and so do references past
+  MAX_ATTRIBUTE_CHARS of text they would add (entries that double one another);
 - the document title (`= Title`) and section titles (`== Title`, markdown's `## Title`)
   become `#` headings, one level each (`leveloffset` applied); the author and revision
   lines under the title, comments, block attribute lines (`[source,ruby]`, `[NOTE]`,
@@ -133,7 +136,9 @@ _TERM = re.compile(r"^(?P<term>[^\s].*?)(?:::{1,3}|;;)(?:[ \t]+(?P<text>.*))?$")
 _RULE = re.compile(r"^(?:'{3,}|<{3,}|(?:[-*_][ \t]*){3,})$")
 _HARD_BREAK = re.compile(r"[ \t]\+$", re.MULTILINE)
 _READS_AS_HEADING = re.compile(r"^[ \t]*(?:#{1,6}|={1,6})[ \t]")
-_ATTRIBUTE_REF = re.compile(r"(?<!\\)\{(?P<name>\w[\w-]*)\}")
+_ATTRIBUTE_REF = re.compile(
+    r"(?<!\\)\{(?:(?P<counter>counter2?):)?(?P<name>\w[\w-]*)(?(counter)(?::(?P<start>\w+))?)\}"
+)
 _ESCAPED_REF = re.compile(r"\\(\{\w[\w-]*\})")
 _DIRECTIVE_LINE = re.compile(r"^(?:include|ifn?def|ifeval|endif)::")
 _BLOCK_ANCHOR = re.compile(
@@ -146,7 +151,7 @@ _PASS = re.compile(
     r"|\+\+(?P<d>[^+\n](?:[^+\n]|\+(?!\+))*?)\+\+"
     r"|(?<![\w+])\+(?P<c>[^\s+](?:[^+\n]*[^\s+])?)\+(?![\w+])"
 )
-_XREF = re.compile(r"xref:(?P<target>[^\s\[]+)\[(?P<text>(?:[^\[\]\\]|\\.)*)\]")
+_XREF = re.compile(r"(?<![\w\\:/.@-])xref:(?P<target>[^\s\[]+)\[(?P<text>(?:[^\[\]\\]|\\.)*)\]")
 _ANGLE_XREF = re.compile(r"<<(?P<target>[^\s,<>][^,<>]*?)(?:,[ \t]*(?P<text>[^<>]*?))?>>")
 _LINK = re.compile(
     r"(?:(?<![\w\\:/.@-])link:(?P<target>[^\s\[]+)|(?<![\w/\\:.@-])(?P<url>"
@@ -190,6 +195,10 @@ DIRECTIVES = frozenset(["include", "ifdef", "ifndef", "ifeval", "endif"])
 """Preprocessor directives: a line naming one that is left after reading them was
 escaped (`\\include::a.adoc[]`) and reads as text."""
 _PLACEHOLDER = re.compile("\x00(\\d+)\x00")
+MAX_ATTRIBUTE_CHARS = 100_000
+"""An attribute whose value would grow past this through the references in it (entries
+doubling one another) keeps its value as written."""
+_VERBATIM_DELIMITER = re.compile(r"^(?:/{4,}|-{4,}|\.{4,}|\+{4,}|(?P<fence>`{3,})[\w+#.-]*)[ \t]*$")
 MAX_NESTING = 50
 """Blocks within blocks read as such; deeper, a block's lines are read as text."""
 
@@ -229,7 +238,7 @@ def _line_ranges(spec: str, count: int) -> set[int]:
                 end = count
         except ValueError:
             continue
-        keep.update(range(start, end + 1))
+        keep.update(range(max(start, 1), min(end, count) + 1))
     return keep
 
 
@@ -262,17 +271,42 @@ def _select(lines: list[str], named: dict[str, str]) -> list[str]:
     return out
 
 
-def _substitute(text: str, attrs: Mapping[str, str]) -> str:
+def _substitute(text: str, attrs: dict[str, str]) -> str:
     """`{name}` as the attribute's value where one is set (a built-in character too);
-    `\\{name}` as `{name}`; a reference to an attribute nobody set as written."""
+    `{counter:name}` as the counter's next value (`{counter2:name}` as nothing);
+    `\\{name}` as `{name}`; a reference to an attribute nobody set as written. Past
+    MAX_ATTRIBUTE_CHARS of added text the references are left as written."""
+    grown = [0]
 
     def value(m: re.Match[str]) -> str:
+        if m.group("counter"):
+            return _count(m, attrs)
         name = m.group("name").lower()
-        if name in attrs:
-            return attrs[name]
-        return BUILT_IN.get(name, m.group(0))
+        found = attrs[name] if name in attrs else BUILT_IN.get(name)
+        if found is None or grown[0] + len(found) > MAX_ATTRIBUTE_CHARS:
+            return m.group(0)
+        grown[0] += len(found)
+        return found
 
     return _ESCAPED_REF.sub(r"\1", _ATTRIBUTE_REF.sub(value, text))
+
+
+def _count(m: re.Match[str], attrs: dict[str, str]) -> str:
+    """A counter's next value, kept in `attrs`: 1 (or the start given, a number or a
+    letter) the first time, then the next; `counter2` shows nothing."""
+    name = m.group("name").lower()
+    now = attrs.get(name)
+    if now is None:
+        start = m.group("start") or "1"
+        now = start
+    elif now.isdigit():
+        now = str(int(now) + 1)
+    elif len(now) == 1 and now.isalpha():
+        now = chr(ord(now) + 1)
+    else:
+        now = "1"
+    attrs[name] = now
+    return "" if m.group("counter") == "counter2" else now
 
 
 def _expand(lines: list[str], include: IncludeRaw | None, attrs: dict[str, str]) -> list[str]:
@@ -282,10 +316,22 @@ def _expand(lines: list[str], include: IncludeRaw | None, attrs: dict[str, str])
     out: list[str] = []
     active: list[bool] = []  # open conditionals: whether each shows its lines
     offset = 0  # the leveloffset set so far (its entries are kept for the reader)
+    block = ""  # the comment or verbatim block open: ////, ----, ...., ++++, ```
 
     def walk(lines: list[str], include: IncludeRaw | None) -> None:
-        nonlocal offset
+        nonlocal offset, block
         for line in _joined_entries(lines):
+            if block.startswith("/"):  # a comment block: no directive is read in it
+                block = "" if line.rstrip() == block else block
+                out.append(line)
+                continue
+            opens = _VERBATIM_DELIMITER.match(line)
+            if opens and all(active):
+                delim = opens.group("fence") or line.rstrip()
+                block = "" if delim == block else block or delim
+                if block.startswith("/"):
+                    out.append(line)
+                    continue
             cond = _CONDITIONAL.match(line)
             if cond:
                 _conditional(cond, active, attrs, out)
@@ -295,7 +341,7 @@ def _expand(lines: list[str], include: IncludeRaw | None, attrs: dict[str, str])
             if line.startswith("\\") and _DIRECTIVE_LINE.match(line[1:]):
                 out.append(line[1:])  # escaped: the directive as written
                 continue
-            entry = _ENTRY.match(line)
+            entry = _ENTRY.match(line) if not block else None  # a listing's line is code
             if entry:
                 _set(entry, attrs)
                 if entry.group("name") == "leveloffset":
@@ -304,11 +350,13 @@ def _expand(lines: list[str], include: IncludeRaw | None, attrs: dict[str, str])
             if m is None:
                 out.append(line)
                 continue
-            got = include(_substitute(m.group("target").strip(), attrs)) if include else None
+            _, named = _attrlist(m.group("attrs"))
+            optional = "optional" in f"{named.get('opts', '')},{named.get('options', '')}"
+            target = _substitute(m.group("target").strip(), attrs)
+            got = include(target, optional) if include else None
             if got is None:
                 continue  # left out, as a page without the file shows it
             text, inner = got
-            _, named = _attrlist(m.group("attrs"))
             written = text.replace("\r\n", "\n").removesuffix("\n")
             selected = _select(written.split("\n") if written else [], named)
             if "leveloffset" in named:
@@ -352,11 +400,13 @@ def _set(entry: re.Match[str], attrs: dict[str, str]) -> None:
     if entry.group("pre") or entry.group("post"):
         attrs.pop(name, None)
     else:
-        attrs[name] = _substitute((entry.group("value") or "").strip(), attrs)
+        value = (entry.group("value") or "").strip()
+        read = _substitute(value, attrs)
+        attrs[name] = read if len(read) <= MAX_ATTRIBUTE_CHARS else value
 
 
 def _conditional(
-    m: re.Match[str], active: list[bool], attrs: Mapping[str, str], out: list[str]
+    m: re.Match[str], active: list[bool], attrs: dict[str, str], out: list[str]
 ) -> None:
     """An `ifdef::`/`ifndef::`/`ifeval::`/`endif::` line applied to the open ones;
     a one-line `ifdef::name[text]` adds its text to `out` when it holds."""
@@ -367,7 +417,7 @@ def _conditional(
         return
     names = m.group("names")
     if kind == "ifeval":
-        holds = True  # an expression harness does not evaluate: its text is kept
+        holds = _evaluated(_substitute(m.group("text"), attrs))
     elif "+" in names:
         holds = all(n.lower() in attrs for n in names.split("+"))
     else:
@@ -379,6 +429,40 @@ def _conditional(
             out.append(m.group("text"))
         return
     active.append(holds)
+
+
+def _evaluated(expression: str) -> bool:
+    """An `ifeval::[...]` expression, its attributes replaced: two values (quoted
+    strings or numbers) compared with ==, !=, <, <=, > or >=. One harness cannot read
+    holds: its text is kept."""
+    m = re.fullmatch(
+        r"\s*(?P<a>\"[^\"]*\"|'[^']*'|-?[\d.]+)\s*(?P<op>==|!=|<=|>=|<|>)\s*"
+        r"(?P<b>\"[^\"]*\"|'[^']*'|-?[\d.]+)\s*",
+        expression,
+    )
+    if m is None:
+        return True
+
+    def value(text: str) -> str | float:
+        if text[0] in "\"'":
+            return text[1:-1]
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+    a, b = value(m.group("a")), value(m.group("b"))
+    if type(a) is not type(b):
+        a, b = str(a), str(b)
+    compare = {
+        "==": a == b,
+        "!=": a != b,
+        "<": a < b,  # type: ignore[operator]
+        "<=": a <= b,  # type: ignore[operator]
+        ">": a > b,  # type: ignore[operator]
+        ">=": a >= b,  # type: ignore[operator]
+    }
+    return compare[m.group("op")]
 
 
 def _title_text(m: re.Match[str]) -> str:
@@ -861,7 +945,7 @@ class _Reader:
         return " ".join(x.strip() for x in self.inline("\n".join(lines)).split("\n") if x.strip())
 
 
-def _sections(lines: list[str], attrs: Mapping[str, str]) -> dict[str, str]:
+def _sections(lines: list[str], attrs: dict[str, str]) -> dict[str, str]:
     """What a cross reference to each of the page's sections reads: by its generated ids
     (Asciidoctor's and Antora's), its own id (`[[id]]`, `[#id]`), or its title, the
     section's title, or the reftext its anchor gives (`[[id,Label]]`)."""
@@ -900,7 +984,7 @@ def asciidoc_text(
     written = raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     attrs = {**HTML_BUILD, **{k.lower(): v for k, v in (attributes or {}).items()}}
     expanded = _expand(written, include, dict(attrs))
-    reader = _Reader(attrs, _Inline(attrs, _sections(expanded, attrs), xref_title))
+    reader = _Reader(attrs, _Inline(attrs, _sections(expanded, dict(attrs)), xref_title))
     lines = reader.read(expanded)
     if lines == written:
         return raw, reader.title

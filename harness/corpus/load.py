@@ -30,7 +30,7 @@ from pathlib import Path
 
 from loguru import logger
 
-from harness.corpus.antora import COMPONENT_FILE, Component, Components
+from harness.corpus.antora import Component, Components
 from harness.corpus.asciidoc import XrefTitle, asciidoc_text, asciidoc_title
 from harness.corpus.headings import first_heading
 from harness.corpus.markdown import MARKDOWN_SUFFIXES, Include, IncludeRaw, markdown_text
@@ -161,7 +161,7 @@ class _Includes:
         self.folder = Path(os.path.abspath(root))  # as written: where links are placed
         self.root = root.resolve()
         self.read: set[Path] = set()
-        self.missing: dict[str, None] = {}  # "page -> target (why)", each once
+        self.missing: dict[str, set[Path]] = {}  # "file -> target (why)": pages it was met in
         self._texts: dict[tuple[Path, int], str] = {}  # by file and depth
         self._bounded = 0  # includes refused for the page they were met in (loop, size)
         self._titles: dict[Path, str | None] = {}  # AsciiDoc pages' titles, by file
@@ -169,6 +169,7 @@ class _Includes:
         self._checks: dict[tuple[Path, bool], tuple[Path, str | None]] = {}
         self._places: dict[tuple[Path, str, Path], Path | str] = {}
         self._names: dict[Path, str] = {}
+        self.as_written: set[Path] = set()  # files AsciiDoc and rST pages included
 
     def reader(self, page: Path) -> Include:
         """The `include` of the markdown document `page`: a target relative to the page
@@ -212,31 +213,54 @@ class _Includes:
         component: Component | None,
         page: Path,
     ) -> IncludeRaw:
-        def include(target: str) -> tuple[str, IncludeRaw] | None:
+        def include(target: str, optional: bool = False) -> tuple[str, IncludeRaw] | None:
             key = (at, target, page)
             if key not in self._places:
-                if re.match(r"^[A-Za-z][\w+.-]*://", target):
-                    self._places[key] = "a URL: harness reads no include from the network"
-                elif component is not None and "$" in target:
-                    self._places[key] = component.resource(target, page, "page")
-                elif page.suffix.lower() == ".rst" and target.startswith("/"):
-                    self._places[key] = self.folder / target.lstrip("/")
-                else:
-                    self._places[key] = Path(os.path.abspath(at.parent)) / target
-                place = self._places[key]
-                if not isinstance(place, str):
-                    self._places[key] = Path(os.path.normpath(place))
+                self._places[key] = self._place(target, at, page, component)
             place = self._places[key]
             if isinstance(place, str):
-                self.missing[f"{self._name(at)} -> {target} ({place})"] = None
+                self.missing.setdefault(f"{self._name(at)} -> {target} ({place})", set()).add(
+                    chain[0]
+                )
                 return None
-            got = self._fetch(at, target, place, chain, budget, markdown=False)
+            got = self._fetch(at, target, place, chain, budget, markdown=False, optional=optional)
             if got is None:
                 return None
             text, p = got
+            self.as_written.add(p)
             return text, self._as_written(p, (*chain, p), budget, component, page)
 
         return include
+
+    def _place(self, target: str, at: Path, page: Path, component: Component | None) -> Path | str:
+        """Where the include `target` in the file `at` (of the page `page`) points, or why
+        it points nowhere harness reads. A reStructuredText target starting with / lies
+        in Sphinx's source folder (the nearest holding conf.py, else the corpus folder);
+        a relative one beside the file that names it, else (as Sphinx reads a nested
+        include) beside the page."""
+        if re.match(r"^[A-Za-z][\w+.-]*://", target):
+            return "a URL: harness reads no include from the network"
+        if component is not None and "$" in target:
+            place = component.resource(target, page, "page")
+            return place if isinstance(place, str) else Path(os.path.normpath(place))
+        here = Path(os.path.abspath(at.parent))
+        if page.suffix.lower() == ".rst" and target.startswith("/"):
+            return Path(os.path.normpath(self._source_folder(page) / target.lstrip("/")))
+        place = Path(os.path.normpath(here / target))
+        if page.suffix.lower() == ".rst" and at != page and not place.exists():
+            beside_page = Path(os.path.normpath(Path(os.path.abspath(page.parent)) / target))
+            place = beside_page if beside_page.exists() else place
+        return place
+
+    def _source_folder(self, page: Path) -> Path:
+        """Sphinx's source folder of `page`: the nearest folder above it, up to the corpus
+        folder, holding conf.py; else the corpus folder."""
+        here = Path(os.path.abspath(page.parent))
+        while here.is_relative_to(self.folder) and here != self.folder:
+            if (here / "conf.py").is_file():
+                return here
+            here = here.parent
+        return self.folder
 
     def _fetch(
         self,
@@ -247,12 +271,16 @@ class _Includes:
         budget: list[int],
         *,
         markdown: bool,
+        optional: bool = False,
     ) -> tuple[str, Path] | None:
         """The text of the file `page` includes as `target` (`written`: where it points)
-        and its resolved path, within the page's budget; None, with why remembered."""
+        and its resolved path, within the page's budget; None, with why remembered
+        (unless the include is optional and there is no such file)."""
         if budget[0] <= 0:  # the page took in all it may: refuse at once
             self._bounded += 1
-            self.missing[f"{self._name(page)} -> {target} ({_TOO_MUCH})"] = None
+            self.missing.setdefault(f"{self._name(page)} -> {target} ({_TOO_MUCH})", set()).add(
+                chain[0]
+            )
             return None
         budget[0] -= INCLUDE_COST  # each include, read or refused, takes time
         p, why = self._checked(written, markdown=markdown)
@@ -280,7 +308,8 @@ class _Includes:
                 else:
                     budget[0] -= len(text)
                     return text, p
-        self.missing[f"{self._name(page)} -> {target} ({why})"] = None
+        if not (optional and why == "no such file"):
+            self.missing.setdefault(f"{self._name(page)} -> {target} ({why})", set()).add(chain[0])
         return None
 
     def _checked(self, written: Path, *, markdown: bool) -> tuple[Path, str | None]:
@@ -290,17 +319,25 @@ class _Includes:
         key = (written, markdown)
         if key not in self._checks:
             p = written.resolve()
-            why = None
-            if not written.is_relative_to(self.folder):
-                why = "outside the folder"
-            elif _hidden(written, self.folder):
-                why = "a hidden file"
-            elif not p.is_file():
+            why = self._outside(written)
+            if why is None and not p.is_file():
                 why = "no such file"
-            elif markdown and p.suffix.lower() not in MARKDOWN_SUFFIXES:
+            elif why is None and markdown and p.suffix.lower() not in MARKDOWN_SUFFIXES:
                 why = "not a markdown file"
             self._checks[key] = (p, why)
         return self._checks[key]
+
+    def _outside(self, written: Path) -> str | None:
+        """Why `written` is no file of the folder, or None: its folder (resolved, so no
+        linked folder leads out of it) lies outside the corpus folder, or it is hidden. A
+        link placed in the folder is read, as the folder's own links are read as
+        documents."""
+        parent = Path(os.path.realpath(written.parent))
+        if not parent.is_relative_to(self.root):
+            return "outside the folder"
+        if any(p.startswith(".") for p in (parent / written.name).relative_to(self.root).parts):
+            return "a hidden file"
+        return None
 
     def _text(self, p: Path, chain: tuple[Path, ...], budget: list[int]) -> str:
         """The included file's text as a reader sees it, read once per load and depth
@@ -332,7 +369,7 @@ class _Includes:
                 return None
             written = Path(os.path.normpath(place))
             p = written.resolve()
-            if not written.is_relative_to(self.folder) or _hidden(written, self.folder):
+            if self._outside(written) is not None:
                 return None
             if p not in self._titles:
                 try:
@@ -355,9 +392,12 @@ class _Includes:
         return self._names[page]
 
     def partial(self, path: Path) -> bool:
-        """Whether `path` is a partial some page included: Quarto renders no page for a
-        file whose name starts with `_`, so its text lives only in the pages."""
-        return path.name.startswith("_") and path.resolve() in self.read
+        """Whether `path` is a partial some page included, whose text lives only in the
+        pages: a file an AsciiDoc or reStructuredText page includes (a book's chapter,
+        a Sphinx page's part), and one whose name starts with `_` (Quarto renders no
+        page for it)."""
+        p = path.resolve()
+        return p in self.as_written or (path.name.startswith("_") and p in self.read)
 
 
 def _load_file(
@@ -487,7 +527,7 @@ def load_documents(
                 )
                 for f in published
             ]
-            _warn_skipped(path, found, [*files, *includes.read])
+            _warn_skipped(path, found, [*files, *includes.read], components)
             partial = [includes.partial(f) for f, _ in loaded]
             docs.extend(d for (_, d), p in zip(loaded, partial, strict=True) if not p)
             _report_includes(
@@ -565,13 +605,13 @@ def _first_names(names: Sequence[str], shown: int = 3) -> str:
 
 
 def _antora_pages(folder: Path, files: list[Path], components: Components) -> list[Path]:
-    """`files` without the AsciiDoc files of Antora components that the site publishes
-    as no page (navigation, partials, examples), said in one line: pages read them
+    """`files` without those of Antora components that the site publishes as no page
+    (navigation, partials, examples, attachments), said in one line: pages read them
     where they include them."""
     kept: list[Path] = []
     left: list[str] = []
     for f in files:
-        component = components.of(f) if f.suffix.lower() in ASCIIDOC_SUFFIXES else None
+        component = components.of(f)
         if component is None or component.is_page(f):
             kept.append(f)
         else:
@@ -579,9 +619,9 @@ def _antora_pages(folder: Path, files: list[Path], components: Components) -> li
     if left:
         logger.info(
             "{}: left out {} of Antora components that are no page (navigation, partials, "
-            "examples; read where a page includes them): {}",
+            "examples, attachments; read where a page includes them): {}",
             folder,
-            _count(left, "AsciiDoc file"),
+            _count(left, "file"),
             _first_names(left),
         )
     return kept
@@ -597,13 +637,16 @@ def _report_includes(source: Path, includes: _Includes, partials: Sequence[str])
             _count(partials, "partial"),
             _first_names(partials),
         )
-    if includes.missing:
+    # a partial read as a page first (before any page included it) names its includes as
+    # they stand beside it, which the pages that include it need not
+    shown = [m for m, pages in includes.missing.items() if not all(map(includes.partial, pages))]
+    if shown:
         logger.warning(
             "{}: {} not read into {}: {}",
             source,
-            _count(list(includes.missing), "include"),
-            "its page" if len(includes.missing) == 1 else "their pages",
-            _first_names(list(includes.missing)),
+            _count(shown, "include"),
+            "its page" if len(shown) == 1 else "their pages",
+            _first_names(shown),
         )
 
 
@@ -614,13 +657,16 @@ def _hidden(p: Path, folder: Path) -> bool:
     return any(part.startswith(".") for part in p.relative_to(folder).parts)
 
 
-def _warn_skipped(folder: Path, found: Sequence[Path], read: Sequence[Path]) -> None:
+def _warn_skipped(
+    folder: Path, found: Sequence[Path], read: Sequence[Path], components: Components
+) -> None:
     """Warn, by kind, about the files `found` under `folder` that are not `read`: a
     corpus of Word files beside two notes would otherwise be indexed as the two notes.
     Hidden files and folders (.git, .DS_Store) are not counted, nor files a page
-    includes (an AsciiDoc page's code examples); ASSETS and Antora's `antora.yml` are
-    counted in an info line only, as no one converts a site's scripts, images and
-    configuration to text; links whose target is gone are named."""
+    includes (an AsciiDoc page's code examples); ASSETS and an Antora component's files
+    (its `antora.yml`, examples, attachments) are counted in an info line only, as no
+    one converts a site's scripts, images and configuration to text; links whose target
+    is gone are named."""
     taken = {p.resolve() for p in read}
     kinds: dict[str, int] = {}
     assets = 0
@@ -634,7 +680,7 @@ def _warn_skipped(folder: Path, found: Sequence[Path], read: Sequence[Path]) -> 
         if not p.is_file():
             continue
         kind = p.suffix.lower() or "(no suffix)"
-        if kind in ASSETS or p.name == COMPONENT_FILE:
+        if kind in ASSETS or components.of(p) is not None:
             assets += 1
         else:
             kinds[kind] = kinds.get(kind, 0) + 1

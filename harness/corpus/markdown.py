@@ -72,8 +72,9 @@ class IncludeRaw(Protocol):
     to (its text as written, the reader of the includes inside it), or None when it
     cannot be read (the reader says why)."""
 
-    def __call__(self, target: str) -> tuple[str, IncludeRaw] | None:
-        """The included file's text and its includes' reader, or None."""
+    def __call__(self, target: str, optional: bool = False) -> tuple[str, IncludeRaw] | None:
+        """The included file's text and its includes' reader, or None (said in a
+        warning, but for a missing file when the include is `optional`)."""
 
 
 _TAG = r"</?(?P<name>[A-Za-z][\w.:-]*)(?:\s[^<>]*)?/?>"

@@ -19,11 +19,12 @@ writes its structure as markdown, as the markdown reader keeps it:
   options; `.. versionadded:: 3.0` reads "New in version 3.0." (with its explanation
   after a colon); footnotes and citations keep their text after their label;
 - `.. include:: part.rst` reads the file in where it stands, given a way to read it
-  (`include`), as reStructuredText with its own includes (as code with `:literal:` or
-  `:code:`), and `.. literalinclude:: example.py` as a fenced block in its `:language:`;
-  both with the lines their options select (`:start-after:`, `:end-before:`,
-  `:start-line:`, `:end-line:`, `:lines:`, `:pyobject:`); without one, they are left
-  out;
+  (`include`), as reStructuredText with its own includes and its substitutions and
+  targets (as code with `:literal:` or `:code:`, as markdown for a `.md` file or a MyST
+  `:parser:`), and `.. literalinclude:: example.py` as a fenced block in its
+  `:language:` (else its suffix's); both with the lines their options select
+  (docutils' and Sphinx's, `_selected`), nothing when a marker they name is not in the
+  file; without a way to read them, they are left out;
 - left out: file-wide metadata fields at the top (`:orphan:`), directives whose content
   the build writes or that an HTML page does not show (`toctree`, `autosummary`,
   `auto*`, `contents`, `module`, `image`, `raw`, `todo`, `only:: latex`, ...),
@@ -47,7 +48,13 @@ import contextlib
 import re
 import textwrap
 
-from harness.corpus.markdown import IncludeRaw, fenced_lines, squeeze_blank_lines
+from harness.corpus.markdown import (
+    MARKDOWN_SUFFIXES,
+    IncludeRaw,
+    fenced_lines,
+    markdown_text,
+    squeeze_blank_lines,
+)
 
 _DIRECTIVE = re.compile(
     r"^(?P<indent>[ \t]*)\.\.[ \t]+(?P<name>[\w:.+-]+)::(?:[ \t]+(?P<arg>.*))?$"
@@ -148,14 +155,25 @@ class _Inline:
     targets (`Python_`)."""
 
     def __init__(self, raw: str) -> None:
-        self.subs = {
-            m.group("name").strip(): _markup((m.group("text") or "").strip())
-            if m.group("kind") == "replace"
-            else ""
+        self.subs: dict[str, str] = {}
+        self.names: set[str] = set()
+        self.refs: re.Pattern[str] | None = None
+        self.add(raw)
+
+    def add(self, raw: str) -> None:
+        """Learn the substitutions and targets `raw` defines (a page, or a file it
+        includes)."""
+        self.subs.update(
+            (
+                m.group("name").strip(),
+                _markup((m.group("text") or "").strip()) if m.group("kind") == "replace" else "",
+            )
             for m in _SUBSTITUTION.finditer(raw)
-        }
-        names = sorted({m.group("name").strip() for m in _NAMED_TARGET.finditer(raw)}, key=len)
-        words = [n for n in reversed(names) if re.fullmatch(r"[\w.-]+", n)]
+        )
+        self.names |= {m.group("name").strip() for m in _NAMED_TARGET.finditer(raw)}
+        words = [
+            n for n in sorted(self.names, key=len, reverse=True) if re.fullmatch(r"[\w.-]+", n)
+        ]
         self.refs = (
             re.compile(rf"(?<![\w`])({'|'.join(map(re.escape, words))})_(?![\w])", re.IGNORECASE)
             if words
@@ -390,13 +408,19 @@ class _Reader:
         if got is None:
             return []
         text, inner = got
-        lines = _selected(text.replace("\r\n", "\n"), options)
-        if name == "literalinclude" or "literal" in options or "code" in options:
+        code = name == "literalinclude" or "literal" in options or "code" in options
+        lines = _selected(text.replace("\r\n", "\n"), options, name == "literalinclude")
+        if lines is None:
+            return []
+        if code:
             suffix = arg.rpartition(".")[2] if "." in arg.rpartition("/")[2] else ""
             lang = options.get("language") or options.get("code") or suffix
             caption = self.inline(options.get("caption", ""))
-            code = [options.get("prepend", ""), *lines, options.get("append", "")]
-            return ["", *([caption, ""] if caption else []), *fenced_lines(code, lang), ""]
+            body = [options.get("prepend", ""), *lines, options.get("append", "")]
+            return ["", *([caption, ""] if caption else []), *fenced_lines(body, lang), ""]
+        if arg.lower().endswith(MARKDOWN_SUFFIXES) or "myst" in options.get("parser", ""):
+            return ["", *markdown_text("\n".join(lines))[0].split("\n"), ""]
+        self.inline.add("\n".join(lines))  # its substitutions and targets
         outer = self.include
         self.include = inner
         try:
@@ -437,29 +461,50 @@ class _Reader:
         return _block(lines, j, column)
 
 
-def _selected(text: str, options: dict[str, str]) -> list[str]:
-    """The lines of an included file its directive's options select, in docutils' and
-    Sphinx's order: `:start-line:`/`:end-line:` (0-based, end excluded), the text after
-    `:start-after:` and before `:end-before:`, `:pyobject:` (a Python function or class,
-    `Class.method`), `:lines:` (`1,3,5-10,20-`, 1-based)."""
+def _selected(text: str, options: dict[str, str], literal: bool) -> list[str] | None:
+    """The lines of an included file its directive's options select, or None when a
+    marker or object they name is not in it (the build shows nothing then):
+    `:start-line:`/`:end-line:` (0-based, end excluded); then, for a `literalinclude`
+    (Sphinx, whole lines), `:pyobject:` (a function or class, `Class.method`), the lines
+    from `:start-at:` or after `:start-after:`'s, up to `:end-at:`'s or before
+    `:end-before:`'s, and `:lines:` (`1,3,5-10,20-`, 1-based); for an `include`
+    (docutils, characters), the text after `:start-after:` and before `:end-before:`."""
     lines = text.removesuffix("\n").split("\n")
     with contextlib.suppress(ValueError):
         start = int(options.get("start-line", 0) or 0)
         end = int(options["end-line"]) if options.get("end-line") else len(lines)
         lines = lines[start:end]
-    text = "\n".join(lines)
-    after, before = options.get("start-after"), options.get("end-before")
-    if after and after in text:
-        text = text.split(after, 1)[1]
-        rest_of_line, _, below = text.partition("\n")
-        text = below if not rest_of_line.strip() else text
-    if before and before in text:
-        text = text.split(before, 1)[0]
-        above, _, line_start = text.rpartition("\n")
-        text = above if not line_start.strip() else text
-    lines = text.split("\n")
+    if not literal:
+        text = "\n".join(lines)
+        after, before = options.get("start-after"), options.get("end-before")
+        if (after and after not in text) or (before and before not in text):
+            return None
+        if after:  # the rest of the marker's line, unless it is blank
+            text = text.split(after, 1)[1]
+            rest_of_line, _, below = text.partition("\n")
+            text = below if not rest_of_line.strip() else text
+        if before:  # the start of the marker's line, unless it is blank
+            text = text.split(before, 1)[0]
+            above, _, line_start = text.rpartition("\n")
+            text = above if not line_start.strip() else text
+        return text.split("\n")
     if options.get("pyobject"):
-        lines = _python_object(lines, options["pyobject"]) or lines
+        found = _python_object(lines, options["pyobject"])
+        if found is None:
+            return None
+        lines = found
+    for option, keep_marker in (("start-at", True), ("start-after", False)):
+        if options.get(option):
+            at = next((n for n, x in enumerate(lines) if options[option] in x), None)
+            if at is None:
+                return None
+            lines = lines[at if keep_marker else at + 1 :]
+    for option, keep_marker in (("end-at", True), ("end-before", False)):
+        if options.get(option):
+            at = next((n for n, x in enumerate(lines) if options[option] in x), None)
+            if at is None:
+                return None
+            lines = lines[: at + 1 if keep_marker else at]
     if options.get("lines"):
         keep: list[int] = []
         for part in options["lines"].split(","):
@@ -467,8 +512,8 @@ def _selected(text: str, options: dict[str, str]) -> list[str]:
             with contextlib.suppress(ValueError):
                 first = int(a) if a else 1
                 last = (int(b) if b else len(lines)) if dash else first
-                keep.extend(range(first, last + 1))
-        lines = [lines[n - 1] for n in keep if 0 < n <= len(lines)]
+                keep.extend(range(max(first, 1), min(last, len(lines)) + 1))
+        lines = [lines[n - 1] for n in keep]
     return lines
 
 
@@ -479,7 +524,7 @@ def _python_object(lines: list[str], name: str) -> list[str] | None:
 
     try:
         tree: ast.AST = ast.parse("\n".join(lines))
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # deep or odd code
         return None
     node: ast.AST | None = tree
     for part in name.split("."):

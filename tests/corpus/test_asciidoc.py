@@ -8,7 +8,7 @@ import time
 import pytest
 
 from harness.corpus import load_documents
-from harness.corpus.asciidoc import asciidoc_text, asciidoc_title
+from harness.corpus.asciidoc import MAX_ATTRIBUTE_CHARS, asciidoc_text, asciidoc_title
 from harness.errors import ConfigError
 
 PAGE = """= Install the Tool
@@ -284,7 +284,7 @@ def test_what_is_and_is_not_markup(raw, expected):
 def test_an_include_moved_by_a_leveloffset_moves_only_its_own_titles():
     part = "== Part\n\nMore text.\n"
     raw = "= Book\n\ninclude::part.adoc[leveloffset=+1]\n\n== Next\n"
-    text = asciidoc_text(raw, include=lambda target: (part, lambda t: None))[0]
+    text = asciidoc_text(raw, include=lambda target, optional=False: (part, lambda *a: None))[0]
     assert text == "# Book\n\n### Part\n\nMore text.\n\n## Next"
 
 
@@ -322,10 +322,12 @@ def test_includes_are_bounded_and_never_leave_the_folder(tmp_path, warnings, mon
     assert doc.text == "# Page\n\nLoop start.\nEnd."
     assert len(doc.text) <= MAX_INCLUDED_CHARS
     (missing,) = [w for w in warnings if "not read into" in w]
-    assert "(deeper than 8 includes)" in missing
     assert "(the page would take in over 5,000,000 characters)" in missing
     from harness.corpus.load import _Includes
 
+    deep = _Includes(docs)
+    asciidoc_text("include::_l0.adoc[]\n", include=deep.asciidoc(docs / "page.adoc", None))
+    assert "_l7.adoc -> _l8.adoc (deeper than 8 includes)" in deep.missing
     includes = _Includes(docs)
     include = includes.asciidoc(docs / "page.adoc", None)
     for target in ("../secret.adoc", ".env", "https://example.org/README.adoc", "_gone.adoc"):
@@ -401,3 +403,73 @@ def test_deeply_nested_blocks_read_without_a_crash():
     raw += "".join(f"{'=' * (4 + k)}\n" for k in reversed(range(200)))
     assert "Deep." in asciidoc_text(raw)[0]
     assert "Deep." in asciidoc_text("====\n****\n" * 490 + "Deep.\n")[0]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        # a comment block's directives are not read; a listing's entries set nothing
+        ("Intro.\n\n////\nifdef::foo[]\nold\n////\n\nImportant.\n", "Intro.\n\nImportant."),
+        (
+            "----\n:shown: yes\n----\nifdef::shown[Set.]\nifndef::shown[Unset.]\n",
+            "```\n:shown: yes\n```\n\nUnset.",
+        ),
+        # ifeval compares values; counters count
+        (
+            'ifeval::["{backend}" == "pdf"]\nPDF.\nendif::[]\nifeval::[{n} > 1]\nKept.\nendif::[]\n',
+            "Kept.",  # an expression harness cannot read (n is not set) keeps its text
+        ),
+        (":n: 2\n\nifeval::[{n} > 1]\nMany.\nendif::[]\n", "Many."),
+        (
+            "Step {counter:s}, step {counter:s}{counter2:s}, step {counter:s}.\n",
+            "Step 1, step 2, step 4.",
+        ),
+        ("{name:x} stays.\n", "{name:x} stays.\n"),
+    ],
+)
+def test_second_review_cases(raw, expected):
+    assert asciidoc_text(raw)[0] == expected
+
+
+def test_attributes_doubling_one_another_stop_growing():
+    raw = ":a0: xy\n" + "".join(f":a{k}: {{a{k - 1}}}{{a{k - 1}}}\n" for k in range(1, 40))
+    assert len(asciidoc_text(raw + "\n{a39} {a39}\n")[0]) < 3 * MAX_ATTRIBUTE_CHARS
+
+
+def test_includes_through_links_and_out_of_the_folder(tmp_path, warnings):
+    """A corpus folder reached through a link reads as the folder itself; a linked
+    folder inside it that leads out of it is not read; an optional include of no file
+    says nothing; included files are no documents of their own, nor an Antora
+    component's examples and attachments."""
+    real = tmp_path / "real"
+    pages = _component(real / "site")
+    (real / "site" / "modules" / "ROOT" / "examples" / "config.txt").write_text("Example text.\n")
+    (real / "site" / "modules" / "ROOT" / "attachments").mkdir()
+    (real / "site" / "modules" / "ROOT" / "attachments" / "app.zip").write_bytes(b"PK\x03\x04")
+    (real / "book").mkdir()
+    (real / "book" / "book.adoc").write_text(
+        "= Book\n\ninclude::chapter.adoc[]\ninclude::maybe.adoc[opts=optional]\n"
+        "include::ext/hostname[]\n"
+    )
+    (real / "book" / "chapter.adoc").write_text("== Chapter\n\nChapter text.\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "hostname").write_text("secret-host\n")
+    (real / "book" / "ext").symlink_to(outside, target_is_directory=True)
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    by_real = {d.doc_id: d.text for d in load_documents([str(real)])}
+    warnings.clear()
+    by_link = {d.doc_id: d.text for d in load_documents([str(tmp_path / "link")])}
+    assert by_link == by_real
+    assert sorted(by_link) == [
+        "book/book.adoc",
+        "site/modules/ROOT/pages/install.adoc",
+        "site/modules/ROOT/pages/usage.adoc",
+    ]
+    assert by_link["book/book.adoc"] == "# Book\n\n## Chapter\n\nChapter text."
+    assert "Download it." in by_link["site/modules/ROOT/pages/install.adoc"]
+    (missing,) = [w for w in warnings if "not read into" in w]
+    assert "book/book.adoc -> ext/hostname (outside the folder)" in missing
+    assert "maybe.adoc" not in missing
+    assert not [w for w in warnings if "harness does not read" in w]
+    assert pages.is_dir()

@@ -230,7 +230,7 @@ def test_includes_are_read_where_they_stand(tmp_path, warnings):
         ".. literalinclude:: examples/app.py\n   :pyobject: run\n\n"
         ".. literalinclude:: /examples/app.py\n   :start-after: # start\n"
         "   :end-before: # end\n   :caption: The method\n\n"
-        ".. include:: examples/app.py\n   :code: python\n   :lines: 1\n\n"
+        ".. include:: examples/app.py\n   :code: python\n   :end-line: 1\n\n"
         ".. literalinclude:: examples/app.py\n   :pyobject: A.go\n   :language: python3\n\n"
         ".. include:: ../secret.rst\n.. include:: <isonum.txt>\n"
     )
@@ -245,3 +245,40 @@ def test_includes_are_read_where_they_stand(tmp_path, warnings):
     assert "page.rst -> ../secret.rst (outside the folder)" in missing
     # without a reader (a page read on its own), includes are left out as before
     assert rst_text(".. include:: _intro.rst\n\nText.\n")[0] == "Text."
+
+
+def test_includes_as_sphinx_reads_them(tmp_path, warnings):
+    """Substitutions and targets an included file defines; a markdown include; a nested
+    include beside the page; `/` from the folder holding conf.py; literalinclude's
+    markers by whole lines, and nothing when one is missing; deep code for :pyobject:."""
+    src = tmp_path / "docs" / "source"
+    (src / "inc").mkdir(parents=True)
+    (src / "parent" / "child").mkdir(parents=True)
+    (src / "conf.py").write_text("project = 'x'\n")
+    (src / "inc" / "subs.rst").write_text(
+        ".. |project| replace:: Harness\n.. _Python: https://python.org\n"
+    )
+    (src / "README.md").write_text("# Readme\n\n```{note}\nA note.\n```\n")
+    (src / "parent" / "child" / "mychild.rst").write_text(
+        "Child.\n\n.. include:: ./child/mysibling.rst\n"
+    )
+    (src / "parent" / "child" / "mysibling.rst").write_text("Sibling.\n")
+    (src / "code.py").write_text("import os  # START here\nx = 1\ny = 2  # END\nz = 3\n")
+    (src / "deep.py").write_text("TABLE = " + " + ".join(['"ab"'] * 3000) + "\n")
+    (src / "parent" / "page.rst").write_text(
+        "Page\n====\n\n.. include:: /inc/subs.rst\n\nProject |project|, see Python_.\n\n"
+        ".. include:: ../README.md\n   :parser: myst_parser.sphinx_\n\n"
+        ".. include:: ./child/mychild.rst\n\n"
+        ".. literalinclude:: /code.py\n   :start-after: # START\n   :end-at: # END\n\n"
+        ".. literalinclude:: /code.py\n   :start-at: x =\n   :end-before: z =\n\n"
+        ".. literalinclude:: /code.py\n   :start-after: NOT THERE\n\n"
+        ".. literalinclude:: /deep.py\n   :pyobject: f\n\nEnd.\n"
+    )
+    loaded = {d.doc_id: d.text for d in load_documents([str(tmp_path / "docs")])}
+    assert list(loaded) == ["source/parent/page.rst"]  # included files are no pages
+    assert loaded["source/parent/page.rst"] == (
+        "# Page\n\nProject Harness, see Python.\n\n# Readme\n\n```{note}\nA note.\n```\n\n"
+        "Child.\n\nSibling.\n\n```py\nx = 1\ny = 2  # END\n```\n\n```py\nx = 1\ny = 2  # END\n```"
+        "\n\nEnd."
+    )
+    assert not [w for w in warnings if "not read into" in w or "without text" in w]
