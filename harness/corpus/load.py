@@ -1,9 +1,9 @@
 """Load documents from files, folders and URLs into `Document` records.
 
 Local: markdown (.md, .markdown, .mdx, .qmd, .rmd), Jupyter notebooks (.ipynb), .txt,
-.rst, .adoc (.asciidoc), .html and .pdf files, or folders searched recursively for them (a folder's
-other files are skipped, and the run says which kinds; so are links whose target is
-gone). Markdown is read as its pages show it, without front matter, admonition markers
+.rst, .adoc (.asciidoc), .html and .pdf files, or folders searched recursively for them
+(a folder's other files are skipped, and the run says which kinds; so are links whose
+target is gone; a file a page includes is no document of its own). Markdown is read as its pages show it, without front matter, admonition markers
 or MDX imports (`harness.corpus.markdown`), with Quarto's includes read in; a Sphinx
 page without its directives' and roles' markup (`harness.corpus.rst`); an AsciiDoc page
 without its attribute entries, block markup and macros, with its includes read in
@@ -190,10 +190,8 @@ class _Includes:
 
     def rst(self, page: Path) -> IncludeRaw:
         """The `include` of the reStructuredText document `page` (`.. include::`,
-        `.. literalinclude::`): a target relative to the file that names it (or,
-        starting with /, to the folder, as Sphinx reads it from its source folder), read
-        as written, with a reader of its own includes; None on the grounds `asciidoc`
-        gives."""
+        `.. literalinclude::`): where `_place` puts it, read as written, with a reader of
+        its own includes; None on the grounds `asciidoc` gives."""
         return self._as_written(page, (page.resolve(),), [MAX_INCLUDED_CHARS], None, page)
 
     def _markdown(self, page: Path, chain: tuple[Path, ...], budget: list[int]) -> Include:
