@@ -52,10 +52,12 @@ A file without any of these reads byte for byte as written.
 from __future__ import annotations
 
 import csv
+import operator
 import re
 from collections.abc import Callable, Mapping
+from typing import Any
 
-from harness.corpus.markdown import IncludeRaw, fenced_lines, squeeze_blank_lines
+from harness.corpus.markdown import IncludeRaw, NestedReader, fenced_lines, squeeze_blank_lines
 
 XrefTitle = Callable[[str], str | None]
 """The title of the page a cross reference names (`cli:index.adoc`), or None."""
@@ -199,8 +201,6 @@ MAX_ATTRIBUTE_CHARS = 100_000
 """An attribute whose value would grow past this through the references in it (entries
 doubling one another) keeps its value as written."""
 _VERBATIM_DELIMITER = re.compile(r"^(?:/{4,}|-{4,}|\.{4,}|\+{4,}|(?P<fence>`{3,})[\w+#.-]*)[ \t]*$")
-MAX_NESTING = 50
-"""Blocks within blocks read as such; deeper, a block's lines are read as text."""
 
 
 def _attrlist(text: str) -> tuple[list[str], dict[str, str]]:
@@ -431,6 +431,16 @@ def _conditional(
     active.append(holds)
 
 
+_COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
 def _evaluated(expression: str) -> bool:
     """An `ifeval::[...]` expression, its attributes replaced: two values (quoted
     strings or numbers) compared with ==, !=, <, <=, > or >=. One harness cannot read
@@ -454,15 +464,7 @@ def _evaluated(expression: str) -> bool:
     a, b = value(m.group("a")), value(m.group("b"))
     if type(a) is not type(b):
         a, b = str(a), str(b)
-    compare = {
-        "==": a == b,
-        "!=": a != b,
-        "<": a < b,  # type: ignore[operator]
-        "<=": a <= b,  # type: ignore[operator]
-        ">": a > b,  # type: ignore[operator]
-        ">=": a >= b,  # type: ignore[operator]
-    }
-    return compare[m.group("op")]
+    return bool(_COMPARISONS[m.group("op")](a, b))
 
 
 def _title_text(m: re.Match[str]) -> str:
@@ -665,19 +667,16 @@ def _cells(lines: list[str], sep: str) -> tuple[list[tuple[str, int, list[str]]]
     return cells, first
 
 
-class _Reader:
+class _Reader(NestedReader):
     """One page's lines read in order."""
 
     def __init__(self, attrs: dict[str, str], inline: _Inline) -> None:
         self.attrs = attrs
         self.inline = inline
         self.title = ""
-        self.depth = 0
 
-    def read(self, lines: list[str]) -> list[str]:
+    def _blocks(self, lines: list[str]) -> list[str]:
         """The lines a reader of the page sees, of `lines` (a page, or a block's)."""
-        if self.depth > MAX_NESTING:
-            return self.inline("\n".join(lines)).split("\n")
         out: list[str] = []
         para: list[str] = []
         style: tuple[list[str], dict[str, str]] = ([], {})
@@ -880,14 +879,6 @@ class _Reader:
         if name in ("quote", "verse") and len(style[0]) > 1:
             text.append("\u2014 " + ", ".join(self.inline(x) for x in style[0][1:] if x))
         return ["", *text, ""]
-
-    def _nested(self, lines: list[str]) -> list[str]:
-        """A block's (or an AsciiDoc table cell's) lines, read one level deeper."""
-        self.depth += 1
-        try:
-            return self.read(lines)
-        finally:
-            self.depth -= 1
 
     def _table(
         self, kind: str, body: list[str], style: tuple[list[str], dict[str, str]]

@@ -171,6 +171,37 @@ def fenced_lines(lines: list[str], language: str = "") -> list[str]:
     return code_fence(code, language.strip()).split("\n")
 
 
+MAX_NESTING = 50
+"""Blocks within blocks (directives, delimited blocks) read as such; deeper, a block's
+lines are read as text."""
+
+
+class NestedReader:
+    """A reader of a page's lines as blocks, each block's lines read one level deeper
+    (`_nested`), up to MAX_NESTING: deeper, a block's lines read as text (`inline`),
+    not as a recursion error. Subclasses read blocks in `_blocks`."""
+
+    depth = 0
+    inline: Callable[[str], str]
+
+    def read(self, lines: list[str]) -> list[str]:
+        """The lines a reader of the page sees, of `lines` (a page, or a block's)."""
+        if self.depth > MAX_NESTING:
+            return self.inline("\n".join(lines)).split("\n")
+        return self._blocks(lines)
+
+    def _blocks(self, lines: list[str]) -> list[str]:
+        raise NotImplementedError
+
+    def _nested(self, lines: list[str]) -> list[str]:
+        """A block's lines, read one level deeper."""
+        self.depth += 1
+        try:
+            return self.read(lines)
+        finally:
+            self.depth -= 1
+
+
 def squeeze_blank_lines(lines: list[str]) -> str:
     """Lines a reader wrote (markup left out where they stood) joined, with one blank
     line where several fell in a row, outside fenced code (whose blank lines are the

@@ -51,6 +51,7 @@ import textwrap
 from harness.corpus.markdown import (
     MARKDOWN_SUFFIXES,
     IncludeRaw,
+    NestedReader,
     fenced_lines,
     markdown_text,
     squeeze_blank_lines,
@@ -80,8 +81,6 @@ _LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+\u2022]|#\.|\d+[.)]|\(?[A-Za-z0-9][.)])[
 _ROLE = re.compile(r"(?<![\w`]):(?P<role>[A-Za-z][\w.+-]*(?::[A-Za-z][\w.+-]*)?):`(?P<text>[^`]+)`")
 _LINK = re.compile(r"(?<![\w`])`(?P<text>[^`<]+?)(?:<[^<>`]*>)?`__?(?![\w])")
 _LITERAL = re.compile(r"``(?P<text>[^`\n](?:[^`]|`(?!`))*?)``")
-MAX_NESTING = 50
-"""Directives within directives read as such; deeper, a body is read as text."""
 _FUNCTION_ROLES = frozenset({"func", "meth", "py:func", "py:meth"})
 _NUMBERED_ROLES = {"pep": "PEP {}", "rfc": "RFC {}"}
 
@@ -255,21 +254,20 @@ def _after_options(lines: list[str]) -> tuple[dict[str, str], list[str]]:
     return options, lines[k:]
 
 
-class _Reader:
+class _Reader(NestedReader):
     """One page's lines read in order; `levels` holds the heading styles seen."""
+
+    inline: _Inline
 
     def __init__(self, inline: _Inline, include: IncludeRaw | None = None) -> None:
         self.inline = inline
         self.include = include
         self.levels: list[tuple[str, bool]] = []
-        self.depth = 0  # directives within directives being read
         self.title = ""  # the page's first section title
 
-    def read(self, lines: list[str]) -> list[str]:
+    def _blocks(self, lines: list[str]) -> list[str]:
         """The lines a reader of the page sees, of `lines` (a page, or a directive's
-        body); below MAX_NESTING directives deep, a body's lines are read as text."""
-        if self.depth > MAX_NESTING:
-            return self.inline("\n".join(lines)).split("\n")
+        body)."""
         out: list[str] = []
         para: list[str] = []  # a paragraph's lines: inline markup may run over them
 
@@ -427,14 +425,6 @@ class _Reader:
             return self._nested(lines)
         finally:
             self.include = outer
-
-    def _nested(self, lines: list[str]) -> list[str]:
-        """A directive's or a footnote's body, read one level deeper."""
-        self.depth += 1
-        try:
-            return self.read(lines)
-        finally:
-            self.depth -= 1
 
     def _code_start(self, lines: list[str], i: int) -> int:
         """The first line of the literal block after the `::` line `i`."""
