@@ -4,7 +4,7 @@ Layers, lowest first (a package may import any package of a lower layer, none of
 layer or above):
 
     0  errors, types, secrets, files, words,       shared vocabulary; no harness imports
-       components
+       noise, components
     1  metrics                                     pure metric functions over the types
     2  config                                      the experiment file, parsed and checked
     3  log                                         run and sweep folders, their records
@@ -34,7 +34,7 @@ from pathlib import Path
 HARNESS = Path(__file__).resolve().parents[1] / "harness"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "types", "secrets", "files", "words", "components"),
+    ("errors", "types", "secrets", "files", "words", "noise", "components"),
     ("metrics",),
     ("config",),
     ("log",),

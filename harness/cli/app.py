@@ -31,7 +31,6 @@ import signal
 import sys
 import threading
 import traceback
-import warnings
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
@@ -41,6 +40,7 @@ from loguru import logger
 from harness.cli import export_config, generate, inspect, labels, report, runs
 from harness.cli.options import printable
 from harness.errors import HarnessError, os_error_message
+from harness.noise import ignore_known_warnings
 from harness.secrets import redact, remember_environment, remember_url
 
 EXIT_USER_ERROR = 2
@@ -92,24 +92,7 @@ def _setup_process(verbosity: int) -> None:
         ("USER_AGENT", USER_AGENT),
     ):
         os.environ.setdefault(name, value)
-    # langchain-community announces on import that it is being sunset; grid sweeps use
-    # Optuna's BruteForceSampler knowingly.
-    warnings.filterwarnings(
-        "ignore", message=".*langchain.community.*", category=DeprecationWarning
-    )
-    warnings.filterwarnings("ignore", message="BruteForceSampler is experimental")
-    # Shared sweeps fail the trials of dead workers through Optuna's (experimental) call,
-    # as Optuna's own optimize loop does with the same warning silenced.
-    warnings.filterwarnings("ignore", message=".*fail_stale_trials is experimental")
-    # ... and start TPE's multivariate/group modes and RDB heartbeats knowingly, once per
-    # worker process, and ask PED-ANOVA for unnormalized importances (normalize=False).
-    warnings.filterwarnings(
-        "ignore",
-        message="Argument ``(multivariate|group|heartbeat_interval|normalize)`` is an experimental",
-    )
-    # PED-ANOVA warns for every conditional parameter (chunk_overlap per chunk size) seen
-    # in fewer than 2 trials; it leaves those out, as the sweep's importances expect.
-    warnings.filterwarnings("ignore", message="Some regimes for parameter")
+    ignore_known_warnings()
 
 
 def build_parser() -> argparse.ArgumentParser:
