@@ -10,6 +10,10 @@ The public API (imported on first use, so `import harness` stays cheap):
     read_run(dir), read_sweep(dir)     result logs as typed records (harness.log)
     compare_runs(runs, ...)            paired comparison (harness.analysis)
     validate_run(run, qrels, ...)      the judge against human labels
+
+An experiment may be given as its file's path, a run as its folder's, labels as their
+file's; `load_experiment`'s overrides as `["retrieval.k=3"]` (as `--set` takes them) or
+`{"retrieval.k": 3}`.
 """
 
 from __future__ import annotations
@@ -38,5 +42,7 @@ __all__ = [*_API, "__version__"]
 
 def __getattr__(name: str) -> Any:
     if name in _API:
+        # the third-party warnings harness triggers knowingly say nothing to a notebook
+        importlib.import_module("harness.noise").ignore_known_warnings()
         return getattr(importlib.import_module(_API[name]), name)
     raise AttributeError(f"module 'harness' has no attribute {name!r}")

@@ -8,12 +8,13 @@ other metric, the hard counts (mrr, hit_rate) among them, keeps its paired diffe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from harness.errors import HarnessError
-from harness.log import RunLog
+from harness.log import RunLog, as_run
 from harness.metrics import METRIC_NAMES, METRICS, paired_bootstrap, parse_metric_id
 from harness.types import JudgedHit, QuestionResult
 
@@ -183,7 +184,7 @@ def judge_note(runs: Sequence[RunLog]) -> str | None:
 
 
 def compare_runs(
-    runs: Sequence[RunLog],
+    runs: Sequence[RunLog | str | os.PathLike[str]],
     *,
     k: int | None = None,
     change_metric: str | None = None,
@@ -195,14 +196,18 @@ def compare_runs(
     questions on `change_metric` (default: the first run's objective, `objective_metric`).
 
     Differences use only questions that every run answered without judge errors at k.
+    `runs` are runs (`read_run`) or run folders' paths.
     """
-    if len(runs) < 2:
+    if isinstance(runs, (str, os.PathLike)):
+        raise TypeError("expected a list of runs or run folders, got one path")
+    logs = [as_run(r) for r in runs]
+    if len(logs) < 2:
         raise HarnessError("compare needs at least two runs")
-    shared = _shared(runs, k, change_metric)
+    shared = _shared(logs, k, change_metric)
     k = shared.k
-    metrics = {name: _at_k(r.header.metrics, k) for name, r in zip(shared.names, runs, strict=True)}
+    metrics = {name: _at_k(r.header.metrics, k) for name, r in zip(shared.names, logs, strict=True)}
     bounds = {
-        name: _at_k(r.header.metric_bounds, k) for name, r in zip(shared.names, runs, strict=True)
+        name: _at_k(r.header.metric_bounds, k) for name, r in zip(shared.names, logs, strict=True)
     }
     # a difference over the questions that happen to have a value would pass for complete
     bounded = {m for b in bounds.values() for m in b}
@@ -222,7 +227,7 @@ def compare_runs(
         len(shared.questions),
         bounds,
         shared.change_metric,
-        [n for n in (judge_note(runs),) if n],
+        [n for n in (judge_note(logs),) if n],
     )
 
 

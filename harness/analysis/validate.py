@@ -31,7 +31,7 @@ import numpy as np
 from harness import metrics as m
 from harness.corpus import read_text_file
 from harness.errors import ConfigError, HarnessError
-from harness.log import RunLog, read_run, read_sweep
+from harness.log import RunLog, as_run, read_run, read_sweep
 from harness.types import JudgedHit, QuestionResult
 
 Qrels = dict[str, dict[str, int]]
@@ -333,9 +333,14 @@ class _Labelled:
         return out
 
 
+def _as_qrels(qrels: Qrels | str | os.PathLike[str]) -> Qrels:
+    """`qrels` itself, or the labels file it names read by `read_qrels`."""
+    return read_qrels(qrels) if isinstance(qrels, (str, os.PathLike)) else qrels
+
+
 def validate_run(
-    run: RunLog,
-    qrels: Qrels,
+    run: RunLog | str | os.PathLike[str],
+    qrels: Qrels | str | os.PathLike[str],
     *,
     k: int | None = None,
     unjudged: str = "auto",
@@ -350,7 +355,10 @@ def validate_run(
     chunks, whatever cut a calibration would choose. A chunk the labels do not list
     counts as `unjudged_rule` says (by default left out where the labels name chunks,
     irrelevant where they name documents); the labels' metrics of a question need each
-    of its top k labelled (or counted irrelevant), else they are left out."""
+    of its top k labelled (or counted irrelevant), else they are left out. `run` is a run
+    (`read_run`) or its folder's path, `qrels` labels (`read_qrels`) or their file's path."""
+    run = as_run(run)
+    qrels = _as_qrels(qrels)
     rel_cut, top = _cuts(qrels, relevant_grade, complete_grade)
     run_k = max(run.header.ks) if run.header.ks else 1
     if k is None:  # 0 is not "the default": it is refused below
@@ -464,7 +472,7 @@ def _tau_rows(
 
 def validate_sweep(
     sweep_dir: str | os.PathLike[str],
-    qrels: Qrels | Callable[[RunLog], Qrels],
+    qrels: Qrels | Callable[[RunLog], Qrels] | str | os.PathLike[str],
     *,
     metric: str | None = None,
     unjudged: str = "auto",
@@ -473,10 +481,11 @@ def validate_sweep(
 ) -> dict[str, Any]:
     """Kendall tau between the judge's and the labels' ranking of a sweep's complete trials
     (each at its own k), and the top configurations of each side. The labels' cut-offs
-    are `validate_run`'s. `qrels` may be a function of a trial's run (labels from its
-    source spans, `sources.source_qrels`): chunk ids are `doc#start`, so a 400-character
-    chunk and an 800-character one that start at 0 share an id, and one set of
-    chunk-level labels for every trial would give the shorter the longer one's label.
+    are `validate_run`'s. `qrels` (labels, or their file's path) may be a function of a
+    trial's run (labels from its source spans, `sources.source_qrels`): chunk ids are
+    `doc#start`, so a 400-character chunk and an 800-character one that start at 0 share
+    an id, and one set of chunk-level labels for every trial would give the shorter the
+    longer one's label.
 
     `metric` (a name, or a metric id such as "soft_mrr@k") defaults to the sweep's
     objective, the statistic its decisions rest on (soft_mrr by default). A soft metric
@@ -484,6 +493,8 @@ def validate_sweep(
     and each row carries the judge's hard twin too (`judge_hard`, `hard` names it); when
     the defaulted soft metric is missing (a judge without probabilities) the hard twin
     is ranked instead, and `note` says so."""
+    if isinstance(qrels, (str, os.PathLike)):
+        qrels = read_qrels(qrels)
     sweep = read_sweep(sweep_dir)
     defaulted = metric is None
     if metric is None:

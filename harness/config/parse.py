@@ -157,21 +157,61 @@ def _parse_override_value(raw: str) -> Any:
         return raw
 
 
-def apply_overrides(data: dict[str, Any], overrides: typing.Sequence[str]) -> dict[str, Any]:
-    """Return a copy of `data` with `key=value` overrides applied (dotted keys or unique leaf
-    names; values parsed as TOML, falling back to a plain string)."""
+Overrides = str | typing.Sequence[str] | typing.Mapping[str, Any]
+"""Overrides of an experiment's settings: `key=value` strings as `--set` takes them (one
+string is one override), or, from Python, a mapping of keys to values (`{"retrieval.k": 3}`
+or `{"retrieval": {"k": 3}}`; a path may be a `Path`)."""
+
+
+def _override_items(overrides: Overrides) -> list[tuple[str, str, Any]]:
+    """(where, key, value) of each override: `--set`'s strings parsed as TOML (falling back
+    to a plain string), a mapping's values as given, nested mappings as dotted keys."""
+    if isinstance(overrides, str):
+        overrides = [overrides]
+    if isinstance(overrides, typing.Mapping):
+        out: list[tuple[str, str, Any]] = []
+
+        def flat(m: typing.Mapping[Any, Any], prefix: str) -> None:
+            for k, v in m.items():
+                key = f"{prefix}{str(k).strip()}"
+                if isinstance(v, typing.Mapping) and v:
+                    flat(v, key + ".")
+                else:
+                    out.append(("overrides", key, _plain_value(v)))
+
+        flat(overrides, "")
+        return out
+    items = []
+    for item in overrides:
+        if not isinstance(item, str) or "=" not in item:
+            raise ConfigError(
+                "--set", str(item), "expected key=value, e.g. chunking.chunk_size=500"
+            )
+        key, raw = item.split("=", 1)
+        items.append(("--set", key.strip(), _parse_override_value(raw)))
+    return items
+
+
+def _plain_value(v: Any) -> Any:
+    """A Python override value as TOML would give it: a path as its string (in lists too)."""
+    if isinstance(v, os.PathLike):
+        return os.fspath(v)
+    if isinstance(v, (list, tuple)):
+        return [_plain_value(x) for x in v]
+    return v
+
+
+def apply_overrides(data: dict[str, Any], overrides: Overrides) -> dict[str, Any]:
+    """Return a copy of `data` with the overrides applied (`Overrides`: dotted keys or unique
+    leaf names such as `k` for `retrieval.k`)."""
     out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
     leaves = _leaf_keys()
-    for item in overrides:
-        if "=" not in item:
-            raise ConfigError("--set", item, "expected key=value, e.g. chunking.chunk_size=500")
-        key, raw = item.split("=", 1)
-        key = key.strip()
+    for where, key, value in _override_items(overrides):
         if "." not in key and key not in ("name",):
             matches = leaves.get(key, [])
             if len(matches) != 1:
                 raise ConfigError(
-                    "--set", key, "unknown key; use a dotted key such as chunking.chunk_size"
+                    where, key, "unknown key; use a dotted key such as chunking.chunk_size"
                 )
             key = matches[0]
         parts = key.split(".")
@@ -179,15 +219,15 @@ def apply_overrides(data: dict[str, Any], overrides: typing.Sequence[str]) -> di
         for part in parts[:-1]:
             child = node.get(part, {})
             if not isinstance(child, dict):
-                raise ConfigError("--set", key, f"{part} is not a table")
+                raise ConfigError(where, key, f"{part} is not a table")
             node[part] = child = dict(child)
             node = child
-        node[parts[-1]] = _parse_override_value(raw)
+        node[parts[-1]] = value
     return out
 
 
 def parse_experiment(
-    data: dict[str, Any], path: str = "", overrides: typing.Sequence[str] = ()
+    data: dict[str, Any], path: str = "", overrides: Overrides = ()
 ) -> ExperimentConfig:
     """Validate a parsed TOML mapping (plus overrides) into an ExperimentConfig."""
     where = path or "<experiment>"
@@ -242,9 +282,7 @@ def _resolve_criteria_preset(judge: JudgeConfig, where: str) -> JudgeConfig:
     return dataclasses.replace(judge, criteria=CriteriaConfig(relevant=texts[0], complete=texts[1]))
 
 
-def experiment_from_dict(
-    d: dict[str, Any], overrides: typing.Sequence[str] = ()
-) -> ExperimentConfig:
+def experiment_from_dict(d: dict[str, Any], overrides: Overrides = ()) -> ExperimentConfig:
     """An ExperimentConfig back from `ExperimentConfig.to_dict()` (as a run header or
     sweep.json holds it), with optional `key=value` overrides on top."""
 
@@ -257,10 +295,9 @@ def experiment_from_dict(
     return parse_experiment(data, d.get("path", ""), overrides)
 
 
-def load_experiment(
-    path: str | os.PathLike[str], overrides: typing.Sequence[str] = ()
-) -> ExperimentConfig:
-    """Read and validate an experiment file."""
+def load_experiment(path: str | os.PathLike[str], overrides: Overrides = ()) -> ExperimentConfig:
+    """Read and validate an experiment file, with `overrides` on top (`Overrides`:
+    `["retrieval.k=3"]` as `--set` takes them, or `{"retrieval.k": 3}`)."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(str(p), "", "experiment file not found")
@@ -273,3 +310,17 @@ def load_experiment(
             str(p), "", f"expected a UTF-8 text file (byte {exc.start} is not UTF-8)"
         ) from None
     return parse_experiment(data, str(p), overrides)
+
+
+def as_experiment(config: ExperimentConfig | str | os.PathLike[str]) -> ExperimentConfig:
+    """`config` itself, or the experiment file it names read by `load_experiment`: the
+    public functions that take an experiment take either (`harness.run_experiment(
+    "experiments/quickstart.toml")`)."""
+    if isinstance(config, ExperimentConfig):
+        return config
+    if isinstance(config, (str, os.PathLike)):
+        return load_experiment(config)
+    raise TypeError(
+        "expected an ExperimentConfig (harness.load_experiment(path)) or an experiment "
+        f"file's path, got {type(config).__name__}"
+    )

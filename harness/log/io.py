@@ -257,6 +257,18 @@ def read_run(run_dir: str | os.PathLike[str]) -> RunLog:
     return RunLog(run_dir=folder, header=header, questions=questions)
 
 
+def as_run(run: RunLog | str | os.PathLike[str]) -> RunLog:
+    """`run` itself, or the run folder it names read by `read_run`: the public functions
+    that take runs take either (`harness.compare_runs(["results/a", "results/b"])`)."""
+    if isinstance(run, RunLog):
+        return run
+    if isinstance(run, (str, os.PathLike)):
+        return read_run(run)
+    raise TypeError(
+        f"expected a RunLog (harness.read_run(dir)) or a run folder's path, got {type(run).__name__}"
+    )
+
+
 def resolve_run_dir(arg: str, results_dir: str | os.PathLike[str]) -> Path:
     """A run folder given as a path, as a run id under the results folder, or a sweep's
     trial as SWEEP_DIR/trials/N or SWEEP:N."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from harness.metrics import headline
 from harness.types import LOG_VERSION, ComponentSpec, QuestionResult, plain
 
 STATUS_RUNNING = "running"
@@ -282,6 +283,25 @@ class RunLog:
     run_dir: Path
     header: RunHeader
     questions: tuple[QuestionResult, ...]
+
+    def question(self, question_id: str) -> QuestionResult:
+        """The finished question with this id (`questions` is in the order they finished);
+        KeyError naming the run when it has none."""
+        for q in self.questions:
+            if q.question.question_id == question_id:
+                return q
+        raise KeyError(f"{self.run_dir}: no question with id {question_id!r} in this run")
+
+    def __repr__(self) -> str:
+        """One line (a notebook shows it; the whole log runs to megabytes): the folder,
+        status, questions and the headline metrics at the run's k."""
+        h = self.header
+        metrics = "".join(f", {key} {v:.3f}" for key, v in headline(h.metrics, h.k).items())
+        n = len(self.questions)
+        return (
+            f"RunLog({str(self.run_dir)!r}: {h.status}, {n} question{'s' * (n != 1)}, "
+            f"k {h.k}{metrics})"
+        )
 
 
 @dataclass(frozen=True)
@@ -554,3 +574,21 @@ class SweepLog:
     sweep_dir: Path
     summary: SweepSummary
     trials: tuple[TrialRecord, ...]
+
+    def __repr__(self) -> str:
+        """One line: the folder, status, finished trials, the best trial (or the Pareto
+        front's size) and the recommendation."""
+        s, c = self.summary, self.summary.counts
+        out = (
+            f"SweepLog({str(self.sweep_dir)!r}: {s.status}, {c.complete} complete, "
+            f"{c.pruned} pruned, {c.failed} failed"
+        )
+        values = s.best[0].values if len(s.best) == 1 else None
+        if values:
+            b = s.best[0]
+            out += f", best trial {b.number} {s.objective[0]} {values[0]:.3f} {b.params}"
+        elif s.best:
+            out += f", {len(s.best)} trials on the Pareto front"
+        if s.recommendation is not None and s.recommendation.trial != s.recommendation.best:
+            out += f", recommended trial {s.recommendation.trial}"
+        return out + ")"

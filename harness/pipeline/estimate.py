@@ -11,7 +11,7 @@ from typing import Any
 from harness import corpus
 from harness import judge as judge_stage
 from harness.components.registry import load
-from harness.config import ExperimentConfig, JudgeConfig
+from harness.config import ExperimentConfig, JudgeConfig, as_experiment
 from harness.judge.injection import text_for_judge
 from harness.llm.endpoint import reranker_endpoint
 from harness.pipeline.failures import pool_pairs
@@ -166,7 +166,9 @@ class _Estimates:
 
 
 def estimate_run(
-    config: ExperimentConfig, *, cache_dir: str | os.PathLike[str] | None = None
+    config: ExperimentConfig | str | os.PathLike[str],
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """What a run would cost the judge, before anything is paid.
 
@@ -176,8 +178,10 @@ def estimate_run(
     Tokens are estimated at 4 characters a token from the real prompts. With
     failures.explain, `failure_pool_*` bound what explaining the failures could add: an
     upper bound, as if every question failed and every judged chunk were relevant (each
-    question's pool judged, every chunk joined with its neighbours).
+    question's pool judged, every chunk joined with its neighbours). `config` is an
+    experiment (`load_experiment`) or its file's path.
     """
+    config = as_experiment(config)
     judge_stage.check_endpoint(config.judge, config.path or "<experiment>")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     planned = plan(config, cache, with_pool=True)

@@ -18,7 +18,7 @@ from loguru import logger
 
 from harness import judge as judge_stage
 from harness import metrics as metrics_stage
-from harness.config import ExperimentConfig, JudgeConfig
+from harness.config import ExperimentConfig, JudgeConfig, as_experiment
 from harness.errors import HarnessError, os_error_message
 from harness.judge.calibration import Calibration, judge_key, read_calibration, trust_summary
 from harness.judge.injection import injection_flags, text_for_judge
@@ -63,7 +63,7 @@ from harness.types import (
 
 
 def run_experiment(
-    config: ExperimentConfig,
+    config: ExperimentConfig | str | os.PathLike[str],
     *,
     results_dir: str | os.PathLike[str] = "results",
     cache_dir: str | os.PathLike[str] | None = None,
@@ -76,15 +76,17 @@ def run_experiment(
 ) -> RunLog:
     """Run one configuration and return its result log, read back from disk.
 
-    `judge` replaces the configured judge (a sweep shares one; tests pass a scripted one).
-    The verdict cache lives in `cache_dir` (default: `default_cache_dir()`), so a rerun
-    after a crash pays only for what was never judged. With `batches` (cumulative question
-    counts) and `after_batch`, questions are judged batch by batch and the callback may
-    stop the run after any batch: its status is then "pruned", with the questions it did
-    finish in the log and metrics over those. `storage` puts the verdict and embedding
-    caches elsewhere (a PostgreSQL database shared by a sweep's workers).
+    `config` is an experiment (`load_experiment`) or its file's path. `judge` replaces the
+    configured judge (a sweep shares one; tests pass a scripted one). The verdict cache
+    lives in `cache_dir` (default: `default_cache_dir()`), so a rerun after a crash pays
+    only for what was never judged. With `batches` (cumulative question counts) and
+    `after_batch`, questions are judged batch by batch and the callback may stop the run
+    after any batch: its status is then "pruned", with the questions it did finish in the
+    log and metrics over those. `storage` puts the verdict and embedding caches elsewhere
+    (a PostgreSQL database shared by a sweep's workers).
     """
     t_start = time.perf_counter()
+    config = as_experiment(config)
     if judge is None:
         judge_stage.check_endpoint(config.judge, config.path or "<experiment>")
     # Bad documents or questions stop the run here, before it has a folder to leave behind.

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.config import ExperimentConfig
+from harness.config import ExperimentConfig, as_experiment
 from harness.judge import check_endpoint, judge_cost, judge_estimator
 from harness.judge.estimate import lazy_pairs
 from harness.pipeline import default_cache_dir, judged_pairs
@@ -18,7 +18,7 @@ from harness.sweep.study import plan_sampler, with_lazy_default
 
 
 def estimate_sweep(
-    config: ExperimentConfig,
+    config: ExperimentConfig | str | os.PathLike[str],
     *,
     cache_dir: str | os.PathLike[str] | None = None,
     trials: int | None = None,
@@ -35,8 +35,10 @@ def estimate_sweep(
     cache never pays a verdict twice. Pruning only lowers it. `no_cache_calls_max` is
     the same trials' calls without a verdict cache. With prices set, `batch_cost_usd_max`
     is what judging the whole space through a batch API would cost (judge.batch: every
-    open pair of every setting, at judge.batch_discount of the online price).
+    open pair of every setting, at judge.batch_discount of the online price). `config` is
+    an experiment (`load_experiment`) or its file's path.
     """
+    config = as_experiment(config)
     grid_trials = SearchSpace(config).check()
     check_endpoint(config.judge, config.path or "<experiment>")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()

@@ -38,7 +38,7 @@ from typing import Any
 import optuna
 from loguru import logger
 
-from harness.config import ExperimentConfig, SpaceConfig
+from harness.config import ExperimentConfig, SpaceConfig, as_experiment
 from harness.errors import HarnessError
 from harness.judge import Judge, check_endpoint, open_judge
 from harness.judge.calibration import read_calibration
@@ -790,7 +790,7 @@ def _run_local_workers(
 
 
 def run_sweep(
-    config: ExperimentConfig,
+    config: ExperimentConfig | str | os.PathLike[str],
     *,
     results_dir: str | os.PathLike[str] = "results",
     cache_dir: str | os.PathLike[str] | None = None,
@@ -823,8 +823,9 @@ def run_sweep(
     `storage`, they share a journal file in the sweep folder); they die with this process.
     Workers stop when the sweep holds `trials` finished trials between them;
     `heartbeat_s` is how often a PostgreSQL worker signals it lives (a silent one's trial
-    reruns after 3 beats).
+    reruns after 3 beats). `config` is an experiment (`load_experiment`) or its file's path.
     """
+    config = as_experiment(config)
     grid_trials = SearchSpace(config).check()  # one line, before anything is made
     if judge is None:
         check_endpoint(config.judge, config.path or "<experiment>")

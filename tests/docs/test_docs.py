@@ -22,6 +22,9 @@ an HTML comment `<!-- not-run: the reason -->` on the line before its fence, e.g
 `<!-- not-run: needs the local model -->`. Blocks marked `bash`, `toml`, `text` or
 anything but `console` are never run; `make` targets are never run here.
 
+Python blocks. A fenced block marked `pycon` is a doctest (`>>> ` lines and what they
+print; `...` in printed text stands for anything), run with the same stand-in judge.
+
 Each page runs in its own temporary copy of experiments/ and questions/, with its own
 cache and results folders, its blocks in page order (a later command may read what an
 earlier one wrote), and its judge is a stand-in endpoint on 127.0.0.1 (FakeOpenAI from
@@ -32,6 +35,7 @@ HARNESS_JUDGE_MODEL, so the numbers on the pages are that stand-in's, not a mode
 from __future__ import annotations
 
 import dataclasses
+import doctest
 import importlib.util
 import math
 import os
@@ -367,3 +371,34 @@ def test_console_commands_print_what_the_page_says(path, tmp_path, monkeypatch, 
                     + "\n".join(command.expected)
                     + f"\nit printed:\n{printed}"
                 )
+
+
+def _pages_with_python() -> list[Path]:
+    return [
+        p for p in DOCUMENTS if any(m.group(2) == "pycon" for m in FENCE.finditer(p.read_text()))
+    ]
+
+
+@pytest.mark.parametrize("path", _pages_with_python(), ids=lambda p: p.name)
+def test_python_examples_print_what_the_page_says(path, tmp_path, monkeypatch):
+    """Every `pycon` block of a page, as doctests in one namespace, in page order."""
+    work = tmp_path / "repo"
+    for name in COPIED:
+        shutil.copytree(ROOT / name, work / name)
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    text = path.read_text(encoding="utf-8")
+    parser = doctest.DocTestParser()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    namespace: dict[str, object] = {}
+    blocks = [m for m in FENCE.finditer(text) if m.group(2) == "pycon"]
+    with FakeOpenAI(word_overlap_judge) as server:
+        monkeypatch.setenv("HARNESS_JUDGE_BASE_URL", server.base_url)
+        monkeypatch.setenv("HARNESS_JUDGE_MODEL", "stand-in")
+        for m in blocks:
+            line = text.count("\n", 0, m.start()) + 1
+            body = "\n".join(x.removeprefix(m.group(1)) for x in m.group(3).splitlines())
+            test = parser.get_doctest(body, namespace, path.name, str(path), line)
+            report: list[str] = []
+            result = runner.run(test, out=report.append, clear_globs=False)
+            assert result.failed == 0, "".join(report)
