@@ -81,10 +81,11 @@ class QuestionsConfig:
     """`[questions]`: the questions to ask, and optional human labels for them."""
 
     file: str = ""
-    """JSONL with {"id", "text"} per line (the text may be named question or query, an
-    id left out is q1, q2, ...), a JSON array of such objects or of strings, a .csv or
-    .tsv with a header row naming a text, question or query column (and optionally id,
-    type, topic, answer), or a .txt file with one question per line."""
+    """JSONL with {"id", "text"} per line (the text may be named question, query,
+    user_input as in a RAGAS test set, or input as in DeepEval's; an id left out is q1,
+    q2, ...), a JSON array of such objects or of strings, a .csv or .tsv with a header
+    row naming one of those columns (and optionally id, type, topic, answer), or a .txt
+    file with one question per line."""
     qrels: str = ""
     """Optional human labels (BEIR qrels.tsv or TREC qrels) that `harness validate` uses."""
     limit: int = 0
@@ -458,7 +459,8 @@ class GenerateConfig:
     `make bench-generate` (--trec) shows which one ranks settings like real queries."""
     style_examples: str = ""
     """A file of a few real questions (from logs), in any questions.file format (JSONL,
-    a JSON array, CSV/TSV with a text, question or query column, or .txt, one a line).
+    a JSON array, CSV/TSV with a text, question, query, user_input or input column, or
+    .txt, one a line).
     The first 8 are shown to the model as style examples, and they set `max_overlap`
     (see there)."""
     max_overlap: float = 0.75

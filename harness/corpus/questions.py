@@ -3,11 +3,11 @@
 `load_questions` reads, by the file's content and suffix:
 
 - JSONL (one JSON object a line; the BEIR queries layout): the question in `text` (or
-  `question`, `query`), its id in `id` (or `_id`); generated sets' `type`, `topic`,
+  `question`, `query`, `user_input`, `input`: TEXT_FIELDS), its id in `id` (or `_id`); generated sets' `type`, `topic`,
   `answer` and `source` spans; every other field is kept in the question's `extra`.
 - a JSON array (a file whose text starts with `[`): of such objects, or of strings.
 - .csv / .tsv, as a spreadsheet or a log export writes them: a header row naming the
-  question's column (`text`, `question` or `query`) and optionally `id`, `type`, `topic`,
+  question's column (one of TEXT_FIELDS) and optionally `id`, `type`, `topic`,
   `answer`; other columns go to `extra`, an empty cell is an absent field; a quoted CSV
   cell may hold line breaks.
 - .txt, or any other file whose text does not start with `{` or `[`: one question a
@@ -34,8 +34,9 @@ from harness.corpus.load import read_text_file
 from harness.errors import ConfigError
 from harness.types import Document, Question, SourceSpan, span_digest
 
-TEXT_FIELDS = ("text", "question", "query")
-"""Names of the question's field (or column), in the order they are looked for."""
+TEXT_FIELDS = ("text", "question", "query", "user_input", "input")
+"""Names of the question's field (or column), in the order they are looked for:
+`user_input` is a RAGAS test set's, `input` a DeepEval dataset's."""
 ID_FIELDS = ("id", "_id")
 
 QUESTION_FIELDS = ("id", "_id", "text", "type", "topic", "source", "answer")
@@ -186,8 +187,8 @@ def _from_table(raw: str, p: Path) -> list[Question]:
                     raise ConfigError(
                         where,
                         "text",
-                        "expected a header row naming the questions' column (text, question "
-                        f"or query); found {', '.join(row)}",
+                        "expected a header row naming the questions' column "
+                        f"({', '.join(TEXT_FIELDS)}); found {', '.join(row)}",
                     )
                 continue
             if any(cell.strip() for cell in row[len(header) :]):

@@ -138,3 +138,20 @@ def test_excel_unicode_text_is_utf16_with_its_byte_order_mark(tmp_path):
     p = tmp_path / "q.tsv"
     p.write_bytes("query\tclicks\r\ncafé opening hours\t4\r\n".encode("utf-16"))
     assert _texts(p) == [("q1", "café opening hours")]
+
+
+def test_a_ragas_test_set_and_a_deepeval_dataset_read_as_they_are_exported(tmp_path):
+    ragas = tmp_path / "testset.csv"
+    ragas.write_text(
+        "user_input,reference_contexts,reference,synthesizer_name\n"
+        '"How many days of leave?","[""Full-time employees receive 27 days""]",27 days,'
+        "single_hop_specifc_query_synthesizer\n",
+        encoding="utf-8",
+    )
+    (q,) = load_questions(ragas)
+    assert (q.question_id, q.text) == ("q1", "How many days of leave?")
+    assert q.extra["reference"] == "27 days"
+    deepeval = tmp_path / "goldens.json"
+    deepeval.write_text('[{"input": "Who approves expenses?", "expected_output": "Finance"}]')
+    (g,) = load_questions(deepeval)
+    assert g.text == "Who approves expenses?" and g.extra == {"expected_output": "Finance"}
