@@ -151,7 +151,8 @@ class EmbedderConfig:
     base_url: str = ""
     """OpenAI-compatible endpoint of the `openai` embedder; empty: OpenAI's."""
     api_key_env: str = "OPENAI_API_KEY"
-    """Name of the environment variable holding the embedder's key."""
+    """Name of the environment variable holding the embedder's key (required for OpenAI's
+    endpoint; a `base_url` of one's own, such as Ollama's, may need none)."""
     batch_size: int = 32
     """Texts embedded per batch."""
     settings: SettingsTables = field(default_factory=SettingsTables)

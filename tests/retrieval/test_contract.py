@@ -18,6 +18,7 @@ import pytest
 from harness.components.registry import EMBEDDERS, RERANKERS
 from harness.config import EmbedderConfig, RetrievalConfig
 from harness.corpus import chunk_documents, load_documents
+from harness.errors import ConfigError
 from harness.retrieval.embedders import CachedEmbedder, embedder_spec, make_embeddings
 from harness.retrieval.index import Index, index_key, load_or_build_index
 from harness.retrieval.rerankers import (
@@ -215,3 +216,22 @@ def test_config_imports_no_retrieval_module():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_an_embedding_server_of_ones_own_needs_no_key_and_never_gets_openais(monkeypatch):
+    """Ollama or vLLM without a key: the embedder runs, and the client's own fallback to
+    $OPENAI_API_KEY never sends that key to the user's server."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-the-real-openai-key-0123456789")
+    monkeypatch.delenv("HARNESS_TEST_NO_KEY", raising=False)
+    with FakeOpenAI() as server:
+        config = EmbedderConfig(
+            name="openai",
+            model="nomic-embed-text",
+            base_url=server.base_url,
+            api_key_env="HARNESS_TEST_NO_KEY",
+        )
+        vectors = make_embeddings(config).embed_documents(["bees", "compost"])
+        assert len(vectors) == 2
+        assert server.authorizations and all("sk-the-real" not in a for a in server.authorizations)
+    with pytest.raises(ConfigError, match=r"needs an API key in \$HARNESS_TEST_NO_KEY"):
+        make_embeddings(EmbedderConfig(name="openai", api_key_env="HARNESS_TEST_NO_KEY"))

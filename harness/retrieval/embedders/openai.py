@@ -16,6 +16,9 @@ ENDPOINT = "embedder"
 """The endpoint it calls (`harness.components.endpoints`): embedder.base_url."""
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+NO_KEY = "not-needed"
+"""What an endpoint of one's own is sent when `embedder.api_key_env` is empty, as the
+judge's client sends it."""
 
 
 def spec(config: EmbedderConfig) -> ComponentSpec:
@@ -30,20 +33,24 @@ def spec(config: EmbedderConfig) -> ComponentSpec:
 
 
 def make(config: EmbedderConfig) -> Embeddings:
-    """LangChain's OpenAIEmbeddings with the key from `config.api_key_env`."""
+    """LangChain's OpenAIEmbeddings with the key from `config.api_key_env` (required for
+    OpenAI's endpoint; optional for another `base_url`)."""
     from langchain_openai import OpenAIEmbeddings
 
     key = read_key(config.api_key_env)
-    if not key:
+    if not key and not config.base_url:
         raise ConfigError(
             "",
             "embedder.api_key_env",
             f"the OpenAI embedder needs an API key in ${config.api_key_env}, which is empty",
         )
-    flaw = key_flaw(key)
+    flaw = key_flaw(key) if key else None
     if flaw:
         raise ConfigError("", "embedder.api_key_env", f"${config.api_key_env}: the API key {flaw}")
-    kwargs: dict[str, Any] = {"model": config.model or DEFAULT_MODEL, "api_key": key}
+    # A server of one's own (Ollama, vLLM, a llama.cpp server) may want no key. The client
+    # is given a stand-in rather than nothing: given nothing, it would send $OPENAI_API_KEY
+    # to that server.
+    kwargs: dict[str, Any] = {"model": config.model or DEFAULT_MODEL, "api_key": key or NO_KEY}
     if config.base_url:
         remember_url(config.base_url)  # should an error echo its credentials
         # Another OpenAI-compatible server: texts go as text, not as OpenAI's tokens
