@@ -61,6 +61,7 @@ from harness.generate.critique import (
 )
 from harness.generate.dedup import Embed, near_duplicates
 from harness.generate.exam import ExamItem
+from harness.generate.language import ENGLISH, corpus_language, passage_language
 from harness.generate.llm import Generator, dry_generator, open_generator, prompt_tokens
 from harness.generate.sampler import (
     WIDEN_CHARS,
@@ -111,6 +112,9 @@ class Candidate:
     """Share of the question's content words found in its passage(s)."""
     planned_type: str | None = None
     """The type it was planned as, when a short type took it as a spare (`as_spare`)."""
+    language: str = ENGLISH
+    """The language its passages are written in (`harness.generate.language`): its
+    prompts ask for the question in it."""
 
     @property
     def question_id(self) -> str:
@@ -156,24 +160,29 @@ class Candidate:
 
 def plan(docs: Sequence[Document], settings: GenerateConfig, n: int) -> list[Candidate]:
     """Every candidate the run may ask for, in order: ceil(n x oversample) sampled
-    passages with their types (a second passage for multi-passage ones)."""
+    passages with their types (a second passage for multi-passage ones) and their
+    language (a passage too short to tell: the corpus's)."""
     total = max(n, math.ceil(n * settings.oversample))
     passages = sample_passages(
         docs, total, seed=settings.seed, passage_chars=settings.passage_chars
     )
     rng = random.Random(settings.seed + 1)
+    corpus = corpus_language([d.text for d in docs])
     out = []
     for i, p in enumerate(passages):
         qtype = settings.types[i % len(settings.types)]
         ps: tuple[Passage, ...] = (p,)
         if qtype == "multi-passage":
             ps = (p, second_passage(docs, p, rng, settings.passage_chars))
-        out.append(Candidate(index=i, qtype=qtype, passages=ps))
+        language = passage_language([x.text for x in ps], corpus)
+        out.append(Candidate(index=i, qtype=qtype, passages=ps, language=language))
     return out
 
 
 def _gen_messages(c: Candidate, settings: GenerateConfig) -> list[dict[str, str]]:
-    return prompts.generation_messages(c.qtype, [p.text for p in c.passages], settings.phrasings)
+    return prompts.generation_messages(
+        c.qtype, [p.text for p in c.passages], settings.phrasings, c.language
+    )
 
 
 def critic_criteria(settings: GenerateConfig, gen: Generator) -> tuple[str, ...]:
@@ -251,14 +260,14 @@ def _ask_draft(
 
 
 def _ask_unanswerable(
-    gen: Generator, summary: str, examples: list[str], settings: GenerateConfig
+    gen: Generator, summary: str, examples: list[str], settings: GenerateConfig, language: str
 ) -> tuple[str, Draft | str]:
     """The query style's unanswerable query (`prompts.unanswerable_query_messages`) and
     its draft, answered UNANSWERABLE_ANSWER; ChatFailed propagates."""
     max_tokens = prompts.query_max_tokens(settings.phrasings)
     fields = prompts.unanswerable_fields(settings.phrasings)
     text = gen.ask(
-        prompts.unanswerable_query_messages(summary, examples, settings.phrasings),
+        prompts.unanswerable_query_messages(summary, examples, settings.phrasings, language),
         max_tokens=max_tokens,
         grammar=prompts.object_grammar(*fields, max_tokens=max_tokens),
     )
@@ -272,7 +281,7 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
     if settings.style == "query":
         try:
             reply = gen.ask(
-                prompts.summary_messages(passages),
+                prompts.summary_messages(passages, c.language),
                 max_tokens=prompts.QUERY_SUMMARY_MAX_TOKENS,
                 grammar=prompts.object_grammar(
                     "summary", max_tokens=prompts.QUERY_SUMMARY_MAX_TOKENS
@@ -285,10 +294,12 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
                 return replace(c, dropped_by=["malformed"], reason=why)
             summary = " ".join(summary.split())
             if c.qtype == "unanswerable":
-                text, draft = _ask_unanswerable(gen, summary, list(ctx.examples), settings)
+                text, draft = _ask_unanswerable(
+                    gen, summary, list(ctx.examples), settings, c.language
+                )
             else:  # its answer is replaced by its source's once the query is final
                 msgs = prompts.query_messages(
-                    c.qtype, summary, list(ctx.examples), settings.phrasings
+                    c.qtype, summary, list(ctx.examples), settings.phrasings, c.language
                 )
                 text, draft = _ask_draft(
                     gen, msgs, settings.phrasings, prompts.query_max_tokens(settings.phrasings)
@@ -334,7 +345,9 @@ def _overlap(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
     try:
         _, again = _ask_draft(
             gen,
-            prompts.rewrite_messages(first, None if c.qtype == "unanswerable" else c.draft.answer),
+            prompts.rewrite_messages(
+                first, None if c.qtype == "unanswerable" else c.draft.answer, c.language
+            ),
             1,
             prompts.QUERY_MAX_TOKENS,
         )
@@ -405,7 +418,7 @@ def _source_answer(c: Candidate, gen: Generator) -> Candidate:
     texts = [p.text for p in c.passages]
     try:
         reply = gen.ask(
-            prompts.source_answer_messages(c.draft.question, texts),
+            prompts.source_answer_messages(c.draft.question, texts, c.language),
             max_tokens=prompts.SOURCE_ANSWER_MAX_TOKENS,
             grammar=prompts.object_grammar("answer", max_tokens=prompts.SOURCE_ANSWER_MAX_TOKENS),
             check=True,
@@ -1054,7 +1067,7 @@ def estimate_generation(
             spare = may_spare and i >= settings.n and "unanswerable" in settings.types
             k_calls, k_prompt, k_completion = _checks(c, settings, spare)
             if settings.style == "query":
-                msgs = prompts.summary_messages([p.text for p in c.passages])
+                msgs = prompts.summary_messages([p.text for p in c.passages], c.language)
                 if gen.cached(msgs, prompts.QUERY_SUMMARY_MAX_TOKENS) is not None:
                     cached += 1  # the rest of a cached candidate is taken as cached too
                     continue

@@ -9,6 +9,7 @@ paying again, never reading answers to an older one.
 
 from __future__ import annotations
 
+from harness.generate.language import ENGLISH, write_in
 from harness.judge.prompts import NONE_ANSWER
 
 PROMPT_VERSION = "generate-v1"
@@ -62,9 +63,12 @@ def _fence(passages: list[str]) -> str:
     return "\n".join(f"Passage {i}:\n<<<\n{p}\n>>>" for i, p in enumerate(passages, 1))
 
 
-def generation_messages(qtype: str, passages: list[str], phrasings: int) -> list[dict[str, str]]:
+def generation_messages(
+    qtype: str, passages: list[str], phrasings: int, language: str = ENGLISH
+) -> list[dict[str, str]]:
     """The chat messages asking for one question of `qtype` from `passages` (two for
-    multi-passage), with a paraphrase of it when `phrasings` is 2."""
+    multi-passage), with a paraphrase of it when `phrasings` is 2, written in the
+    passages' `language` (`harness.generate.language`; English adds nothing)."""
     fields = '{"question": "...", "answer": "..."}'
     extra = ""
     if phrasings == 2:
@@ -72,7 +76,7 @@ def generation_messages(qtype: str, passages: list[str], phrasings: int) -> list
         extra = ' "paraphrase" asks the same in other words.'
     user = (
         f"{_fence(passages)}\n{TYPE_INSTRUCTIONS[qtype]} {_COMMON} The answer is under 30 "
-        f"words.{extra}\nJSON: {fields}"
+        f"words.{extra}{write_in(language, 'every field')}\nJSON: {fields}"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
@@ -216,12 +220,14 @@ UNANSWERABLE_ANSWER = "not in the documents"
 """The answer of every unanswerable question: the caller's, never the model's."""
 
 
-def summary_messages(passages: list[str]) -> list[dict[str, str]]:
+def summary_messages(passages: list[str], language: str = ENGLISH) -> list[dict[str, str]]:
     """Step one of the query style: what the passage(s) are about, in one line, with
-    the fact a user would be looking for."""
+    the fact a user would be looking for, in their `language` (the next step sees only
+    the summary, so the query's language follows it)."""
     user = (
         f"{_fence(passages)}\nSummarise in one line what this is about and the one fact a "
-        'reader would look for in it.\nJSON: {"summary": "..."}'
+        f"reader would look for in it.{write_in(language, 'the summary')}\n"
+        'JSON: {"summary": "..."}'
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
@@ -244,7 +250,7 @@ def _json_fields(names: tuple[str, ...]) -> str:
 
 
 def query_messages(
-    qtype: str, summary: str, examples: list[str], phrasings: int = 1
+    qtype: str, summary: str, examples: list[str], phrasings: int = 1, language: str = ENGLISH
 ) -> list[dict[str, str]]:
     """Step two: the terse query a user would type to find what `summary` describes,
     in the style of `examples` (real users' questions) when there are some, with a
@@ -257,7 +263,8 @@ def query_messages(
         "words, lower case, no full sentence needed) a user would type to find it. "
         f"{QUERY_TYPE_HINTS[qtype]} It must make sense on its own, naming what it is "
         'about (never "the document", "the company", "the menu"). Also give the short '
-        f"answer.{extra}\nJSON: {fields}"
+        f"answer.{extra}{write_in(language, 'every field', 'the summary')}\n"
+        f"JSON: {fields}"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
@@ -267,7 +274,9 @@ SOURCE_ANSWER_MAX_TOKENS = 64
 (field_chars); at 48 tokens (100 characters) 2 of 45 TREC DL candidates got none."""
 
 
-def source_answer_messages(question: str, passages: list[str]) -> list[dict[str, str]]:
+def source_answer_messages(
+    question: str, passages: list[str], language: str = ENGLISH
+) -> list[dict[str, str]]:
     """The query style's answer, and answerability check, once the query is final: the
     query answered from its source passage(s) in at most ten words, or NONE. The
     passages open the message as in `summary_messages`, so a prompt cache serves them.
@@ -285,13 +294,14 @@ def source_answer_messages(question: str, passages: list[str]) -> list[dict[str,
     user = (
         f"{_fence(passages)}\nSearch query: {question}\nAnswer the search query from "
         "this text in at most ten words, with its facts. If the text does not answer it, "
-        f'answer {NONE_ANSWER}.\nJSON: {{"answer": "..."}}'
+        f"answer {NONE_ANSWER}.{write_in(language, 'the answer (NONE as it is)', 'the text')}\n"
+        'JSON: {"answer": "..."}'
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
 def unanswerable_query_messages(
-    summary: str, examples: list[str], phrasings: int = 1
+    summary: str, examples: list[str], phrasings: int = 1, language: str = ENGLISH
 ) -> list[dict[str, str]]:
     """Step two for an unanswerable question: first a detail on the document's subject
     that the document does not give, then the terse query a user would type for it
@@ -312,7 +322,7 @@ def unanswerable_query_messages(
         'holidays", "question": "museum holiday opening hours". In "missing", name it; in '
         '"question", write the terse search query (a few words, lower case) the user would '
         'type for it, naming what it is about (never "the document", "the company").'
-        f"{extra}\nJSON: {fields}"
+        f"{extra}{write_in(language, 'every field', 'the summary')}\nJSON: {fields}"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
@@ -322,7 +332,9 @@ def unanswerable_fields(phrasings: int) -> tuple[str, ...]:
     return ("missing", "question") + (("paraphrase",) if phrasings == 2 else ())
 
 
-def rewrite_messages(question: str, answer: str | None) -> list[dict[str, str]]:
+def rewrite_messages(
+    question: str, answer: str | None, language: str = ENGLISH
+) -> list[dict[str, str]]:
     """Ask once more for a question that copied its source's words: the same need, in
     the words of a user who never read the document. `answer` None (an unanswerable
     question's, which the model is never shown) leaves the answer line out."""
@@ -330,7 +342,8 @@ def rewrite_messages(question: str, answer: str | None) -> list[dict[str, str]]:
     user = (
         f"Search query: {question}\n{shown}This query copies the document's "
         "wording. Rewrite it as the terse query a user who never read the document would "
-        "type: their own words, synonyms, fewer words, the same need.\n"
+        "type: their own words, synonyms, fewer words, the same need."
+        f"{write_in(language, 'every field', 'the query')}\n"
         'JSON: {"question": "...", "answer": "..."}'
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]

@@ -1,0 +1,165 @@
+"""The language a passage is written in, so that the questions generated from it are asked
+in it.
+
+The generator's prompts are English, and a small model answers English prompts in
+English: on a German handbook it wrote "how many vacation days do employees get?", never
+"Wie viele Urlaubstage bekomme ich?". A team whose users ask in German would then choose
+settings on English queries against German passages, a cross-lingual search its users
+never run. `passage_language` tells the language from the words and letters themselves
+(no model, no network), and the prompts of a passage not in English say which language to
+write in (`write_in`); an English passage's prompts are left exactly as they were, so
+English corpora generate and cache as before.
+
+A Latin-script passage is the language whose most common words make up the largest share
+of its words, among English, German, French, Spanish, Italian, Portuguese and Dutch, when
+that share is at least MIN_SHARE and twice English's, from at least MIN_DISTINCT of those
+words; English passages of this project's development
+collections run at 7-55% English words (a median of 20-33%), and at most 3% German. A
+passage mostly in another script is named by it where one language writes it (Korean,
+Japanese, Chinese, Greek, Thai); any other (Cyrillic, Arabic, Devanagari, ...) is
+OTHER: "the passage's language". A passage whose most common words are English, or none
+of these: English; one of fewer than MIN_WORDS words: the language of most of the
+corpus's documents (`corpus_language`).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+
+from harness.words import words
+
+ENGLISH = ""
+"""The language of a passage in English, or one too short to tell: the prompts as they are."""
+OTHER = "other"
+"""A language `passage_language` does not name: the prompts say "the passage's language"."""
+
+
+def _words(listed: str) -> frozenset[str]:
+    return frozenset(listed.split())
+
+
+COMMON_WORDS: dict[str, frozenset[str]] = {
+    "English": _words(
+        "the of and to is that for it as with was on are be by this or from at not which "
+        "but have has can you your will if their they been were more"
+    ),
+    "German": _words(
+        "der die das und ist nicht ein eine einen mit auf für von zu den dem des sich auch "
+        "werden wird sind bei oder nach wie aus im wenn kann über zum zur"
+    ),
+    "French": _words(
+        "le la les et est des une du pour que qui dans sur pas par avec sont cette au aux "
+        "elle ou leur plus être nous vous"
+    ),
+    "Spanish": _words(
+        "el la los las es que en una por para con del se su al lo como más pero sus este "
+        "esta ser está también"
+    ),
+    "Italian": _words(
+        "il di che non della sono gli nel una con alla delle anche del si è più questo "
+        "questa essere dei"
+    ),
+    "Portuguese": _words(
+        "da em um uma para com não dos das ao mais pelo pela que se é são como este esta"
+    ),
+    "Dutch": _words(
+        "het een en van dat op zijn niet met voor ook wordt bij aan deze naar worden kan"
+    ),
+}
+"""The most common words of each language named by its words: articles, conjunctions,
+prepositions, pronouns and auxiliaries, as its text runs them. Left out: words of one
+letter (`e`, `o`, `y`: a program's variables) and words English text or code uses too (`de` in
+"Charles de Gaulle", `do`, `no`, `per`, `son`, `os`)."""
+
+SCRIPTS = (
+    ("HANGUL", "Korean"),
+    ("HIRAGANA", "Japanese"),
+    ("KATAKANA", "Japanese"),
+    ("CJK", "Chinese"),
+    ("GREEK", "Greek"),
+    ("THAI", "Thai"),
+)
+"""A letter's Unicode name prefix and the language its script is taken for; Japanese is
+written in kana and kanji, so any kana makes a passage of Chinese characters Japanese."""
+
+MIN_WORDS = 12
+"""Fewer words than this and a passage is taken for English (the prompts unchanged)."""
+MIN_DISTINCT = 4
+"""The fewest different words of a language's COMMON_WORDS a passage must hold to be that
+language: one word repeated (a name, a term) is no language."""
+MIN_SHARE = 0.08
+"""The least share of a passage's words that a language's COMMON_WORDS must make up for
+the passage to be that language rather than English (and twice English's share)."""
+
+
+def _script(text: str) -> str | None:
+    """The language named by the script most of `text`'s letters are in, OTHER for a
+    script no one language writes, or None for a text mostly in Latin letters."""
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters:
+        return None
+    counts: dict[str, int] = {}
+    latin = 0
+    for ch in letters:
+        name = unicodedata.name(ch, "")
+        if name.startswith("LATIN"):
+            latin += 1
+            continue
+        lang = next((lang for prefix, lang in SCRIPTS if name.startswith(prefix)), OTHER)
+        counts[lang] = counts.get(lang, 0) + 1
+    if latin * 2 >= len(letters):
+        return None
+    if counts.get("Japanese") and counts.get("Chinese"):
+        counts["Japanese"] += counts.pop("Chinese")
+    return max(counts, key=lambda lang: counts[lang])
+
+
+def passage_language(texts: Sequence[str], default: str = ENGLISH) -> str:
+    """The language `texts` (a candidate's passages, read together) are written in:
+    ENGLISH (""), a language's English name ("German"), or OTHER; `default` (the
+    corpus's, `corpus_language`) when they are too short to tell. See the module
+    docstring for how it is told."""
+    text = "\n".join(texts)
+    script = _script(text)
+    if script is not None:
+        return script
+    ws = words(text)
+    if len(ws) < MIN_WORDS:
+        return default
+    shares = {lang: sum(w in common for w in ws) / len(ws) for lang, common in COMMON_WORDS.items()}
+    best = max(shares, key=lambda lang: shares[lang])
+    if best == "English" or shares[best] < max(MIN_SHARE, 2 * shares["English"]):
+        return ENGLISH
+    if len(COMMON_WORDS[best].intersection(ws)) < MIN_DISTINCT:
+        return ENGLISH
+    return best
+
+
+DOCUMENT_CHARS = 2000
+"""What `corpus_language` reads of each document: its opening, enough to tell."""
+
+
+def corpus_language(texts: Sequence[str]) -> str:
+    """The language most of the documents `texts` are written in (each told from its
+    first DOCUMENT_CHARS by `passage_language`), ENGLISH on a tie: what a passage too
+    short to tell is taken to be written in."""
+    counts: dict[str, int] = {}
+    for text in texts:
+        lang = passage_language([text[:DOCUMENT_CHARS]])
+        counts[lang] = counts.get(lang, 0) + 1
+    if not counts:
+        return ENGLISH
+    top = max(counts.values())
+    leaders = [lang for lang, n in counts.items() if n == top]
+    return leaders[0] if len(leaders) == 1 else ENGLISH
+
+
+def write_in(language: str, what: str, source: str = "the passage") -> str:
+    """The sentence a prompt ends its instructions with for a passage not in English
+    (" Write every field in German."; OTHER: "in the language of `source`"), or "" for
+    ENGLISH."""
+    if language == ENGLISH:
+        return ""
+    named = f"the language of {source}" if language == OTHER else language
+    return f" Write {what} in {named}."

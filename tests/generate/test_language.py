@@ -1,0 +1,108 @@
+"""Questions generated in their documents' language (`harness.generate.language`): a
+German handbook's questions are asked in German, an English corpus's prompts are left
+exactly as they were."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.generate import prompts
+from harness.generate.language import (
+    ENGLISH,
+    OTHER,
+    corpus_language,
+    passage_language,
+    write_in,
+)
+from tests.generate.test_generate import _doc_text
+from tests.generate.test_query_style import SOURCE_ANSWER_ASK, _run
+
+GERMAN = (
+    "Vollzeitbeschäftigte erhalten 27 Tage bezahlten Jahresurlaub pro Kalenderjahr, "
+    "zuzüglich der gesetzlichen Feiertage des Landes, in dem ihr Vertrag geführt wird. "
+    "Urlaub von drei oder mehr Tagen muss mindestens zwei Wochen im Voraus beantragt "
+    "werden; die Führungskraft genehmigt oder lehnt innerhalb von fünf Arbeitstagen ab."
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        (GERMAN, "German"),
+        (
+            "Les AIRMET sont des bulletins météorologiques envoyés afin de modifier une "
+            "prévision de zone pour l'aviation, et ils sont publiés par les centres de veille.",
+            "French",
+        ),
+        (
+            "El permiso anual es de 27 días para los empleados a tiempo completo, y se solicita "
+            "con dos semanas de antelación en el portal de personal como se indica aquí.",
+            "Spanish",
+        ),
+        (
+            "Full-time employees receive 27 days of paid annual leave per calendar year, plus "
+            "the public holidays of the country where their contract is held.",
+            ENGLISH,
+        ),
+        # code, a table of numbers, and English naming a Frenchman: English, as before
+        (
+            "try:\n    devnull = os.open(os.devnull, os.O_WRONLY)\n    e = os.dup2(devnull, 1)\n"
+            "except (OSError, ValueError):\n    il = e if e else None\n    return il, e, os",
+            ENGLISH,
+        ),
+        (
+            "CDG may refer to: Charles de Gaulle, French general; Charles de Gaulle airport, "
+            "Paris; la Caisse de dépôt, a Moroccan pension fund.",
+            ENGLISH,
+        ),
+        ("年假申请需要提前两周在人事系统中提交，经理会在五个工作日内审批。", "Chinese"),
+        ("年次休暇の申請は、二週間前までに人事システムで行ってください。", "Japanese"),
+        ("연차 휴가는 2주 전에 인사 시스템에서 신청해야 합니다.", "Korean"),
+        ("Ежегодный отпуск составляет 28 дней и оформляется через отдел кадров.", OTHER),
+    ],
+)
+def test_a_passage_is_told_by_its_words_or_its_script(text, language):
+    assert passage_language([text]) == language
+
+
+def test_a_passage_too_short_to_tell_takes_the_corpus_language():
+    short = "Übertragene Tage bis zum 31. März."
+    assert passage_language([short]) == ENGLISH
+    assert passage_language([short], corpus_language([GERMAN, GERMAN, "Hello"])) == "German"
+    assert corpus_language([GERMAN, "Full-time employees receive paid leave " * 4]) == ENGLISH
+    assert corpus_language([]) == ENGLISH
+
+
+def test_an_english_passage_prompt_is_unchanged_and_others_name_the_language():
+    assert write_in(ENGLISH, "every field") == ""
+    assert write_in("German", "every field") == " Write every field in German."
+    assert write_in(OTHER, "every field", "the summary") == (
+        " Write every field in the language of the summary."
+    )
+    english = prompts.summary_messages(["text"])
+    assert english == prompts.summary_messages(["text"], ENGLISH)
+    assert "Write" not in english[1]["content"]
+    assert "Write the summary in German." in prompts.summary_messages(["t"], "German")[1]["content"]
+
+
+def _asks(model, marker: str) -> list[str]:
+    return [p for p in model.prompts if marker in p]
+
+
+def test_a_german_corpus_is_asked_for_german_questions_and_an_english_one_as_before(tmp_path):
+    german = {f"de-{c}": f"# Regel {c}\n\nurlaub-fact-{i} {GERMAN}\n" for i, c in enumerate("abcd")}
+    _, kept, model = _run(tmp_path / "de", german, 4, types=("simple", "unanswerable"))
+    assert kept
+    summaries = _asks(model, "Summarise in one line")
+    queries = _asks(model, "Write the terse search query") + _asks(model, 'In "missing"')
+    answers = _asks(model, SOURCE_ANSWER_ASK)
+    assert summaries and queries and answers
+    assert all("Write the summary in German." in p for p in summaries)
+    assert all("Write every field in German." in p for p in queries)
+    assert all("Write the answer (NONE as it is) in German." in p for p in answers)
+
+    english = {f"plain-{c}": _doc_text(f"plain-{c}", 2) for c in "abcd"}
+    _, _, model = _run(tmp_path / "en", english, 4, types=("simple", "unanswerable"))
+    assert model.prompts and not any(
+        " in German." in p or "Write every" in p for p in model.prompts
+    )
