@@ -8,8 +8,9 @@ from __future__ import annotations
 import warnings
 
 KNOWN_WARNINGS: tuple[tuple[str, type[Warning]], ...] = (
-    # langchain-community announces on import that it is being sunset.
-    (".*langchain.community.*", DeprecationWarning),
+    # langchain-community announces on import that it is being sunset (only that notice:
+    # LangChain's deprecation warnings for a user's own imports name it too).
+    ("`langchain-community` is being sunset", DeprecationWarning),
     # Grid sweeps use Optuna's BruteForceSampler knowingly.
     ("BruteForceSampler is experimental", Warning),
     # Shared sweeps fail the trials of dead workers through Optuna's (experimental) call,
@@ -28,6 +29,12 @@ KNOWN_WARNINGS: tuple[tuple[str, type[Warning]], ...] = (
 
 
 def ignore_known_warnings() -> None:
-    """Add a filter for each of KNOWN_WARNINGS (once: a second call adds nothing)."""
+    """Add a filter for each of KNOWN_WARNINGS not already in place. A call that finds
+    them all changes nothing: re-adding a filter moves it ahead of the user's own and
+    resets every module's "shown once" memory, so a warning of theirs would show again."""
+    present = {
+        (f[1].pattern, f[2]) for f in warnings.filters if f[0] == "ignore" and f[1] is not None
+    }
     for message, category in KNOWN_WARNINGS:
-        warnings.filterwarnings("ignore", message=message, category=category)
+        if (message, category) not in present:
+            warnings.filterwarnings("ignore", message=message, category=category)

@@ -28,6 +28,19 @@ def test_overrides_as_a_mapping_a_nested_mapping_a_path_or_one_string():
     assert list(listed.corpus.sources) == [str(DATA / "corpus")]
 
 
+def test_nested_mappings_set_keys_and_a_dotted_keys_mapping_is_its_whole_value():
+    sweep = DATA / "sweep.toml"  # chunk_overlap = { low = 0, high = 60, step = 20 }
+    merged = harness.load_experiment(sweep, {"sweep": {"space": {"chunk_overlap": {"high": 40}}}})
+    assert merged.sweep.space.chunk_overlap.step == 20 and merged.sweep.space.k == (2, 3)
+    whole = {"sweep.space.chunk_overlap": {"low": 0, "high": 40}}
+    as_set = ["sweep.space.chunk_overlap={low=0, high=40}"]  # what --set does with it
+    assert (
+        harness.load_experiment(sweep, whole).sweep.space
+        == harness.load_experiment(sweep, as_set).sweep.space
+    )
+    assert harness.load_experiment(sweep, whole).sweep.space.chunk_overlap.step != 20
+
+
 def test_a_bad_override_from_python_names_the_key_and_not_the_command_line_flag():
     with pytest.raises(ConfigError) as bad:
         harness.load_experiment(EXPERIMENT, {"kk": 2})
@@ -98,6 +111,27 @@ def test_a_sweep_reads_as_one_line(tmp_path):
     assert "\n" not in line and line.startswith(f"SweepLog({str(log.sweep_dir)!r}: done, ")
     assert f"best trial {best.number} mrr@k {best.values[0]:.3f}" in line
     assert repr(harness.read_sweep(log.sweep_dir)) == line
+
+
+def test_the_filters_go_in_once_and_never_ahead_of_the_users_own():
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        ignore_known_warnings()
+        warnings.filterwarnings("error", message="mine")
+        before = list(warnings.filters)
+        harness.read_run  # noqa: B018
+        ignore_known_warnings()
+        assert warnings.filters == before  # unchanged: no "shown once" memory reset
+        # LangChain's deprecation of a user's own import names langchain_community too
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always", UserWarning)
+            warnings.warn(
+                "Importing FAISS from langchain.vectorstores is deprecated; use from "
+                "langchain_community.vectorstores import FAISS",
+                DeprecationWarning,
+                stacklevel=1,
+            )
+        assert len(seen) == 1
 
 
 def test_the_api_silences_only_the_warnings_harness_triggers_knowingly():

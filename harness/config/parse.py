@@ -160,12 +160,17 @@ def _parse_override_value(raw: str) -> Any:
 Overrides = str | typing.Sequence[str] | typing.Mapping[str, Any]
 """Overrides of an experiment's settings: `key=value` strings as `--set` takes them (one
 string is one override), or, from Python, a mapping of keys to values (`{"retrieval.k": 3}`
-or `{"retrieval": {"k": 3}}`; a path may be a `Path`)."""
+or `{"retrieval": {"k": 3}}`; a path may be a `Path`). Mappings nested under plain names
+set those keys and keep the file's others (`{"sweep": {"space": {"k": [2, 3]}}}` changes
+only the space's k); a mapping under a dotted key is that key's whole value, as `--set`'s
+inline table is (`{"sweep.space.chunk_overlap": {"low": 0, "high": 40}}` keeps no `step`
+of the file's)."""
 
 
 def _override_items(overrides: Overrides) -> list[tuple[str, str, Any]]:
     """(where, key, value) of each override: `--set`'s strings parsed as TOML (falling back
-    to a plain string), a mapping's values as given, nested mappings as dotted keys."""
+    to a plain string), a mapping's values as given, mappings nested under plain names as
+    dotted keys (see `Overrides`)."""
     if isinstance(overrides, str):
         overrides = [overrides]
     if isinstance(overrides, typing.Mapping):
@@ -173,11 +178,11 @@ def _override_items(overrides: Overrides) -> list[tuple[str, str, Any]]:
 
         def flat(m: typing.Mapping[Any, Any], prefix: str) -> None:
             for k, v in m.items():
-                key = f"{prefix}{str(k).strip()}"
-                if isinstance(v, typing.Mapping) and v:
-                    flat(v, key + ".")
+                name = str(k).strip()
+                if "." not in name and isinstance(v, typing.Mapping) and v:
+                    flat(v, f"{prefix}{name}.")  # a table's keys, given under its name
                 else:
-                    out.append(("overrides", key, _plain_value(v)))
+                    out.append(("overrides", prefix + name, _plain_value(v)))
 
         flat(overrides, "")
         return out

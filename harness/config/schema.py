@@ -152,7 +152,8 @@ class EmbedderConfig:
     """OpenAI-compatible endpoint of the `openai` embedder; empty: OpenAI's."""
     api_key_env: str = "OPENAI_API_KEY"
     """Name of the environment variable holding the embedder's key (required for OpenAI's
-    endpoint; a `base_url` of one's own, such as Ollama's, may need none)."""
+    endpoint; a `base_url` of one's own, such as Ollama's, may need none). The key goes
+    to `base_url`: for a server that needs none, set "" so that no key is sent to it."""
     batch_size: int = 32
     """Texts embedded per batch."""
     settings: SettingsTables = field(default_factory=SettingsTables)

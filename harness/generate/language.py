@@ -84,7 +84,9 @@ SCRIPTS = (
 written in kana and kanji, so any kana makes a passage of Chinese characters Japanese."""
 
 MIN_WORDS = 12
-"""Fewer words than this and a passage is taken for English (the prompts unchanged)."""
+"""Fewer words than this and a passage is too short to tell: it is taken to be in the
+corpus's language (`passage_language`'s default), and a document that short has no say
+in what that is (`corpus_language`)."""
 MIN_DISTINCT = 4
 """The fewest different words of a language's COMMON_WORDS a passage must hold to be that
 language: one word repeated (a name, a term) is no language."""
@@ -93,22 +95,30 @@ MIN_SHARE = 0.08
 the passage to be that language rather than English (and twice English's share)."""
 
 
+WIDE = ("Chinese", "Japanese", "Korean")
+"""Languages whose one character (an ideograph, a kana, a Hangul syllable) carries what
+several Latin letters do: each counts as WIDE_WEIGHT letters when `_script` weighs them
+against the Latin letters around them (a Chinese page naming Kubernetes and PostgreSQL
+is still Chinese)."""
+WIDE_WEIGHT = 3
+
+
 def _script(text: str) -> str | None:
     """The language named by the script most of `text`'s letters are in, OTHER for a
-    script no one language writes, or None for a text mostly in Latin letters."""
-    letters = [ch for ch in text if ch.isalpha()]
-    if not letters:
-        return None
+    script no one language writes, or None for a text mostly in Latin letters (WIDE
+    scripts' characters weighed as WIDE_WEIGHT letters)."""
     counts: dict[str, int] = {}
     latin = 0
-    for ch in letters:
+    for ch in text:
+        if not ch.isalpha():
+            continue
         name = unicodedata.name(ch, "")
         if name.startswith("LATIN"):
             latin += 1
             continue
         lang = next((lang for prefix, lang in SCRIPTS if name.startswith(prefix)), OTHER)
-        counts[lang] = counts.get(lang, 0) + 1
-    if latin * 2 >= len(letters):
+        counts[lang] = counts.get(lang, 0) + (WIDE_WEIGHT if lang in WIDE else 1)
+    if latin >= sum(counts.values()):
         return None
     if counts.get("Japanese") and counts.get("Chinese"):
         counts["Japanese"] += counts.pop("Chinese")
@@ -120,13 +130,18 @@ def passage_language(texts: Sequence[str], default: str = ENGLISH) -> str:
     ENGLISH (""), a language's English name ("German"), or OTHER; `default` (the
     corpus's, `corpus_language`) when they are too short to tell. See the module
     docstring for how it is told."""
-    text = "\n".join(texts)
+    told = _tell("\n".join(texts))
+    return default if told is None else told
+
+
+def _tell(text: str) -> str | None:
+    """`passage_language` of one text, None when it is too short to tell (MIN_WORDS)."""
     script = _script(text)
     if script is not None:
         return script
     ws = words(text)
     if len(ws) < MIN_WORDS:
-        return default
+        return None
     shares = {lang: sum(w in common for w in ws) / len(ws) for lang, common in COMMON_WORDS.items()}
     best = max(shares, key=lambda lang: shares[lang])
     if best == "English" or shares[best] < max(MIN_SHARE, 2 * shares["English"]):
@@ -142,12 +157,14 @@ DOCUMENT_CHARS = 2000
 
 def corpus_language(texts: Sequence[str]) -> str:
     """The language most of the documents `texts` are written in (each told from its
-    first DOCUMENT_CHARS by `passage_language`), ENGLISH on a tie: what a passage too
-    short to tell is taken to be written in."""
+    first DOCUMENT_CHARS by `passage_language`; one too short to tell has no say),
+    ENGLISH on a tie or when none can tell: what a passage too short to tell is taken to
+    be written in."""
     counts: dict[str, int] = {}
     for text in texts:
-        lang = passage_language([text[:DOCUMENT_CHARS]])
-        counts[lang] = counts.get(lang, 0) + 1
+        lang = _tell(text[:DOCUMENT_CHARS])
+        if lang is not None:
+            counts[lang] = counts.get(lang, 0) + 1
     if not counts:
         return ENGLISH
     top = max(counts.values())

@@ -930,8 +930,11 @@ def as_spare(c: Candidate, qtype: str) -> Candidate:
     """A spare candidate (planned for a type already at its share) as one of type
     `qtype`: its first passage, the rest as planned, so a rerun with the same seed asks
     the same prompts; `planned_type` keeps what it was planned as (the report and the
-    questions file show it)."""
-    return replace(c, qtype=qtype, passages=c.passages[:1], planned_type=c.qtype)
+    questions file show it). Its language is its first passage's (a multi-passage
+    candidate's second may have come from a document in another)."""
+    first = c.passages[:1]
+    language = passage_language([p.text for p in first], c.language)
+    return replace(c, qtype=qtype, passages=first, planned_type=c.qtype, language=language)
 
 
 def balance_types(survivors: list[Candidate], n: int) -> tuple[list[Candidate], list[Candidate]]:

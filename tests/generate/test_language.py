@@ -59,6 +59,13 @@ GERMAN = (
         ("年次休暇の申請は、二週間前までに人事システムで行ってください。", "Japanese"),
         ("연차 휴가는 2주 전에 인사 시스템에서 신청해야 합니다.", "Korean"),
         ("Ежегодный отпуск составляет 28 дней и оформляется через отдел кадров.", OTHER),
+        # a page of one of these scripts naming its tools in Latin letters
+        (
+            "使用 kubectl apply 在 Kubernetes 集群中部署 PostgreSQL 数据库，"
+            "然后用 helm upgrade 更新 StatefulSet 的配置。",
+            "Chinese",
+        ),
+        ("docker compose up -d で PostgreSQL と Redis のコンテナを起動します。", "Japanese"),
     ],
 )
 def test_a_passage_is_told_by_its_words_or_its_script(text, language):
@@ -71,6 +78,9 @@ def test_a_passage_too_short_to_tell_takes_the_corpus_language():
     assert passage_language([short], corpus_language([GERMAN, GERMAN, "Hello"])) == "German"
     assert corpus_language([GERMAN, "Full-time employees receive paid leave " * 4]) == ENGLISH
     assert corpus_language([]) == ENGLISH
+    # a glossary's or an FAQ's short entries have no say: they cannot tell
+    entries = ["Urlaubsanträge stellen Sie im Personalportal.", "Passwörter laufen ab."]
+    assert corpus_language([GERMAN, GERMAN, *entries * 3]) == "German"
 
 
 def test_an_english_passage_prompt_is_unchanged_and_others_name_the_language():
@@ -106,3 +116,20 @@ def test_a_german_corpus_is_asked_for_german_questions_and_an_english_one_as_bef
     assert model.prompts and not any(
         " in German." in p or "Write every" in p for p in model.prompts
     )
+
+
+def test_a_spare_is_asked_in_its_first_passages_language():
+    from harness.generate.pipeline import Candidate, as_spare
+    from harness.generate.sampler import Passage
+    from harness.types import SourceSpan
+
+    english = "Full-time employees receive 27 days of paid annual leave per calendar year. " * 2
+    both = (
+        Passage(SourceSpan("de.md", 0, len(GERMAN)), GERMAN, "Regel"),
+        Passage(SourceSpan("en.md", 0, len(english)), english, "Leave"),
+    )
+    planned = Candidate(index=0, qtype="multi-passage", passages=both, language="German")
+    spare = as_spare(planned, "simple")
+    assert spare.language == "German" and len(spare.passages) == 1
+    flipped = as_spare(Candidate(0, "multi-passage", both[::-1], language="German"), "simple")
+    assert flipped.language == ENGLISH

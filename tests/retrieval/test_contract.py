@@ -235,3 +235,12 @@ def test_an_embedding_server_of_ones_own_needs_no_key_and_never_gets_openais(mon
         assert server.authorizations and all("sk-the-real" not in a for a in server.authorizations)
     with pytest.raises(ConfigError, match=r"needs an API key in \$HARNESS_TEST_NO_KEY"):
         make_embeddings(EmbedderConfig(name="openai", api_key_env="HARNESS_TEST_NO_KEY"))
+    openai = EmbedderConfig(
+        name="openai", base_url="https://api.openai.com/v1/", api_key_env="HARNESS_TEST_NO_KEY"
+    )
+    with pytest.raises(ConfigError, match="needs an API key"):  # OpenAI's, named or not
+        make_embeddings(openai)
+    with FakeOpenAI() as server:  # api_key_env = "": no key to this server, whatever is set
+        config = EmbedderConfig(name="openai", base_url=server.base_url, api_key_env="")
+        make_embeddings(config).embed_documents(["bees"])
+        assert server.authorizations == ["Bearer not-needed"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlparse
 
 from langchain_core.embeddings import Embeddings
 
@@ -16,9 +17,11 @@ ENDPOINT = "embedder"
 """The endpoint it calls (`harness.components.endpoints`): embedder.base_url."""
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+OPENAI_HOST = "api.openai.com"
+"""OpenAI's own endpoint, which needs a key (any other may not)."""
 NO_KEY = "not-needed"
-"""What an endpoint of one's own is sent when `embedder.api_key_env` is empty, as the
-judge's client sends it."""
+"""What an endpoint of one's own is sent when the variable `embedder.api_key_env` names
+is unset or empty (or the setting is ""), as the judge's client sends it."""
 
 
 def spec(config: EmbedderConfig) -> ComponentSpec:
@@ -34,11 +37,11 @@ def spec(config: EmbedderConfig) -> ComponentSpec:
 
 def make(config: EmbedderConfig) -> Embeddings:
     """LangChain's OpenAIEmbeddings with the key from `config.api_key_env` (required for
-    OpenAI's endpoint; optional for another `base_url`)."""
+    OpenAI's endpoint, api.openai.com; optional for another `base_url`)."""
     from langchain_openai import OpenAIEmbeddings
 
     key = read_key(config.api_key_env)
-    if not key and not config.base_url:
+    if not key and (urlparse(config.base_url or DEFAULT_BASE_URL).hostname == OPENAI_HOST):
         raise ConfigError(
             "",
             "embedder.api_key_env",
