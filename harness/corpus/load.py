@@ -3,8 +3,9 @@
 Local: markdown (.md, .markdown, .mdx, .qmd, .rmd), Jupyter notebooks (.ipynb), .txt,
 .rst, .adoc (.asciidoc), .html and .pdf files, or folders searched recursively for them
 (a folder's other files are skipped, and the run says which kinds; so are links whose
-target is gone; a file a page includes is no document of its own). Markdown is read as its pages show it, without front matter, admonition markers
-or MDX imports (`harness.corpus.markdown`), with Quarto's includes read in; a Sphinx
+target is gone; a file a page includes is no document of its own). Markdown is read as
+its pages show it, without front matter, admonition markers or MDX imports
+(`harness.corpus.markdown`), with Quarto's includes read in; a Sphinx
 page without its directives' and roles' markup (`harness.corpus.rst`); an AsciiDoc page
 without its attribute entries, block markup and macros, with its includes read in
 (`harness.corpus.asciidoc`), and of an Antora component only its pages
