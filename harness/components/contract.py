@@ -120,6 +120,12 @@ class EmbedderModule(Protocol):
         """Its LangChain constructor."""
         ...
 
+    def languages(self, config: Any) -> tuple[str, ...]:
+        """The languages its model was trained on, by their English names (`harness.corpus.
+        language`); () for a model that reads many or one the user chose. A run on
+        documents in another language warns (`pipeline.prepare.language_warning`)."""
+        ...
+
 
 class JudgeModule(Protocol):
     """A judge backend (`judge.backend`)."""

@@ -144,7 +144,8 @@ class EmbedderConfig:
     """`[embedder]`: the model that embeds chunks and questions for dense retrieval."""
 
     name: str = "local-minilm"
-    """`local-minilm` (packaged all-MiniLM-L6-v2), `openai`, or `sentence-transformers`."""
+    """`local-minilm` (packaged all-MiniLM-L6-v2, trained on English: documents mostly in
+    another language get a warning), `openai`, or `sentence-transformers`."""
     model: str = ""
     """For `openai`: text-embedding-3-small (default) or text-embedding-3-large; for
     `sentence-transformers`: a model folder (or a name in the local Hugging Face cache)."""

@@ -41,6 +41,7 @@ from typing import Any
 from loguru import logger
 
 from harness.config import ExperimentConfig, GenerateConfig
+from harness.corpus.language import ENGLISH, corpus_language, passage_language
 from harness.errors import JudgeUnavailable
 from harness.generate import prompts
 from harness.generate.critique import (
@@ -61,7 +62,6 @@ from harness.generate.critique import (
 )
 from harness.generate.dedup import Embed, near_duplicates
 from harness.generate.exam import ExamItem
-from harness.generate.language import ENGLISH, corpus_language, passage_language
 from harness.generate.llm import Generator, dry_generator, open_generator, prompt_tokens
 from harness.generate.sampler import (
     WIDEN_CHARS,
@@ -113,7 +113,7 @@ class Candidate:
     planned_type: str | None = None
     """The type it was planned as, when a short type took it as a spare (`as_spare`)."""
     language: str = ENGLISH
-    """The language its passages are written in (`harness.generate.language`): its
+    """The language its passages are written in (`harness.corpus.language`): its
     prompts ask for the question in it."""
 
     @property
@@ -696,7 +696,7 @@ def generate_questions(
     `n`, `types` and `seed` override `[generate]`. `generator` replaces the configured
     model (tests pass one over a fake endpoint); `embed` replaces the experiment's
     embedder for the near-duplicate filter and the exam's unrelated passages."""
-    from harness.pipeline.prepare import default_cache_dir, load_corpus
+    from harness.pipeline.prepare import default_cache_dir, language_warning, load_corpus
 
     settings = _settings(config, n, types, seed)
     n_keep = settings.n
@@ -704,6 +704,9 @@ def generate_questions(
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     docs = load_corpus(config)
+    foreign = language_warning(config.embedder, docs)
+    if foreign:  # said now, before the minutes it warns of
+        logger.warning(foreign)
     candidates = plan(docs, settings, n_keep)
     t0 = time.perf_counter()
     embed_fn = embed or _default_embed(config, cache)
@@ -739,7 +742,11 @@ def generate_questions(
     by_type = kept_by_type(kept, settings.types)
     warnings = tuple(
         w
-        for w in (missing_types_warning(by_type, n_keep), short_share_warning(by_type, n_keep))
+        for w in (
+            missing_types_warning(by_type, n_keep),
+            short_share_warning(by_type, n_keep),
+            foreign,
+        )
         if w
     )
     report = GenerationReport(
@@ -770,7 +777,8 @@ def generate_questions(
         logger.warning("no generated question passed the filters; see {}", paths["report"])
     else:
         for w in warnings:
-            logger.warning(w)
+            if w != foreign:  # said at the start
+                logger.warning(w)
     return report
 
 

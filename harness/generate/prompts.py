@@ -9,7 +9,7 @@ paying again, never reading answers to an older one.
 
 from __future__ import annotations
 
-from harness.generate.language import ENGLISH, write_in
+from harness.corpus.language import ENGLISH, write_in
 from harness.judge.prompts import NONE_ANSWER
 
 PROMPT_VERSION = "generate-v1"
@@ -68,7 +68,7 @@ def generation_messages(
 ) -> list[dict[str, str]]:
     """The chat messages asking for one question of `qtype` from `passages` (two for
     multi-passage), with a paraphrase of it when `phrasings` is 2, written in the
-    passages' `language` (`harness.generate.language`; English adds nothing)."""
+    passages' `language` (`harness.corpus.language`; English adds nothing)."""
     fields = '{"question": "...", "answer": "..."}'
     extra = ""
     if phrasings == 2:

@@ -1,4 +1,4 @@
-"""Questions generated in their documents' language (`harness.generate.language`): a
+"""Questions generated in their documents' language (`harness.corpus.language`): a
 German handbook's questions are asked in German, an English corpus's prompts are left
 exactly as they were."""
 
@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from harness.generate import prompts
-from harness.generate.language import (
+from harness.corpus.language import (
     ENGLISH,
     OTHER,
     corpus_language,
     passage_language,
     write_in,
 )
+from harness.generate import prompts
 from tests.generate.test_generate import _doc_text
 from tests.generate.test_query_style import SOURCE_ANSWER_ASK, _run
 
@@ -133,3 +133,29 @@ def test_a_spare_is_asked_in_its_first_passages_language():
     assert spare.language == "German" and len(spare.passages) == 1
     flipped = as_spare(Candidate(0, "multi-passage", both[::-1], language="German"), "simple")
     assert flipped.language == ENGLISH
+
+
+def test_documents_the_embedder_cannot_read_are_named_before_a_run(tmp_path):
+    from harness.config import EmbedderConfig, load_experiment
+    from harness.pipeline.prepare import language_warning, load_inputs
+    from harness.types import Document
+
+    text = "年假申请需要提前两周在人事系统中提交，经理会在五个工作日内审批。"
+    chinese = [Document(f"d{i}.md", text, f"d{i}.md") for i in range(3)]
+    said = language_warning(EmbedderConfig(), chinese)
+    assert said is not None and "most documents are in Chinese" in said
+    assert "'local-minilm' was trained on English text only" in said
+    english = [Document("e.md", "Full-time employees receive 27 days of paid leave.", "e.md")]
+    assert language_warning(EmbedderConfig(), english) is None
+    # a model of the user's choosing, or a multilingual one: nothing to say
+    assert language_warning(EmbedderConfig(name="openai"), chinese) is None
+    # a run's inputs carry it to the header's warnings
+    (tmp_path / "docs").mkdir()
+    for i in range(3):
+        (tmp_path / "docs" / f"d{i}.md").write_text(f"# 假期{i}\n\n{text}\n", encoding="utf-8")
+    (tmp_path / "q.txt").write_text("年假怎么申请？\n", encoding="utf-8")
+    (tmp_path / "e.toml").write_text(
+        '[corpus]\nsources = ["docs"]\n[questions]\nfile = "q.txt"\n', encoding="utf-8"
+    )
+    inputs = load_inputs(load_experiment(tmp_path / "e.toml"))
+    assert said in inputs.warnings

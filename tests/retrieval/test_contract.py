@@ -18,8 +18,14 @@ import pytest
 from harness.components.registry import EMBEDDERS, RERANKERS
 from harness.config import EmbedderConfig, RetrievalConfig
 from harness.corpus import chunk_documents, load_documents
+from harness.corpus.language import COMMON_WORDS, SCRIPTS
 from harness.errors import ConfigError
-from harness.retrieval.embedders import CachedEmbedder, embedder_spec, make_embeddings
+from harness.retrieval.embedders import (
+    CachedEmbedder,
+    embedder_languages,
+    embedder_spec,
+    make_embeddings,
+)
 from harness.retrieval.index import Index, index_key, load_or_build_index
 from harness.retrieval.rerankers import (
     Candidate,
@@ -82,6 +88,10 @@ def test_embedder_contract(embedder_config, tmp_path):
     assert np.allclose(np.asarray(again.embed_documents(TEXTS)), docs)
     assert again.embedded_texts == 0
     cache.close()
+    # the languages its model reads, by the names harness.corpus.language tells
+    languages = embedder_languages(embedder_config)
+    assert isinstance(languages, tuple)
+    assert set(languages) <= {"English", *COMMON_WORDS, *(lang for _, lang in SCRIPTS)}
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 embedder_spec(config)     the {name, args} logged and used in the index key
 make_embeddings(config)   the raw LangChain Embeddings (memoised per process)
+embedder_languages(config) the languages its model reads (() : any)
 CachedEmbedder            embeds each distinct text once per embedder spec
 """
 
@@ -16,12 +17,18 @@ from harness.config import EmbedderConfig
 from harness.retrieval.embedders.base import CachedEmbedder, spec_key
 from harness.types import ComponentSpec
 
-__all__ = ["CachedEmbedder", "embedder_spec", "make_embeddings", "spec_key"]
+__all__ = ["CachedEmbedder", "embedder_languages", "embedder_spec", "make_embeddings", "spec_key"]
 
 
 def embedder_spec(config: EmbedderConfig) -> ComponentSpec:
     """The embedder as logged and as part of the index key. Never holds a key."""
     return component(EMBEDDERS, config.name).spec(config)
+
+
+def embedder_languages(config: EmbedderConfig) -> tuple[str, ...]:
+    """The languages the embedder's model was trained on; () when it reads many or is the
+    user's own choice."""
+    return tuple(component(EMBEDDERS, config.name).languages(config))
 
 
 @functools.lru_cache(maxsize=4)

@@ -53,6 +53,11 @@ def export(config: EmbedderConfig) -> EmbeddingsExport:
     )
 
 
+def languages(config: EmbedderConfig) -> tuple[str, ...]:
+    """English: all-MiniLM-L6-v2 was trained on English sentence pairs."""
+    return ("English",)
+
+
 def estimate(config: EmbedderConfig) -> EmbedCost:
     """Free: a packaged model on the CPU."""
     return EmbedCost()

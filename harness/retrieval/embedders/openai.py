@@ -78,6 +78,12 @@ def export(config: EmbedderConfig) -> EmbeddingsExport:
     )
 
 
+def languages(config: EmbedderConfig) -> tuple[str, ...]:
+    """Any: text-embedding-3 models are multilingual, and another endpoint's model is the
+    user's choice."""
+    return ()
+
+
 def estimate(config: EmbedderConfig) -> EmbedCost:
     """Paid per text: the dry run embeds nothing."""
     return EmbedCost(free=False)

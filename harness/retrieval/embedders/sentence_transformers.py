@@ -55,6 +55,12 @@ def export(config: EmbedderConfig) -> EmbeddingsExport:
     )
 
 
+def languages(config: EmbedderConfig) -> tuple[str, ...]:
+    """Any: the model is the user's choice (a multilingual one for documents not in
+    English)."""
+    return ()
+
+
 def estimate(config: EmbedderConfig) -> EmbedCost:
     """Free: a local model on the CPU."""
     return EmbedCost()
