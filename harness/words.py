@@ -23,6 +23,14 @@ RUN = rf"[{CJK}]+|[^\W{CJK}]+"
 """A word, or a run of Chinese or Japanese characters (a regex)."""
 _RUN = re.compile(RUN)
 _CJK_RUN = re.compile(rf"[{CJK}]")
+_WIDE = re.compile(rf"[{CJK}\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
+
+
+def wide_chars(text: str) -> int:
+    """How many of `text`'s characters are Chinese, Japanese or Korean (CJK and Hangul):
+    a model's tokenizer spends about a token on each, where English runs at about four
+    characters a token, so a budget in tokens counts them apart."""
+    return len(_WIDE.findall(text))
 
 
 def words(text: str) -> list[str]:

@@ -248,14 +248,20 @@ def _ask_json(
 
 
 def _ask_draft(
-    gen: Generator, messages: list[dict[str, str]], phrasings: int, max_tokens: int
+    gen: Generator,
+    messages: list[dict[str, str]],
+    phrasings: int,
+    max_tokens: int,
+    language: str,
 ) -> tuple[str, Draft | str]:
     """One generation reply and its draft (or why it cannot be used); ChatFailed
     propagates. A local server is held to the draft's shape by a grammar whose string
-    bound fits `max_tokens`, and the same bound tells a question the grammar cut."""
-    grammar = prompts.generation_grammar(phrasings, max_tokens)
+    bound fits `max_tokens` in the `language` it is written in, and the same bound tells
+    a question the grammar cut."""
+    per_token = prompts.chars_per_token(language)
+    grammar = prompts.generation_grammar(phrasings, max_tokens, per_token)
     text = gen.ask(messages, max_tokens=max_tokens, grammar=grammar)
-    bound = prompts.field_chars(max_tokens, phrasings + 1) if gen.grammar else None
+    bound = prompts.field_chars(max_tokens, phrasings + 1, per_token) if gen.grammar else None
     return text, parse_draft(text, bound)
 
 
@@ -266,12 +272,13 @@ def _ask_unanswerable(
     its draft, answered UNANSWERABLE_ANSWER; ChatFailed propagates."""
     max_tokens = prompts.query_max_tokens(settings.phrasings)
     fields = prompts.unanswerable_fields(settings.phrasings)
+    per_token = prompts.chars_per_token(language)
     text = gen.ask(
         prompts.unanswerable_query_messages(summary, examples, settings.phrasings, language),
         max_tokens=max_tokens,
-        grammar=prompts.object_grammar(*fields, max_tokens=max_tokens),
+        grammar=prompts.object_grammar(*fields, max_tokens=max_tokens, per_token=per_token),
     )
-    bound = prompts.field_chars(max_tokens, len(fields)) if gen.grammar else None
+    bound = prompts.field_chars(max_tokens, len(fields), per_token) if gen.grammar else None
     return text, parse_draft(text, bound, answer=prompts.UNANSWERABLE_ANSWER)
 
 
@@ -284,7 +291,9 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
                 prompts.summary_messages(passages, c.language),
                 max_tokens=prompts.QUERY_SUMMARY_MAX_TOKENS,
                 grammar=prompts.object_grammar(
-                    "summary", max_tokens=prompts.QUERY_SUMMARY_MAX_TOKENS
+                    "summary",
+                    max_tokens=prompts.QUERY_SUMMARY_MAX_TOKENS,
+                    per_token=prompts.chars_per_token(c.language),
                 ),
             )
             obj = _json_object(reply)
@@ -302,14 +311,18 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
                     c.qtype, summary, list(ctx.examples), settings.phrasings, c.language
                 )
                 text, draft = _ask_draft(
-                    gen, msgs, settings.phrasings, prompts.query_max_tokens(settings.phrasings)
+                    gen,
+                    msgs,
+                    settings.phrasings,
+                    prompts.query_max_tokens(settings.phrasings),
+                    c.language,
                 )
         except ChatFailed as exc:
             return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
     else:
         try:
             text, draft = _ask_draft(
-                gen, _gen_messages(c, settings), settings.phrasings, settings.max_tokens
+                gen, _gen_messages(c, settings), settings.phrasings, settings.max_tokens, c.language
             )
         except ChatFailed as exc:
             return replace(c, dropped_by=["errors"], reason=f"generation failed: {exc.error}")
@@ -350,6 +363,7 @@ def _overlap(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
             ),
             1,
             prompts.QUERY_MAX_TOKENS,
+            c.language,
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"rewrite failed: {exc.error}")
@@ -392,7 +406,11 @@ def _closed_book(c: Candidate, gen: Generator) -> Candidate:
             gen,
             prompts.closed_book_messages(c.draft.question),
             prompts.CLOSED_BOOK_MAX_TOKENS,
-            prompts.object_grammar("answer", max_tokens=prompts.CLOSED_BOOK_MAX_TOKENS),
+            prompts.object_grammar(
+                "answer",
+                max_tokens=prompts.CLOSED_BOOK_MAX_TOKENS,
+                per_token=prompts.chars_per_token(c.language),
+            ),
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"closed-book check failed: {exc.error}")
@@ -420,7 +438,11 @@ def _source_answer(c: Candidate, gen: Generator) -> Candidate:
         reply = gen.ask(
             prompts.source_answer_messages(c.draft.question, texts, c.language),
             max_tokens=prompts.SOURCE_ANSWER_MAX_TOKENS,
-            grammar=prompts.object_grammar("answer", max_tokens=prompts.SOURCE_ANSWER_MAX_TOKENS),
+            grammar=prompts.object_grammar(
+                "answer",
+                max_tokens=prompts.SOURCE_ANSWER_MAX_TOKENS,
+                per_token=prompts.chars_per_token(c.language),
+            ),
             check=True,
         )
     except ChatFailed as exc:

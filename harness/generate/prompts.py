@@ -9,7 +9,7 @@ paying again, never reading answers to an older one.
 
 from __future__ import annotations
 
-from harness.corpus.language import ENGLISH, write_in
+from harness.corpus.language import ENGLISH, WIDE, write_in
 from harness.judge.prompts import NONE_ANSWER
 
 PROMPT_VERSION = "generate-v1"
@@ -139,6 +139,17 @@ token; digits (one token each in Qwen's tokenizer) and odd words pull it down. A
 grammar-bound reply closes its JSON before max_tokens unless the text is unusually
 dense in tokens; a reply cut off anyway is dropped as malformed, saying so."""
 
+WIDE_CHARS_PER_TOKEN = 1.0
+"""CHARS_PER_TOKEN for text in Chinese, Japanese or Korean (`harness.corpus.language.
+WIDE`), a token a character or so: at 2.5, 6 of 18 summaries of a Chinese handbook were
+cut off by their token limit inside a 160-character bound."""
+
+
+def chars_per_token(language: str) -> float:
+    """CHARS_PER_TOKEN for a text in `language`, WIDE_CHARS_PER_TOKEN for a WIDE one."""
+    return WIDE_CHARS_PER_TOKEN if language in WIDE else CHARS_PER_TOKEN
+
+
 FIELD_TOKENS = 8
 """Tokens of JSON around one string field: its key, quotes, colon and comma."""
 
@@ -146,11 +157,12 @@ MAX_FIELD_CHARS = 200
 """The longest string field any grammar allows, however large the budget."""
 
 
-def field_chars(max_tokens: int, fields: int) -> int:
+def field_chars(max_tokens: int, fields: int, per_token: float = CHARS_PER_TOKEN) -> int:
     """The longest string each of `fields` string fields may hold so that the whole
-    object fits in `max_tokens` at CHARS_PER_TOKEN: (max_tokens - FIELD_TOKENS * fields)
-    * CHARS_PER_TOKEN / fields, at least 16 and at most MAX_FIELD_CHARS."""
-    room = (max_tokens - FIELD_TOKENS * fields) * CHARS_PER_TOKEN / fields
+    object fits in `max_tokens` at `per_token` characters a token (`chars_per_token`):
+    (max_tokens - FIELD_TOKENS * fields) * per_token / fields, at least 16 and at most
+    MAX_FIELD_CHARS."""
+    room = (max_tokens - FIELD_TOKENS * fields) * per_token / fields
     return max(16, min(MAX_FIELD_CHARS, int(room)))
 
 
@@ -161,21 +173,23 @@ def _str_rule(chars: int) -> str:
 _SHORT = 'why ::= "\\"" [^"\\\\\\n]{1,80} "\\""'
 
 
-def generation_grammar(phrasings: int, max_tokens: int) -> str:
+def generation_grammar(phrasings: int, max_tokens: int, per_token: float = CHARS_PER_TOKEN) -> str:
     """A GBNF grammar for the generation JSON (llama.cpp servers only), its strings
     bounded so that the object fits in `max_tokens` (field_chars)."""
     para = ' ", \\"paraphrase\\": " str' if phrasings == 2 else ""
-    rule = _str_rule(field_chars(max_tokens, phrasings + 1))
+    rule = _str_rule(field_chars(max_tokens, phrasings + 1, per_token))
     return f'root ::= "{{\\"question\\": " str{para} ", \\"answer\\": " str "}}"\n{rule}'
 
 
-def object_grammar(*fields: str, max_tokens: int, values: str = "str") -> str:
+def object_grammar(
+    *fields: str, max_tokens: int, values: str = "str", per_token: float = CHARS_PER_TOKEN
+) -> str:
     """A GBNF grammar for a flat JSON object of string `fields` (llama.cpp servers only):
     a small local model writes no JSON without one. String values are bounded so that
     the object fits in `max_tokens` (field_chars)."""
     parts = ' ", " '.join(f'"\\"{f}\\": " {values}' for f in fields)
     if values == "str":
-        rule = _str_rule(field_chars(max_tokens, len(fields)))
+        rule = _str_rule(field_chars(max_tokens, len(fields), per_token))
     else:
         rule = 'yesno ::= "\\"yes\\"" | "\\"no\\""'
     return f'root ::= "{{" {parts} "}}"\n{rule}'

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.config import CriteriaConfig
+from harness.words import wide_chars
 
 PROMPT_VERSION = "v3"
 """Bumped when a prompt changes what the judge answers (it is part of the cache key);
@@ -214,8 +215,16 @@ def _gbnf_literal(text: str) -> str:
 
 def extract_max_tokens(sentences: Sequence[str]) -> int:
     """The cap for an extractive answer: the longest of `sentences` copied whole (about 4
-    characters a token, with room to spare), at most 512."""
-    return min(512, max((len(s) for s in sentences), default=0) // 3 + 16)
+    characters a token, with room to spare; a Chinese, Japanese or Korean character a
+    token, `wide_chars`), at most 512."""
+    longest = max((_copy_tokens(s) for s in sentences), default=0)
+    return min(512, longest + 16)
+
+
+def _copy_tokens(sentence: str) -> int:
+    """The tokens a copy of `sentence` takes, with room to spare (see extract_max_tokens)."""
+    wide = wide_chars(sentence)
+    return wide + (len(sentence) - wide) // 3
 
 
 def grammar_extract(sentences: Sequence[str]) -> str:

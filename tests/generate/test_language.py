@@ -159,3 +159,22 @@ def test_documents_the_embedder_cannot_read_are_named_before_a_run(tmp_path):
     )
     inputs = load_inputs(load_experiment(tmp_path / "e.toml"))
     assert said in inputs.warnings
+
+
+def test_a_reply_in_chinese_japanese_or_korean_gets_bounds_its_tokens_can_hold():
+    from harness.judge.prompts import extract_max_tokens
+
+    assert prompts.chars_per_token(ENGLISH) == prompts.CHARS_PER_TOKEN
+    assert prompts.chars_per_token("German") == prompts.CHARS_PER_TOKEN
+    summary = prompts.QUERY_SUMMARY_MAX_TOKENS
+    assert prompts.field_chars(summary, 1) == 160  # English, as before
+    wide = prompts.field_chars(summary, 1, prompts.chars_per_token("Chinese"))
+    assert wide + prompts.FIELD_TOKENS <= summary  # a character a token still closes the JSON
+    assert f"{{1,{wide}}}" in prompts.object_grammar(
+        "summary", max_tokens=summary, per_token=prompts.chars_per_token("Japanese")
+    )
+    # an extractive copy of a Chinese sentence is given a token a character
+    sentence = "请假三天及以上的，须至少提前两周在人事系统中提交申请。" * 3
+    assert extract_max_tokens([sentence]) >= len(sentence)
+    english = "Book leave in Fernhill at least two weeks ahead for absences of three days."
+    assert extract_max_tokens([english]) == len(english) // 3 + 16  # as before
