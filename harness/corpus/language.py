@@ -1,5 +1,6 @@
-"""The language a passage is written in, so that the questions generated from it are asked
-in it.
+"""The language a text is written in: generated questions are asked in their passage's
+(`harness.generate`), and a run warns when most documents are in one its embedder was
+not trained on (`harness.pipeline.prepare.language_warning`).
 
 The generator's prompts are English, and a small model answers English prompts in
 English: on a German handbook it wrote "how many vacation days do employees get?", never
@@ -13,12 +14,12 @@ English corpora generate and cache as before.
 A Latin-script passage is the language whose most common words make up the largest share
 of its words, among English, German, French, Spanish, Italian, Portuguese and Dutch, when
 that share is at least MIN_SHARE and twice English's, from at least MIN_DISTINCT of those
-words; English passages of this project's development
-collections run at 7-55% English words (a median of 20-33%), and at most 3% German. A
-passage mostly in another script is named by it where one language writes it (Korean,
-Japanese, Chinese, Greek, Thai); any other (Cyrillic, Arabic, Devanagari, ...) is
-OTHER: "the passage's language". A passage whose most common words are English, or none
-of these: English; one of fewer than MIN_WORDS words: the language of most of the
+words. In passages of 700 characters, English words make up a median of 20-33% of the
+words of the handbook, the TREC DL development half and CISI, and 0-3% of a German
+handbook's. A passage mostly in another script is named by it where one language writes
+it (Korean, Japanese, Chinese, Greek, Thai); any other (Cyrillic, Arabic, Devanagari,
+...) is OTHER: "the passage's language". A passage whose most common words are English,
+or none of these: English; one of fewer than MIN_WORDS words: the language of most of the
 corpus's documents (`corpus_language`).
 """
 

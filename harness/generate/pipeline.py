@@ -117,6 +117,11 @@ class Candidate:
     prompts ask for the question in it."""
 
     @property
+    def per_token(self) -> float:
+        """The characters a token of its replies holds (`prompts.chars_per_token`)."""
+        return prompts.chars_per_token(self.language)
+
+    @property
     def question_id(self) -> str:
         """The id the question gets in every file: gen-0001, gen-0002, ..."""
         return f"gen-{self.index + 1:04d}"
@@ -293,7 +298,7 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
                 grammar=prompts.object_grammar(
                     "summary",
                     max_tokens=prompts.QUERY_SUMMARY_MAX_TOKENS,
-                    per_token=prompts.chars_per_token(c.language),
+                    per_token=c.per_token,
                 ),
             )
             obj = _json_object(reply)
@@ -409,7 +414,7 @@ def _closed_book(c: Candidate, gen: Generator) -> Candidate:
             prompts.object_grammar(
                 "answer",
                 max_tokens=prompts.CLOSED_BOOK_MAX_TOKENS,
-                per_token=prompts.chars_per_token(c.language),
+                per_token=c.per_token,
             ),
         )
     except ChatFailed as exc:
@@ -441,7 +446,7 @@ def _source_answer(c: Candidate, gen: Generator) -> Candidate:
             grammar=prompts.object_grammar(
                 "answer",
                 max_tokens=prompts.SOURCE_ANSWER_MAX_TOKENS,
-                per_token=prompts.chars_per_token(c.language),
+                per_token=c.per_token,
             ),
             check=True,
         )
