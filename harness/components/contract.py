@@ -122,8 +122,8 @@ class EmbedderModule(Protocol):
 
     def languages(self, config: Any) -> tuple[str, ...]:
         """The languages its model was trained on, by their English names (`harness.corpus.
-        language`); () for a model that reads many or one the user chose. A run on
-        documents in another language warns (`pipeline.prepare.language_warning`)."""
+        language`); () for a model that reads many or one the user chose. A run whose
+        documents are mostly in others warns (`pipeline.prepare.language_warning`)."""
         ...
 
 

@@ -11,7 +11,13 @@ corpus_language(texts)         the language most documents are written in (langu
 
 from harness.corpus.chunk import chunk_documents, splitter_spec
 from harness.corpus.headings import Heading, headings
-from harness.corpus.language import ENGLISH, OTHER, corpus_language, passage_language
+from harness.corpus.language import (
+    ENGLISH,
+    OTHER,
+    corpus_language,
+    language_counts,
+    passage_language,
+)
 from harness.corpus.load import corpus_hash, load_beir_corpus, load_documents, read_text_file
 from harness.corpus.questions import fit_sources, load_questions
 
@@ -24,6 +30,7 @@ __all__ = [
     "corpus_language",
     "fit_sources",
     "headings",
+    "language_counts",
     "load_beir_corpus",
     "load_documents",
     "load_questions",

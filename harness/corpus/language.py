@@ -25,6 +25,7 @@ corpus's documents (`corpus_language`).
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 
@@ -104,13 +105,17 @@ is still Chinese)."""
 WIDE_WEIGHT = 3
 
 
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
 def _script(text: str) -> str | None:
     """The language named by the script most of `text`'s letters are in, OTHER for a
     script no one language writes, or None for a text mostly in Latin letters (WIDE
     scripts' characters weighed as WIDE_WEIGHT letters)."""
     counts: dict[str, int] = {}
-    latin = 0
-    for ch in text:
+    latin = len(_ASCII_LETTER.findall(text))  # the bulk of most texts, counted in C
+    for ch in _NOT_ASCII.findall(text):
         if not ch.isalpha():
             continue
         name = unicodedata.name(ch, "")
@@ -156,16 +161,22 @@ DOCUMENT_CHARS = 2000
 """What `corpus_language` reads of each document: its opening, enough to tell."""
 
 
-def corpus_language(texts: Sequence[str]) -> str:
-    """The language most of the documents `texts` are written in (each told from its
-    first DOCUMENT_CHARS by `passage_language`; one too short to tell has no say),
-    ENGLISH on a tie or when none can tell: what a passage too short to tell is taken to
-    be written in."""
+def language_counts(texts: Sequence[str]) -> dict[str, int]:
+    """How many of the documents `texts` are written in each language (each told from its
+    first DOCUMENT_CHARS by `passage_language`; one too short to tell is not counted)."""
     counts: dict[str, int] = {}
     for text in texts:
         lang = _tell(text[:DOCUMENT_CHARS])
         if lang is not None:
             counts[lang] = counts.get(lang, 0) + 1
+    return counts
+
+
+def corpus_language(texts: Sequence[str]) -> str:
+    """The language most of the documents `texts` are written in (`language_counts`),
+    ENGLISH on a tie or when none can tell: what a passage too short to tell is taken to
+    be written in."""
+    counts = language_counts(texts)
     if not counts:
         return ENGLISH
     top = max(counts.values())

@@ -723,7 +723,12 @@ def generate_questions(
     `n`, `types` and `seed` override `[generate]`. `generator` replaces the configured
     model (tests pass one over a fake endpoint); `embed` replaces the experiment's
     embedder for the near-duplicate filter and the exam's unrelated passages."""
-    from harness.pipeline.prepare import default_cache_dir, language_warning, load_corpus
+    from harness.pipeline.prepare import (
+        default_cache_dir,
+        language_warning,
+        load_corpus,
+        warn_once,
+    )
 
     settings = _settings(config, n, types, seed)
     n_keep = settings.n
@@ -733,7 +738,7 @@ def generate_questions(
     docs = load_corpus(config)
     foreign = language_warning(config.embedder, docs)
     if foreign:  # said now, before the minutes it warns of
-        logger.warning(foreign)
+        warn_once(foreign)
     candidates = plan(docs, settings, n_keep)
     t0 = time.perf_counter()
     embed_fn = embed or _default_embed(config, cache)
@@ -1089,12 +1094,21 @@ def estimate_generation(
     only, and a run pays the checks again (its critique, answer from the source and
     closed-book or corpus checks: 241 calls for the quick-start's 120 candidates)."""
     from harness.judge import judge_cost
-    from harness.pipeline.prepare import default_cache_dir, load_corpus
+    from harness.pipeline.prepare import (
+        default_cache_dir,
+        language_warning,
+        load_corpus,
+        warn_once,
+    )
 
     settings = _settings(config, n, types, seed)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     gen = generator or dry_generator(replace(config, generate=settings), cache)
-    candidates = plan(load_corpus(config), settings, settings.n)
+    docs = load_corpus(config)
+    foreign = language_warning(config.embedder, docs)
+    if foreign:  # the dry run is where a user learns what a run would meet
+        warn_once(foreign)
+    candidates = plan(docs, settings, settings.n)
 
     def cost(cs: Sequence[Candidate], may_spare: bool) -> dict[str, Any]:
         calls = cached = p_tok = c_tok = 0

@@ -130,7 +130,8 @@ class Inputs:
     questions_path: str
     chunks: tuple[Chunk, ...]
     warnings: tuple[str, ...] = ()
-    """What the run's header should say about its inputs (source spans not in the corpus)."""
+    """What the run's header should say about its inputs (source spans not in the corpus,
+    documents in a language the embedder was not trained on)."""
 
 
 def load_inputs(config: ExperimentConfig) -> Inputs:
@@ -146,7 +147,7 @@ def load_inputs(config: ExperimentConfig) -> Inputs:
     )
     warnings = tuple(w for w in (stray, language_warning(config.embedder, docs)) if w)
     for w in warnings:
-        _warn_once(w)
+        warn_once(w)
     return Inputs(tuple(docs), tuple(questions), questions_path, tuple(chunks), warnings)
 
 
@@ -154,7 +155,7 @@ _said: set[str] = set()
 _said_lock = threading.Lock()
 
 
-def _warn_once(message: str) -> None:
+def warn_once(message: str) -> None:
     """Log `message` the first time this process meets it: a sweep loads its inputs for
     every trial (and its dry run for every setting), and each run's header keeps it."""
     with _said_lock:
@@ -165,25 +166,55 @@ def _warn_once(message: str) -> None:
 
 
 def language_warning(embedder: EmbedderConfig, docs: Sequence[Document]) -> str | None:
-    """What to say when most documents are in a language the embedder's model was not
-    trained on (`embedder_languages`; the local default reads English only), or None.
+    """What to say when most documents (of those long enough to tell) are in languages
+    the embedder's model was not trained on (`embedder_languages`; the local default reads
+    English only), or None; nothing is read for an embedder that reads any language.
     Measured with the local embedder: "What is the leave policy?" and "What are the
     password length requirements?" lie at cosine 0.15 in English, 0.38 in German and 0.98
     in Chinese, so on a three-page Chinese handbook `harness generate` dropped 8 of 18
     questions as near-duplicates of unrelated ones; dense retrieval ranks by the same
     vectors."""
     languages = embedder_languages(embedder)
-    language = corpus.corpus_language([d.text for d in docs])
-    if not languages or language == corpus.ENGLISH or language in languages:
+    if not languages:
         return None
-    named = "a language other than English" if language == corpus.OTHER else language
+    counts = _language_counts(docs)
+    foreign = {
+        lang: n
+        for lang, n in counts.items()
+        if (lang if lang != corpus.ENGLISH else "English") not in languages
+    }
+    told = sum(counts.values())
+    if not foreign or 2 * sum(foreign.values()) <= told:
+        return None
+    top = max(foreign, key=lambda lang: foreign[lang])
+    named = "a language other than English" if top == corpus.OTHER else top
+    read = " and ".join(languages)
+    where = named if 2 * foreign[top] > told else f"languages other than {read} ({named} the most)"
     return (
-        f"most documents are in {named}, and embedder {embedder.name!r} was trained on "
-        f"{' and '.join(languages)} text only, so dense retrieval on these documents (and "
-        "generate's near-duplicate check) is unreliable; set [embedder] "
-        'to a multilingual model (name = "sentence-transformers" with a local model folder, '
-        'or "openai")'
+        f"most documents are in {where}, and embedder {embedder.name!r} was trained on "
+        f"{read} text only, so dense retrieval on these documents (and generate's "
+        "near-duplicate check) is unreliable; set [embedder] to a multilingual model (name = "
+        '"sentence-transformers" with a local model folder, or "openai")'
     )
+
+
+_counted: dict[str, dict[str, int]] = {}
+_counted_lock = threading.Lock()
+
+
+def _language_counts(docs: Sequence[Document]) -> dict[str, int]:
+    """`corpus.language_counts` of the documents, remembered by the corpus's hash: a sweep
+    loads its inputs for every trial (reading 5,000 documents takes about 2 s)."""
+    key = corpus.corpus_hash(docs)
+    with _counted_lock:
+        if key in _counted:
+            return _counted[key]
+    counts = corpus.language_counts([d.text for d in docs])
+    with _counted_lock:
+        if len(_counted) >= 16:
+            _counted.clear()
+        _counted[key] = counts
+    return counts
 
 
 def cap_k(config: ExperimentConfig, n_chunks: int) -> ExperimentConfig:

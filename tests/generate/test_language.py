@@ -178,3 +178,66 @@ def test_a_reply_in_chinese_japanese_or_korean_gets_bounds_its_tokens_can_hold()
     assert extract_max_tokens([sentence]) >= len(sentence)
     english = "Book leave in Fernhill at least two weeks ahead for absences of three days."
     assert extract_max_tokens([english]) == len(english) // 3 + 16  # as before
+
+
+ZH = "年假申请需要提前两周在人事系统中提交，经理会在五个工作日内审批。"
+
+
+def test_a_corpus_mostly_in_languages_the_embedder_cannot_read_warns_naming_the_most():
+    from harness.config import EmbedderConfig
+    from harness.pipeline.prepare import language_warning
+    from harness.types import Document
+
+    def docs(*texts):
+        return [Document(f"d{i}.md", t, f"d{i}.md") for i, t in enumerate(texts)]
+
+    ja = "年次休暇の申請は、二週間前までに人事システムで行ってください。"
+    english = "Full-time employees receive 27 days of paid annual leave per calendar year."
+    mixed = language_warning(EmbedderConfig(), docs(ZH, ZH, ja, GERMAN, GERMAN, english))
+    assert mixed is not None
+    assert "most documents are in languages other than English (Chinese the most)" in mixed
+    assert language_warning(EmbedderConfig(), docs(ZH, english, english)) is None
+
+
+def test_the_language_warning_is_logged_once_and_kept_by_every_run_and_the_report(
+    tmp_path, warnings, monkeypatch
+):
+    import importlib
+
+    from harness.config import load_experiment
+    from harness.pipeline.prepare import load_inputs
+
+    prepare = importlib.import_module("harness.pipeline.prepare")  # the module, not the function
+    monkeypatch.setattr(prepare, "_said", set())  # what this process has said so far
+
+    docs = {f"zh-{c}": f"# 假期{c}\n\nleave-fact-{i} {ZH}\n" for i, c in enumerate("abcd")}
+    report, _, _ = _run(tmp_path, docs, 2, types=("simple",))
+    said = [w for w in report.warnings if "most documents are in Chinese" in w]
+    assert len(said) == 1
+    (tmp_path / "questions.jsonl").write_text('{"id": "a", "text": "年假怎么申请？"}\n')
+    config = load_experiment(tmp_path / "exp.toml")
+    first, second = load_inputs(config), load_inputs(config)  # a sweep's trials, say
+    assert said[0] in first.warnings and said[0] in second.warnings
+    assert sum(said[0] in w for w in warnings) == 1  # logged by generate, then never again
+
+
+def test_chinese_candidates_are_held_to_bounds_of_a_character_a_token(tmp_path):
+    from harness.generate.llm import Generator
+    from tests.generate import test_query_style as qs
+
+    grammars: list[str] = []
+    ask = Generator.ask
+
+    def recording(self, messages, *, max_tokens, grammar=None, check=False):
+        if grammar:
+            grammars.append(grammar)
+        return ask(self, messages, max_tokens=max_tokens, grammar=grammar, check=check)
+
+    docs = {f"zh-{c}": f"# 假期{c}\n\nleave-fact-{i} {ZH}\n" for i, c in enumerate("abcd")}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Generator, "ask", recording)
+        qs._run(tmp_path, docs, 2, types=("simple",))
+    summary = prompts.field_chars(prompts.QUERY_SUMMARY_MAX_TOKENS, 1, 1.0)
+    assert grammars and any(f"{{1,{summary}}}" in g for g in grammars)
+    english = prompts.field_chars(prompts.QUERY_SUMMARY_MAX_TOKENS, 1)
+    assert not any(f"{{1,{english}}}" in g for g in grammars)
