@@ -171,9 +171,8 @@ def language_warning(embedder: EmbedderConfig, docs: Sequence[Document]) -> str 
     English only), or None; nothing is read for an embedder that reads any language.
     Measured with the local embedder: "What is the leave policy?" and "What are the
     password length requirements?" lie at cosine 0.15 in English, 0.38 in German and 0.98
-    in Chinese, so on a three-page Chinese handbook `harness generate` dropped 8 of 18
-    questions as near-duplicates of unrelated ones; dense retrieval ranks by the same
-    vectors."""
+    in Chinese (on a three-page Chinese handbook `harness generate` dropped the first as a
+    near-duplicate of the second), and dense retrieval ranks by the same vectors."""
     languages = embedder_languages(embedder)
     if not languages:
         return None
