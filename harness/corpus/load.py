@@ -334,7 +334,7 @@ class _Includes:
         parent = Path(os.path.realpath(written.parent))
         if not parent.is_relative_to(self.root):
             return "outside the folder"
-        if any(p.startswith(".") for p in (parent / written.name).relative_to(self.root).parts):
+        if _hidden(parent / written.name, self.root):
             return "a hidden file"
         return None
 
