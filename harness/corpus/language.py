@@ -25,7 +25,9 @@ corpus's documents (`corpus_language`).
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
 import unicodedata
 from collections.abc import Sequence
 
@@ -161,15 +163,34 @@ DOCUMENT_CHARS = 2000
 """What `corpus_language` reads of each document: its opening, enough to tell."""
 
 
+_counted: dict[bytes, dict[str, int]] = {}
+_counted_lock = threading.Lock()
+
+
 def language_counts(texts: Sequence[str]) -> dict[str, int]:
     """How many of the documents `texts` are written in each language (each told from its
-    first DOCUMENT_CHARS by `passage_language`; one too short to tell is not counted)."""
+    first DOCUMENT_CHARS by `passage_language`; one too short to tell is not counted).
+    Remembered by what it reads (a digest of those openings): a sweep loads its inputs
+    for every trial, and generate asks for the corpus's language and its warning, where
+    reading TREC DL's 5,358 documents takes about 0.8 s."""
+    heads = [text[:DOCUMENT_CHARS] for text in texts]
+    digest = hashlib.sha256()
+    for head in heads:
+        digest.update(head.encode("utf-8", "surrogatepass") + b"\0")
+    key = digest.digest()
+    with _counted_lock:
+        if key in _counted:
+            return dict(_counted[key])
     counts: dict[str, int] = {}
-    for text in texts:
-        lang = _tell(text[:DOCUMENT_CHARS])
+    for head in heads:
+        lang = _tell(head)
         if lang is not None:
             counts[lang] = counts.get(lang, 0) + 1
-    return counts
+    with _counted_lock:
+        if len(_counted) >= 16:
+            _counted.clear()
+        _counted[key] = counts
+    return dict(counts)
 
 
 def corpus_language(texts: Sequence[str]) -> str:

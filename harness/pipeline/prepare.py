@@ -176,7 +176,7 @@ def language_warning(embedder: EmbedderConfig, docs: Sequence[Document]) -> str 
     languages = embedder_languages(embedder)
     if not languages:
         return None
-    counts = _language_counts(docs)
+    counts = corpus.language_counts([d.text for d in docs])
     foreign = {
         lang: n
         for lang, n in counts.items()
@@ -195,25 +195,6 @@ def language_warning(embedder: EmbedderConfig, docs: Sequence[Document]) -> str 
         "near-duplicate check) is unreliable; set [embedder] to a multilingual model (name = "
         '"sentence-transformers" with a local model folder, or "openai")'
     )
-
-
-_counted: dict[str, dict[str, int]] = {}
-_counted_lock = threading.Lock()
-
-
-def _language_counts(docs: Sequence[Document]) -> dict[str, int]:
-    """`corpus.language_counts` of the documents, remembered by the corpus's hash: a sweep
-    loads its inputs for every trial (reading 5,000 documents takes about 2 s)."""
-    key = corpus.corpus_hash(docs)
-    with _counted_lock:
-        if key in _counted:
-            return _counted[key]
-    counts = corpus.language_counts([d.text for d in docs])
-    with _counted_lock:
-        if len(_counted) >= 16:
-            _counted.clear()
-        _counted[key] = counts
-    return counts
 
 
 def cap_k(config: ExperimentConfig, n_chunks: int) -> ExperimentConfig:
