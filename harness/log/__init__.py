@@ -32,11 +32,6 @@ from harness.log.io import (
     write_sweep_summary,
 )
 from harness.log.models import (
-    STATUS_DONE,
-    STATUS_FAILED,
-    STATUS_INTERRUPTED,
-    STATUS_PRUNED,
-    STATUS_RUNNING,
     BestTrial,
     RankingStability,
     Recommendation,
@@ -51,7 +46,15 @@ from harness.log.models import (
     TrialRecord,
     TrialTest,
 )
-from harness.log.status import effective_status, this_host
+from harness.log.status import (
+    STATUS_DONE,
+    STATUS_FAILED,
+    STATUS_INTERRUPTED,
+    STATUS_PRUNED,
+    STATUS_RUNNING,
+    effective_status,
+    this_host,
+)
 
 __all__ = [
     "HEADER",

@@ -18,14 +18,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from harness.log.status import effective_status
 from harness.metrics import headline
 from harness.types import LOG_VERSION, ComponentSpec, QuestionResult, plain
-
-STATUS_RUNNING = "running"
-STATUS_DONE = "done"
-STATUS_FAILED = "failed"
-STATUS_INTERRUPTED = "interrupted"
-STATUS_PRUNED = "pruned"
 
 TRIAL_STATES = ("complete", "pruned", "failed", "interrupted", "requeued", "repeat")
 
@@ -294,12 +289,13 @@ class RunLog:
 
     def __repr__(self) -> str:
         """One line (a notebook shows it; the whole log runs to megabytes): the folder,
-        status, questions and the headline metrics at the run's k."""
+        status (as `harness list` gives it: a run whose process is gone is interrupted),
+        questions and the headline metrics at the run's k."""
         h = self.header
         metrics = "".join(f", {key} {v:.3f}" for key, v in headline(h.metrics, h.k).items())
         n = len(self.questions)
         return (
-            f"RunLog({str(self.run_dir)!r}: {h.status}, {n} question{'s' * (n != 1)}, "
+            f"RunLog({str(self.run_dir)!r}: {effective_status(h)}, {n} question{'s' * (n != 1)}, "
             f"k {h.k}{metrics})"
         )
 
@@ -576,11 +572,12 @@ class SweepLog:
     trials: tuple[TrialRecord, ...]
 
     def __repr__(self) -> str:
-        """One line: the folder, status, finished trials, the best trial (or the Pareto
-        front's size) and the recommendation."""
+        """One line: the folder, status (a sweep whose process is gone is interrupted),
+        finished trials, the best trial (or the Pareto front's size) and the
+        recommendation."""
         s, c = self.summary, self.summary.counts
         out = (
-            f"SweepLog({str(self.sweep_dir)!r}: {s.status}, {c.complete} complete, "
+            f"SweepLog({str(self.sweep_dir)!r}: {effective_status(s)}, {c.complete} complete, "
             f"{c.pruned} pruned, {c.failed} failed"
         )
         values = s.best[0].values if len(s.best) == 1 else None

@@ -1,4 +1,5 @@
-"""What a run's or a sweep's status is now, which its file may no longer say.
+"""The statuses a run's header and a sweep's summary record, and what a status is now,
+which its file may no longer say.
 
 A process killed with SIGKILL (or by a power cut) never rewrites its header: the file says
 "running" forever. Headers record the writer's pid and host, so a reader on the same host
@@ -15,7 +16,11 @@ import sys
 from datetime import datetime
 from typing import Protocol
 
-from harness.log.models import STATUS_INTERRUPTED, STATUS_RUNNING
+STATUS_RUNNING = "running"
+STATUS_DONE = "done"
+STATUS_FAILED = "failed"
+STATUS_INTERRUPTED = "interrupted"
+STATUS_PRUNED = "pruned"
 
 # A process that started this long after the record was written cannot have written it:
 # the pid was reused (which takes a wrap of the pid space: hours, typically). The slack

@@ -132,6 +132,7 @@ def test_a_running_run_whose_process_is_gone_is_listed_and_shown_as_interrupted(
     assert "interrupted" in text.format_list([row])
     header = read_header(killed_run)
     assert header.status == "running" and effective_status(header) == "interrupted"
+    assert repr(read_run(killed_run)).startswith(f"RunLog({str(killed_run)!r}: interrupted, ")
 
     assert main(["list", str(killed_run.parent)]) == 0
     assert "interrupted" in capsys.readouterr().out
@@ -167,6 +168,7 @@ def test_a_running_sweep_whose_process_is_gone_is_listed_and_shown_as_interrupte
     assert row["kind"] == "sweep" and row["status"] == "interrupted"
     summary = read_sweep_summary(folder)
     assert summary.status == "running" and effective_status(summary) == "interrupted"
+    assert repr(read_sweep(folder)).startswith(f"SweepLog({str(folder)!r}: interrupted, ")
     assert main(["show", str(folder)]) == 0
     assert "interrupted" in capsys.readouterr().out.splitlines()[0]
 
