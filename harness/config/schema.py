@@ -66,7 +66,7 @@ class CorpusConfig:
 
     sources: tuple[str, ...] = ()
     """Files, folders (.md, .mdx, .qmd, .rmd, .ipynb, .txt, .rst, .adoc, .asciidoc,
-    .html, .pdf; a .jsonl file is a BEIR corpus) or http(s) URLs."""
+    .html, .pdf, .docx; a .jsonl file is a BEIR corpus) or http(s) URLs."""
     html_classes: tuple[str, ...] = ()
     """Keep only elements with these CSS classes from HTML pages. Empty: a page keeps
     its main content (its main element, else its one article, else its body) without
@@ -84,8 +84,9 @@ class QuestionsConfig:
     """JSONL with {"id", "text"} per line (the text may be named question, query,
     user_input as in a RAGAS test set, or input as in DeepEval's; an id left out is q1,
     q2, ...), a JSON array of such objects or of strings, a .csv or .tsv with a header
-    row naming one of those columns (and optionally id, type, topic, answer), or a .txt
-    file with one question per line."""
+    row naming one of those columns (and optionally id, type, topic, answer), an Excel
+    workbook (.xlsx; its first visible sheet with such a header row), or a .txt file
+    with one question per line."""
     qrels: str = ""
     """Optional human labels (BEIR qrels.tsv or TREC qrels) that `harness validate` uses."""
     limit: int = 0

@@ -1,7 +1,7 @@
 """Load documents from files, folders and URLs into `Document` records.
 
 Local: markdown (.md, .markdown, .mdx, .qmd, .rmd), Jupyter notebooks (.ipynb), .txt,
-.rst, .adoc (.asciidoc), .html and .pdf files, or folders searched recursively for them
+.rst, .adoc (.asciidoc), .html, .pdf and .docx files, or folders searched recursively for them
 (a folder's other files are skipped, and the run says which kinds; so are links whose
 target is gone; a file a page includes is no document of its own). Markdown is read as
 its pages show it, without front matter, admonition markers or MDX imports
@@ -11,7 +11,8 @@ without its attribute entries, block markup and macros, with its includes read i
 (`harness.corpus.asciidoc`), and of an Antora component only its pages
 (`harness.corpus.antora`); a notebook as its markdown and code cells
 (`harness.corpus.notebook`). A PDF's text is what pypdf extracts, page after page; a PDF
-without text (scanned pages) is refused. URLs are fetched by LangChain's WebBaseLoader.
+without text (scanned pages) is refused. A Word document (.docx) is read as it reads,
+headings as markdown's, lists and tables in lines (`harness.corpus.word`). URLs are fetched by LangChain's WebBaseLoader.
 An HTML page, saved or fetched, gives its main content in lines, without the site's
 menus, header and footer (`harness.corpus.html`). With `html_classes`, only the elements
 with those CSS classes (a blog's post-title / post-header / post-content, say); a URL's
@@ -48,6 +49,7 @@ SUFFIXES = (
     ".html",
     ".htm",
     ".pdf",
+    ".docx",
 )
 """Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
 USER_AGENT = "harness-retrieval-tuning/0.1 (+https://github.com/; offline-first)"
@@ -409,6 +411,11 @@ def _load_file(
     if path.suffix.lower() == ".pdf":
         text, title = _pdf_text(path)
         return Document(doc_id=doc_id, text=text, source=str(path), title=title or path.stem)
+    if path.suffix.lower() == ".docx":
+        from harness.corpus.word import word_text
+
+        text, title = word_text(path)
+        return Document(doc_id=doc_id, text=text, source=str(path), title=title or path.stem)
     raw = read_text_file(path, "corpus.sources")
     suffix = path.suffix.lower()
     if suffix in (".html", ".htm"):
@@ -480,7 +487,7 @@ def _load_url(url: str, html_classes: Sequence[str], timeout_s: float) -> Docume
 
 
 def load_documents(
-    sources: Sequence[str],
+    sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     html_classes: Sequence[str] = (),
     where: str = "",
@@ -489,11 +496,16 @@ def load_documents(
     """Load every source; doc ids are paths relative to a given folder (or the file name),
     or the URL, so they stay stable across runs and machines.
 
+    `sources`: paths (strings or `Path`s) and URLs, or one of them.
+
     Raises ConfigError for a missing path, an empty folder, an empty corpus, a binary
     file, or a URL that gives no answer within `timeout_s` seconds.
     """
     docs: list[Document] = []
-    for source in sources:
+    if isinstance(sources, (str, os.PathLike)):
+        sources = [sources]
+    for given in sources:
+        source = os.fspath(given)
         if source.startswith(("http://", "https://")):
             docs.append(_load_url(source, html_classes, timeout_s))
             continue
@@ -651,9 +663,11 @@ def _report_includes(source: Path, includes: _Includes, partials: Sequence[str])
 
 def _hidden(p: Path, folder: Path) -> bool:
     """Whether `p` lies in a hidden file or folder under `folder` (`.git`,
-    `.ipynb_checkpoints`, `.github`): not the documents, and a notebook's checkpoint is a
-    second copy of it."""
-    return any(part.startswith(".") for part in p.relative_to(folder).parts)
+    `.ipynb_checkpoints`, `.github`), or is an owner file Word leaves beside a document
+    open in it (`~$ave-policy.docx`, a few bytes naming who has it open): not the
+    documents, and a notebook's checkpoint is a second copy of it."""
+    parts = p.relative_to(folder).parts
+    return any(part.startswith(".") for part in parts) or p.name.startswith("~$")
 
 
 def _warn_skipped(

@@ -10,6 +10,8 @@
   question's column (one of TEXT_FIELDS) and optionally `id`, `type`, `topic`,
   `answer`; other columns go to `extra`, an empty cell is an absent field; a quoted CSV
   cell may hold line breaks.
+- .xlsx (an Excel workbook): its first visible sheet whose first row names the
+  questions' column, read as that sheet's CSV export (`harness.corpus.spreadsheet`).
 - .txt, or any other file whose text does not start with `{` or `[`: one question a
   line; lines starting with `#` are comments.
 
@@ -158,6 +160,36 @@ def _from_array(raw: str, p: Path) -> list[Question]:
     return out
 
 
+class _Table:
+    """Rows of a table read into questions: the first non-empty row is the header, which
+    names the questions' column (one of TEXT_FIELDS); each later row is a question."""
+
+    def __init__(self) -> None:
+        self.header: list[str] = []
+        self.questions: list[Question] = []
+
+    def add(self, where: str, row: Sequence[str]) -> None:
+        """Read one row (`where` names its file and line for the messages)."""
+        if not any(cell.strip() for cell in row):
+            return
+        if not self.header:
+            self.header = [cell.strip().lower() for cell in row]
+            if not set(TEXT_FIELDS) & set(self.header):
+                raise ConfigError(
+                    where,
+                    "text",
+                    "expected a header row naming the questions' column "
+                    f"({', '.join(TEXT_FIELDS)}); found {', '.join(row)}",
+                )
+            return
+        if any(cell.strip() for cell in row[len(self.header) :]):
+            raise ConfigError(
+                where, "", f"{len(row)} cells where the header names {len(self.header)} columns"
+            )
+        obj = {h: cell.strip() for h, cell in zip(self.header, row, strict=False) if cell.strip()}
+        self.questions.append(_record(obj, len(self.questions) + 1, where))
+
+
 def _from_table(raw: str, p: Path) -> list[Question]:
     """A CSV (quoted cells as spreadsheets write them, a quoted cell may hold line
     breaks) or a TSV (no quoting: a `"` is text, as in a log's query) with a header row.
@@ -172,38 +204,24 @@ def _from_table(raw: str, p: Path) -> list[Question]:
         quoting=csv.QUOTE_NONE if tsv else csv.QUOTE_MINIMAL,
         strict=True,
     )
-    out: list[Question] = []
-    header: list[str] = []
+    table = _Table()
     line = 0
     try:
         for row in reader:
             first, line = line + 1, reader.line_num
             where = f"{p}:{first}"
-            if not any(cell.strip() for cell in row):
-                continue
-            if not header:
-                header = [cell.strip().lower() for cell in row]
-                if not set(TEXT_FIELDS) & set(header):
-                    raise ConfigError(
-                        where,
-                        "text",
-                        "expected a header row naming the questions' column "
-                        f"({', '.join(TEXT_FIELDS)}); found {', '.join(row)}",
-                    )
-                continue
-            if any(cell.strip() for cell in row[len(header) :]):
-                raise ConfigError(
-                    where, "", f"{len(row)} cells where the header names {len(header)} columns"
-                )
-            if first != line and _swallows_rows(row, len(header), reader.dialect):
+            if (
+                first != line
+                and table.header
+                and _swallows_rows(row, len(table.header), reader.dialect)
+            ):
                 raise ConfigError(
                     where,
                     "",
                     f"a quoted cell runs on to line {line} over lines that read as rows (a "
                     f"quote opened on line {first} left open?)",
                 )
-            obj = {h: cell.strip() for h, cell in zip(header, row, strict=False) if cell.strip()}
-            out.append(_record(obj, len(out) + 1, where))
+            table.add(where, row)
     except csv.Error as exc:
         opened = line + 1  # the row that failed started after the last one read
         detail = (
@@ -215,7 +233,32 @@ def _from_table(raw: str, p: Path) -> list[Question]:
             else f"not a readable table row ({exc})"
         )
         raise ConfigError(f"{p}:{opened}", "", detail) from None
-    return out
+    return table.questions
+
+
+def _from_workbook(p: Path, field: str) -> list[Question]:
+    """An Excel workbook's first visible sheet whose first row names the questions'
+    column, read as its CSV export would be (`harness.corpus.spreadsheet`); a message
+    names the sheet and Excel's row number."""
+    from harness.corpus.spreadsheet import workbook_sheets
+
+    sheets = workbook_sheets(p, field)
+    for sheet in sheets:
+        header = [cell.strip().lower() for cell in sheet.rows[0][1]] if sheet.rows else []
+        if set(TEXT_FIELDS) & set(header):
+            table = _Table()
+            for number, row in sheet.rows:
+                table.add(f"{p}: sheet {sheet.name!r}, row {number}", row)
+            return table.questions
+    first = sheets[0]
+    found = ", ".join(first.rows[0][1]) if first.rows else "an empty sheet"
+    raise ConfigError(
+        str(p),
+        "text",
+        "expected a sheet whose first row names the questions' column "
+        f"({', '.join(TEXT_FIELDS)}); sheet {first.name!r} starts with {found}"
+        + (f" (and {len(sheets) - 1} more sheets, none naming one)" if len(sheets) > 1 else ""),
+    )
 
 
 def _swallows_rows(row: Sequence[str], columns: int, dialect: Any) -> bool:
@@ -245,18 +288,8 @@ def load_questions(path: str | os.PathLike[str], field: str = "questions.file") 
     p = Path(path)
     if not p.is_file():
         raise ConfigError(str(p), field, "questions file not found")
-    raw = read_text_file(p, field)
     suffix = p.suffix.lower()
-    if suffix in (".csv", ".tsv"):
-        questions = _from_table(raw, p)
-    elif suffix == ".txt":
-        questions = _from_lines(raw)
-    elif raw.lstrip().startswith("["):
-        questions = _from_array(raw, p)
-    elif suffix in (".jsonl", ".json", ".ndjson") or raw.lstrip().startswith("{"):
-        questions = _from_jsonl(raw, p)
-    else:
-        questions = _from_lines(raw)
+    questions = _from_workbook(p, field) if suffix == ".xlsx" else _from_text(p, field)
     if not questions:
         raise ConfigError(str(p), field, "the file holds no questions")
     ids = [q.question_id for q in questions]
@@ -264,6 +297,21 @@ def load_questions(path: str | os.PathLike[str], field: str = "questions.file") 
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ConfigError(str(p), "id", f"question id {dup!r} appears twice")
     return questions
+
+
+def _from_text(p: Path, field: str) -> list[Question]:
+    """The questions of a text file, by its suffix and content (the module docstring)."""
+    raw = read_text_file(p, field)
+    suffix = p.suffix.lower()
+    if suffix in (".csv", ".tsv"):
+        return _from_table(raw, p)
+    if suffix == ".txt":
+        return _from_lines(raw)
+    if raw.lstrip().startswith("["):
+        return _from_array(raw, p)
+    if suffix in (".jsonl", ".json", ".ndjson") or raw.lstrip().startswith("{"):
+        return _from_jsonl(raw, p)
+    return _from_lines(raw)
 
 
 def fit_sources(

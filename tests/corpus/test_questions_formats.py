@@ -155,3 +155,118 @@ def test_a_ragas_test_set_and_a_deepeval_dataset_read_as_they_are_exported(tmp_p
     deepeval.write_text('[{"input": "Who approves expenses?", "expected_output": "Finance"}]')
     (g,) = load_questions(deepeval)
     assert g.text == "Who approves expenses?" and g.extra == {"expected_output": "Finance"}
+
+
+SHEET = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+def xlsx(path, sheets, shared=(), hidden=()):
+    """An Excel workbook written by hand as Excel lays it out: `sheets` maps each sheet's
+    name to the XML of its rows (`<row>`s of `<c>` cells); `shared` are the shared
+    strings (a `<t>` each, or rich-text runs' XML as given)."""
+    import zipfile
+
+    names = list(sheets)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(
+            "xl/workbook.xml",
+            f'<workbook xmlns="{SHEET}" xmlns:r="{REL}"><sheets>'
+            + "".join(
+                f'<sheet name="{n}" sheetId="{i}" r:id="rId{i}"'
+                + (' state="hidden"' if n in hidden else "")
+                + "/>"
+                for i, n in enumerate(names, 1)
+            )
+            + "</sheets></workbook>",
+        )
+        z.writestr(
+            "xl/_rels/workbook.xml.rels",
+            '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+            + "".join(
+                f'<Relationship Id="rId{i}" Type="{REL}/worksheet" '
+                f'Target="{"/xl/" if i == 2 else ""}worksheets/sheet{i}.xml"/>'
+                for i in range(1, len(names) + 1)
+            )
+            + "</Relationships>",
+        )
+        z.writestr(
+            "xl/sharedStrings.xml",
+            f'<sst xmlns="{SHEET}">'
+            + "".join(f"<si>{s if s.startswith('<') else f'<t>{s}</t>'}</si>" for s in shared)
+            + "</sst>",
+        )
+        for i, n in enumerate(names, 1):
+            z.writestr(
+                f"xl/worksheets/sheet{i}.xml",
+                f'<worksheet xmlns="{SHEET}"><sheetData>{sheets[n]}</sheetData></worksheet>',
+            )
+    return path
+
+
+def test_an_excel_workbook_reads_as_its_csv_export(tmp_path):
+    """The first visible sheet whose header names the questions' column (a "Read me"
+    sheet before it, a hidden one, are passed over); shared, rich and inline strings, a
+    formula's result, whole numbers as written, an empty cell keeping its column."""
+    shared = [
+        "ID",
+        "Question",
+        "Clicks",
+        "<r><t>How long is </t></r><r><rPr><b/></rPr><t>parental leave</t></r>"
+        "<rPh><t>ふりがな</t></rPh><r><t>?</t></r>",
+        "Collected from the helpdesk",
+        "question",
+    ]
+    rows = (
+        '<row r="1"><c r="A1" t="s"><v>0</v></c><c r="B1" t="s"><v>1</v></c>'
+        '<c r="C1" t="s"><v>2</v></c></row>'
+        '<row r="2"><c r="A2"><v>7</v></c><c r="B2" t="s"><v>3</v></c><c r="C2"><v>12.5</v></c></row>'
+        '<row r="3"><c r="A3" t="str"><f>"q"&amp;8</f><v>q8</v></c>'
+        '<c r="B3" t="inlineStr"><is><t>Who approves expenses?</t></is></c></row>'
+        '<row r="5"><c r="B5" t="inlineStr"><is><t>What is the wifi password?</t></is></c>'
+        '<c r="C5" t="b"><v>1</v></c></row>'
+    )
+    path = xlsx(
+        tmp_path / "helpdesk.xlsx",
+        {
+            "Read me": '<row r="1"><c r="A1" t="s"><v>4</v></c></row>',
+            "Old": '<row r="1"><c r="A1" t="s"><v>5</v></c></row>',
+            "Questions": rows,
+        },
+        shared,
+        hidden=("Old",),
+    )
+    qs = load_questions(path)
+    assert [(q.question_id, q.text, q.extra) for q in qs] == [
+        ("7", "How long is parental leave?", {"clicks": "12.5"}),
+        ("q8", "Who approves expenses?", {}),
+        ("q3", "What is the wifi password?", {"clicks": "TRUE"}),
+    ]
+
+
+def test_a_workbook_that_names_no_question_column_or_is_no_workbook_says_so(tmp_path):
+    path = xlsx(
+        tmp_path / "q.xlsx",
+        {
+            "Sheet1": '<row r="1"><c r="A1" t="inlineStr"><is><t>Prompt</t></is></c></row>',
+            "Sheet2": "",
+        },
+    )
+    with pytest.raises(ConfigError) as e:
+        load_questions(path)
+    assert str(path) in str(e.value)
+    assert "sheet 'Sheet1' starts with Prompt (and 1 more sheets, none naming one)" in str(e.value)
+    bad_row = xlsx(
+        tmp_path / "r.xlsx",
+        {
+            "Q": '<row r="1"><c r="A1" t="inlineStr"><is><t>question</t></is></c></row>'
+            '<row r="4"><c r="A4" t="inlineStr"><is><t>Hi?</t></is></c>'
+            '<c r="C4" t="inlineStr"><is><t>stray</t></is></c></row>'
+        },
+    )
+    with pytest.raises(ConfigError, match=r"r\.xlsx: sheet 'Q', row 4: 3 cells where the header"):
+        load_questions(bad_row)
+    legacy = tmp_path / "old.xlsx"
+    legacy.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 64)
+    with pytest.raises(ConfigError, match=r"not a \.xlsx \(a legacy \.xls, or password-protected"):
+        load_questions(legacy)

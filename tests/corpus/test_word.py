@@ -1,0 +1,247 @@
+"""Word documents (.docx) in a corpus: read as they read, written by hand so the tests need
+no Word writer. The styles and list numbering follow what Word writes (a style's ID is
+its local name, "berschrift1" in German Word; its name is the built-in English one)."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from harness.corpus import chunk_documents, load_documents
+from harness.corpus.ooxml import MAX_PART_BYTES
+from harness.corpus.word import word_text
+from harness.errors import ConfigError
+
+W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+NAMESPACES = (
+    f'xmlns:w="{W}" '
+    'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+    'xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape" '
+    'xmlns:v="urn:schemas-microsoft-com:vml"'
+)
+STYLES = f"""<w:styles xmlns:w="{W}">
+<w:style w:type="paragraph" w:styleId="Normal"><w:name w:val="Normal"/></w:style>
+<w:style w:type="paragraph" w:styleId="Title"><w:name w:val="Title"/></w:style>
+<w:style w:type="paragraph" w:styleId="berschrift1"><w:name w:val="heading 1"/>
+  <w:pPr><w:outlineLvl w:val="0"/></w:pPr></w:style>
+<w:style w:type="paragraph" w:styleId="Heading2"><w:name w:val="heading 2"/></w:style>
+<w:style w:type="paragraph" w:styleId="PolicyHeading"><w:name w:val="Policy Heading"/>
+  <w:basedOn w:val="Heading2"/></w:style>
+<w:style w:type="paragraph" w:styleId="ListBullet"><w:name w:val="List Bullet"/>
+  <w:pPr><w:numPr><w:numId w:val="1"/></w:numPr></w:pPr></w:style>
+<w:style w:type="paragraph" w:styleId="TOC1"><w:name w:val="toc 1"/></w:style>
+<w:style w:type="character" w:styleId="Hyperlink"><w:name w:val="Hyperlink"/></w:style>
+</w:styles>"""
+NUMBERING = f"""<w:numbering xmlns:w="{W}">
+<w:abstractNum w:abstractNumId="0">
+  <w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="bullet"/></w:lvl>
+  <w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="bullet"/></w:lvl>
+</w:abstractNum>
+<w:abstractNum w:abstractNumId="1">
+  <w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/></w:lvl>
+  <w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/></w:lvl>
+</w:abstractNum>
+<w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num>
+<w:num w:numId="2"><w:abstractNumId w:val="1"/></w:num>
+<w:num w:numId="3"><w:abstractNumId w:val="1"/>
+  <w:lvlOverride w:ilvl="0"><w:startOverride w:val="1"/></w:lvlOverride></w:num>
+</w:numbering>"""
+
+
+def para(text: str, style: str | None = None, num: tuple[int, int] | None = None) -> str:
+    """A paragraph of one run, with a style and a list (numId, level) when given."""
+    pr = ""
+    if style or num:
+        pr = "<w:pPr>"
+        pr += f'<w:pStyle w:val="{style}"/>' if style else ""
+        if num:
+            pr += f'<w:numPr><w:ilvl w:val="{num[1]}"/><w:numId w:val="{num[0]}"/></w:numPr>'
+        pr += "</w:pPr>"
+    return f'<w:p>{pr}<w:r><w:t xml:space="preserve">{text}</w:t></w:r></w:p>'
+
+
+def docx(
+    path: Path,
+    body: str,
+    *,
+    title: str | None = None,
+    styles: str | None = STYLES,
+    numbering: str | None = NUMBERING,
+) -> Path:
+    """Write a .docx holding `body` (the XML inside `w:body`) at `path`."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr(
+            "word/document.xml",
+            f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+            f"<w:document {NAMESPACES}><w:body>{body}<w:sectPr/></w:body></w:document>",
+        )
+        if styles is not None:
+            z.writestr("word/styles.xml", styles)
+        if numbering is not None:
+            z.writestr("word/numbering.xml", numbering)
+        if title is not None:
+            z.writestr(
+                "docProps/core.xml",
+                '<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/'
+                'metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/">'
+                f"<dc:title>{title}</dc:title></cp:coreProperties>",
+            )
+    return path
+
+
+def test_headings_lists_and_tables_read_as_a_reader_sees_them(tmp_path):
+    body = "".join(
+        [
+            para("Leave policy", "Title"),
+            para("Annual leave", "berschrift1"),  # German Word's "Heading 1"
+            para("Employees get 27 days."),
+            para("Carrying over", "PolicyHeading"),  # a custom style based on heading 2
+            para("Up to 5 days.", "ListBullet"),  # a list style gives the list
+            para("Taken by 31 March.", "ListBullet", (1, 1)),  # level from the paragraph
+            para("Open Fernhill.", num=(2, 0)),
+            para("Choose the dates.", num=(2, 0)),
+            para("Half days count.", num=(2, 1)),
+            para("Submit.", num=(2, 0)),
+            para("Start again.", num=(3, 0)),  # another list: its own count
+            para("Not a list item.", "ListBullet", (0, 0)),  # numId 0 takes it out
+            "<w:tbl><w:tblPr/><w:tblGrid/>"
+            "<w:tr><w:tc><w:tcPr/>" + para("Data") + "</w:tc>"
+            "<w:tc>" + para("Kept for") + "</w:tc></w:tr>"
+            "<w:tr><w:tc>" + para("Security logs") + "</w:tc><w:sdt><w:sdtContent>"
+            "<w:tc>" + para("1 year") + para("then deleted", "berschrift1") + "</w:tc>"
+            "</w:sdtContent></w:sdt></w:tr>"
+            "</w:tbl>",
+        ]
+    )
+    text, title = word_text(docx(tmp_path / "leave.docx", body))
+    assert text.splitlines() == [
+        "# Leave policy",
+        "## Annual leave",
+        "Employees get 27 days.",
+        "### Carrying over",
+        "- Up to 5 days.",
+        "  - Taken by 31 March.",
+        "1. Open Fernhill.",
+        "2. Choose the dates.",
+        "  a. Half days count.",
+        "3. Submit.",
+        "1. Start again.",
+        "Not a list item.",
+        "Data | Kept for",
+        "Security logs | 1 year then deleted",  # a cell in a content control; no heading marks
+    ]
+    assert title == "Leave policy"  # the first heading, with no title in the properties
+
+
+def test_only_the_text_a_reader_sees_is_read(tmp_path):
+    """Tracked deletions, text moved away, field codes, Word's table of contents and the
+    second copy of a text box are left out; insertions, hyperlinks, content controls,
+    fields' results and breaks are read."""
+    toc = (
+        '<w:sdt><w:sdtPr><w:docPartObj><w:docPartGallery w:val="Table of Contents"/>'
+        "</w:docPartObj></w:sdtPr><w:sdtContent>"
+        + para("Contents")
+        + para("Annual leave\t3", "TOC1")
+        + "</w:sdtContent></w:sdt>"
+    )
+    tracked = (
+        "<w:p><w:r><w:t>Leave is </w:t></w:r>"
+        '<w:del w:id="1"><w:r><w:delText>25</w:delText></w:r></w:del>'
+        '<w:ins w:id="2"><w:r><w:t>27</w:t></w:r></w:ins>'
+        '<w:moveFrom w:id="3"><w:r><w:t>moved away</w:t></w:r></w:moveFrom>'
+        '<w:r><w:t xml:space="preserve"> days; see </w:t></w:r>'
+        '<w:hyperlink w:history="1"><w:r><w:t>Fernhill</w:t></w:r></w:hyperlink>'
+        '<w:r><w:fldChar w:fldCharType="begin"/></w:r>'
+        '<w:r><w:instrText xml:space="preserve"> PAGE </w:instrText></w:r>'
+        '<w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>(p. 4)</w:t></w:r>'
+        '<w:r><w:fldChar w:fldCharType="end"/></w:r>'
+        "<w:r><w:br/><w:t>Second line.</w:t></w:r></w:p>"
+    )
+    box = (
+        "<w:p><w:r><w:t>Before the box.</w:t></w:r><w:r><mc:AlternateContent>"
+        '<mc:Choice Requires="wps"><w:drawing><wps:txbx><w:txbxContent>'
+        + para("In the box.")
+        + "</w:txbxContent></wps:txbx></w:drawing></mc:Choice>"
+        "<mc:Fallback><w:pict><v:textbox><w:txbxContent>"
+        + para("In the box.")
+        + "</w:txbxContent></v:textbox></w:pict></mc:Fallback>"
+        "</mc:AlternateContent></w:r></w:p>"
+    )
+    control = (
+        "<w:sdt><w:sdtPr/><w:sdtContent>" + para("Owner: People team.") + "</w:sdtContent></w:sdt>"
+    )
+    text, _ = word_text(docx(tmp_path / "d.docx", toc + tracked + box + control + para("  ")))
+    assert text.splitlines() == [
+        "Leave is 27 days; see Fernhill(p. 4)",
+        "Second line.",
+        "Before the box.",
+        "In the box.",
+        "Owner: People team.",
+    ]
+
+
+def test_the_title_is_the_properties_and_a_document_without_styles_reads(tmp_path):
+    path = docx(tmp_path / "d.docx", para("Hello there."), title="Expenses", styles=None)
+    assert word_text(path) == ("Hello there.", "Expenses")
+    path = docx(tmp_path / "e.docx", para("Plain."), styles=None, numbering=None)
+    assert word_text(path) == ("Plain.", "")
+
+
+def test_strict_open_xml_reads_too(tmp_path):
+    strict = "http://purl.oclc.org/ooxml/wordprocessingml/main"
+    path = tmp_path / "strict.docx"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(
+            "word/document.xml",
+            f'<w:document xmlns:w="{strict}"><w:body><w:p><w:r><w:t>Strict.</w:t></w:r></w:p>'
+            "</w:body></w:document>",
+        )
+    assert word_text(path) == ("Strict.", "")
+
+
+def test_a_folder_of_word_documents_is_read_and_owner_files_are_not(tmp_path, warnings):
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    docx(folder / "leave.docx", para("Leave", "Title") + para("Employees get 27 days."))
+    (folder / "~$leave.docx").write_bytes(b"\x0bJane Doe" + b"\x00" * 40)  # Word's owner file
+    (folder / "notes.md").write_text("# Notes\n\nPayroll runs monthly.\n")
+    docs = {Path(d.source).name: d for d in load_documents([folder])}
+    assert set(docs) == {"leave.docx", "notes.md"}
+    leave = docs["leave.docx"]
+    assert leave.title == "Leave" and "27 days" in leave.text
+    for c in chunk_documents([leave], chunk_size=20, chunk_overlap=0):
+        assert leave.text[c.start_char : c.start_char + len(c.text)] == c.text
+    assert warnings == []  # the owner file is not counted as a file left unread
+
+
+def test_a_file_that_is_no_docx_or_a_damaged_one_is_named(tmp_path):
+    legacy = tmp_path / "old.docx"
+    legacy.write_bytes(
+        b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 100
+    )  # OLE: .doc, or a password
+    with pytest.raises(ConfigError) as e:
+        word_text(legacy)
+    assert str(legacy) in str(e.value) and "not a .docx" in str(e.value)
+    damaged = tmp_path / "broken.docx"
+    with zipfile.ZipFile(damaged, "w") as z:
+        z.writestr("word/document.xml", "<w:document><unclosed>")
+    with pytest.raises(
+        ConfigError, match=r"cannot read this \.docx: word/document\.xml is damaged"
+    ):
+        word_text(damaged)
+    empty = tmp_path / "empty.docx"
+    with zipfile.ZipFile(empty, "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+    with pytest.raises(ConfigError, match=r"without word/document\.xml"):
+        word_text(empty)
+
+
+def test_a_part_that_unpacks_too_large_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr("harness.corpus.ooxml.MAX_PART_BYTES", 1000)
+    path = docx(tmp_path / "big.docx", para("x" * 2000))
+    with pytest.raises(ConfigError, match="unpacks to"):
+        word_text(path)
+    assert MAX_PART_BYTES > 100_000_000
