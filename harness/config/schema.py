@@ -66,7 +66,7 @@ class CorpusConfig:
 
     sources: tuple[str, ...] = ()
     """Files, folders (.md, .mdx, .qmd, .rmd, .ipynb, .txt, .rst, .adoc, .asciidoc,
-    .html, .pdf, .docx; a .jsonl file is a BEIR corpus) or http(s) URLs."""
+    .html, .pdf, .docx, .pptx; a .jsonl file is a BEIR corpus) or http(s) URLs."""
     html_classes: tuple[str, ...] = ()
     """Keep only elements with these CSS classes from HTML pages. Empty: a page keeps
     its main content (its main element, else its one article, else its body) without

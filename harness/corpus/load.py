@@ -1,7 +1,7 @@
 """Load documents from files, folders and URLs into `Document` records.
 
 Local: markdown (.md, .markdown, .mdx, .qmd, .rmd), Jupyter notebooks (.ipynb), .txt,
-.rst, .adoc (.asciidoc), .html, .pdf and .docx files, or folders searched recursively for them
+.rst, .adoc (.asciidoc), .html, .pdf, .docx and .pptx files, or folders searched recursively for them
 (a folder's other files are skipped, and the run says which kinds; so are links whose
 target is gone; a file a page includes is no document of its own). Markdown is read as
 its pages show it, without front matter, admonition markers or MDX imports
@@ -12,7 +12,9 @@ without its attribute entries, block markup and macros, with its includes read i
 (`harness.corpus.antora`); a notebook as its markdown and code cells
 (`harness.corpus.notebook`). A PDF's text is what pypdf extracts, page after page; a PDF
 without text (scanned pages) is refused. A Word document (.docx) is read as it reads,
-headings as markdown's, lists and tables in lines (`harness.corpus.word`). URLs are fetched by LangChain's WebBaseLoader.
+headings as markdown's, lists and tables in lines (`harness.corpus.word`); a PowerPoint
+deck (.pptx) slide by slide, each under its title, with its speaker notes
+(`harness.corpus.slides`). URLs are fetched by LangChain's WebBaseLoader.
 An HTML page, saved or fetched, gives its main content in lines, without the site's
 menus, header and footer (`harness.corpus.html`). With `html_classes`, only the elements
 with those CSS classes (a blog's post-title / post-header / post-content, say); a URL's
@@ -36,6 +38,8 @@ from harness.corpus.antora import Component, Components
 from harness.corpus.asciidoc import XrefTitle, asciidoc_text, asciidoc_title
 from harness.corpus.headings import first_heading
 from harness.corpus.markdown import MARKDOWN_SUFFIXES, Include, IncludeRaw, markdown_text
+from harness.corpus.slides import slides_text
+from harness.corpus.word import word_text
 from harness.errors import ConfigError
 from harness.types import Document
 
@@ -50,6 +54,7 @@ SUFFIXES = (
     ".htm",
     ".pdf",
     ".docx",
+    ".pptx",
 )
 """Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
 USER_AGENT = "harness-retrieval-tuning/0.1 (+https://github.com/; offline-first)"
@@ -138,6 +143,9 @@ def _pdf_text(path: Path) -> tuple[str, str]:
         )
     return text, title
 
+
+_BINARY = {".pdf": _pdf_text, ".docx": word_text, ".pptx": slides_text}
+"""Files that are no text, and the function that reads each kind: its text and title."""
 
 MAX_INCLUDE_DEPTH = 8
 """How deep included files may include others."""
@@ -408,13 +416,9 @@ def _load_file(
     includes: _Includes | None = None,
     components: Components | None = None,
 ) -> Document:
-    if path.suffix.lower() == ".pdf":
-        text, title = _pdf_text(path)
-        return Document(doc_id=doc_id, text=text, source=str(path), title=title or path.stem)
-    if path.suffix.lower() == ".docx":
-        from harness.corpus.word import word_text
-
-        text, title = word_text(path)
+    binary = _BINARY.get(path.suffix.lower())
+    if binary is not None:
+        text, title = binary(path)
         return Document(doc_id=doc_id, text=text, source=str(path), title=title or path.stem)
     raw = read_text_file(path, "corpus.sources")
     suffix = path.suffix.lower()

@@ -1,9 +1,10 @@
-"""Office Open XML packages (Word's .docx, Excel's .xlsx): zips of XML parts, read with
-the standard library, each part bounded in size before it is unpacked.
+"""Office Open XML packages (Word's .docx, Excel's .xlsx, PowerPoint's .pptx): zips of
+XML parts, read with the standard library, each part bounded in size before it is
+unpacked.
 
 Errors name the file and the setting that named it: a file that is no such package (a
-legacy .doc or .xls renamed, or a password-protected document, which Office saves as
-another kind of file) and a damaged part are one ConfigError each.
+legacy .doc, .xls or .ppt renamed, or a password-protected document, which Office saves
+as another kind of file) and a damaged part are one ConfigError each.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ document's body takes, and a bound on a zip that unpacks to gigabytes."""
 _APPS = {
     ".docx": ("Word", ".doc", "a Word Document"),
     ".xlsx": ("Excel", ".xls", "an Excel Workbook"),
+    ".pptx": ("PowerPoint", ".ppt", "a PowerPoint Presentation"),
 }
 
 
 class Package:
     """An Office file opened for reading its parts (a context manager).
 
-    `kind` is ".docx" or ".xlsx" (for the messages); `field` the setting that named the
+    `kind` is ".docx", ".xlsx" or ".pptx" (for the messages); `field` the setting that named the
     file. Raises ConfigError when `path` is no zip."""
 
     def __init__(self, path: Path, *, kind: str, field: str) -> None:

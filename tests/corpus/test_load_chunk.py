@@ -205,13 +205,13 @@ def test_files_a_folder_cannot_be_read_as_are_counted_in_a_warning(tmp_path, war
     (folder / ".git").mkdir(parents=True)
     (folder / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (folder / "guide.md").write_text("# Guide\n\nRead me.\n")
-    for name in ("a.doc", "b.doc", "deck.pptx", "assets/app.js", "assets/logo.png"):
+    for name in ("a.doc", "b.doc", "deck.key", "assets/app.js", "assets/logo.png"):
         (folder / name).parent.mkdir(exist_ok=True)
         (folder / name).write_bytes(b"PK\x03\x04")
     docs = load_documents([str(folder)])
     assert [d.doc_id for d in docs] == ["guide.md"]
     assert len(warnings) == 1, warnings
-    assert "skipped 3 files harness does not read (2 .doc, 1 .pptx)" in warnings[0]
+    assert "skipped 3 files harness does not read (2 .doc, 1 .key)" in warnings[0]
     assert ".git" not in warnings[0] and ".docx" in warnings[0] and ".js" not in warnings[0]
 
 
