@@ -1,7 +1,9 @@
 """The corpus: documents from files, folders, BEIR JSONL and URLs; questions; chunks.
 
 load_documents(sources, ...)   Document records, ids stable across runs and machines
-load_questions(path)           Question records (JSONL, JSON, CSV/TSV or one per line)
+                               (Word and PowerPoint files: word.py, slides.py)
+load_questions(path)           Question records (JSONL, JSON, CSV/TSV, an Excel workbook
+                               (spreadsheet.py) or one per line)
 read_text_file(path, field)    a UTF-8 text file, binary or undecodable ones refused
 chunk_documents(docs, ...)     Chunk records with ids `<doc_id>#<start_char>`
 fit_sources(questions, docs)   source spans kept only where the corpus holds them

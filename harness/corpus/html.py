@@ -10,10 +10,12 @@ inline tags (`<code>`, `<a>`, `<em>`) falls apart into one line per tag.
 
 - the content: the elements `html_classes` name when given; otherwise the page's first
   shown `<main>` (or `role="main"`), else its only `<article>`, else its `<body>`;
-- without what is not content inside it: `nav`, `aside`, `footer`, a header outside an
-  article or section (these only when no `html_classes` are given), scripts, styles,
-  form fields, hidden elements and heading anchors (`a.headerlink`, `a.hash-link`,
-  `a.anchor`, `aria-hidden`);
+- without what is not content inside it: `nav`, `aside`, `footer` and the same ARIA
+  landmarks on other elements (`role="navigation"`, `"contentinfo"`, ...), breadcrumbs,
+  a header outside an article or section, and what Confluence's HTML export puts around
+  a page (its "Created by" line, attachments and comments lists; these only when no
+  `html_classes` are given), scripts, styles, form fields, hidden elements and heading
+  anchors (`a.headerlink`, `a.hash-link`, `a.anchor`, `aria-hidden`);
 - in lines: a block element (paragraph, heading, list item, table row, ...) starts a
   line, inline elements stay in their sentence, white space runs become one space; a
   heading is written as markdown's (`## Keys`); a table row's cells are joined by
@@ -88,12 +90,22 @@ NOT_TEXT = frozenset(
 CHROME = frozenset(["nav", "aside", "footer"])
 """A site's menus, sidebars and footers: dropped with everything inside them when a
 page is read for its main content (not from the elements `html_classes` names)."""
+CHROME_ROLES = frozenset(["navigation", "contentinfo", "complementary", "search"])
+"""The same as ARIA landmarks on any element (`<div id="footer" role="contentinfo">`, as
+Confluence's export writes its footer); `role="banner"` is read as a header is."""
+CHROME_CLASSES = frozenset(["page-metadata", "pageSection"])
+"""Classes of what Confluence's HTML export puts around each page's content: "Created by
+... last modified on ..." and the attachments, comments and page-tree lists."""
+_BREADCRUMB = re.compile(r"breadcrumb", re.IGNORECASE)
+"""An element whose id or class names breadcrumbs (`ol.breadcrumb`, Confluence's
+`#breadcrumb-section`): the trail of parent pages above the content, a menu."""
 HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 """Written as markdown headings (`## Keys`), so a page's sections are marked as a
 markdown file's are (generated questions' topics, the judge's reading)."""
 ANCHOR_CLASSES = frozenset(("headerlink", "hash-link", "anchor"))
 """Classes of the permalink anchors documentation generators put beside headings."""
 _SPACE = re.compile(r"\s+")
+_HEADING_GAP = re.compile(r"^(#{1,6})  +")
 _CELL = "\x1f"
 _PRE = "\x1e"
 _LINE = "\n"
@@ -101,17 +113,22 @@ _LINE = "\n"
 
 def _dropped(tag: Tag, chrome: bool) -> bool:
     """Whether `tag` and what it holds are left out: NOT_TEXT, hidden elements and
-    heading anchors; with `chrome`, also CHROME and a header outside an article or
-    section."""
+    heading anchors; with `chrome`, also CHROME (by element or ARIA role), breadcrumbs,
+    CHROME_CLASSES and a header (or banner) outside an article or section."""
     if tag.name in NOT_TEXT or tag.has_attr("hidden") or tag.get("aria-hidden") == "true":
         return True
-    if tag.name == "a" and ANCHOR_CLASSES.intersection(tag.get("class") or ()):
+    classes = tag.get("class") or ()
+    if tag.name == "a" and ANCHOR_CLASSES.intersection(classes):
         return True
     if not chrome:
         return False
-    if tag.name in CHROME:
+    role = tag.get("role")
+    if tag.name in CHROME or role in CHROME_ROLES or CHROME_CLASSES.intersection(classes):
         return True
-    return tag.name == "header" and tag.find_parent(("article", "section")) is None
+    if any(_BREADCRUMB.search(name) for name in (str(tag.get("id") or ""), *classes)):
+        return True
+    header = tag.name == "header" or role == "banner"
+    return header and tag.find_parent(("article", "section")) is None
 
 
 def _shown(tag: Tag) -> bool:
@@ -181,7 +198,8 @@ def _lines(pieces: list[str]) -> list[str]:
                 lines.append(text[1:].rstrip())
             else:
                 cells = (cell.strip() for cell in text.split(_CELL))
-                line = " | ".join(cell for cell in cells if cell)
+                # a heading's marker, then its text's leading white space: one space
+                line = _HEADING_GAP.sub(r"\1 ", " | ".join(cell for cell in cells if cell))
                 if line.strip("# "):  # not empty, nor a heading without text
                     lines.append(line)
             current = []
