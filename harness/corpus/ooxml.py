@@ -4,21 +4,48 @@ unpacked.
 
 Errors name the file and the setting that named it: a file that is no such package (a
 legacy .doc, .xls or .ppt renamed, or a password-protected document, which Office saves
-as another kind of file) and a damaged part are one ConfigError each.
+as another kind of file), a damaged part (bad compressed data, an encrypted entry, a
+compression method zipfile lacks, XML that does not parse), XML nested past Python's
+recursion limit and a file that would unpack past MAX_UNPACKED_BYTES are one
+ConfigError each. An empty file (what Windows' "New > Microsoft Word Document" makes)
+is `empty`: no text, no error. Part names are matched without regard to case, as the
+format's own rules match them.
 """
 
 from __future__ import annotations
 
+import re
+import struct
 import zipfile
+import zlib
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Any, TypeVar
 from xml.etree import ElementTree
 
 from harness.errors import ConfigError
 
-MAX_PART_BYTES = 256 * 1024 * 1024
-"""Bytes one part may take once unzipped: a few hundred times what a thousand-page
-document's body takes, and a bound on a zip that unpacks to gigabytes."""
+MAX_UNPACKED_BYTES = 64 * 1024 * 1024
+"""XML one file may unpack to, all parts read together: several times what a
+thousand-page document's body takes, while its parsed tree takes some 17 times as much
+memory (about 1 GB at the bound). A small zip that unpacks to gigabytes is refused
+before it is read."""
+DAMAGED = (
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    RuntimeError,  # an encrypted entry
+    NotImplementedError,  # a compression method or zip version zipfile lacks
+    ValueError,
+    OSError,
+    struct.error,
+    ElementTree.ParseError,
+)
+"""What reading a damaged package raises."""
+_DC = "http://purl.org/dc/elements/1.1/"
+_SPACE = re.compile(r"\s+")
+T = TypeVar("T")
 
 _APPS = {
     ".docx": ("Word", ".doc", "a Word Document"),
@@ -37,9 +64,15 @@ class Package:
         self.path = path
         self.kind = kind
         self.field = field
+        self.left = MAX_UNPACKED_BYTES
+        self._zip: zipfile.ZipFile | None = None
+        self._names: dict[str, zipfile.ZipInfo] = {}
         app, legacy, saved = _APPS[kind]
         try:
+            if path.stat().st_size == 0:
+                return
             self._zip = zipfile.ZipFile(path)
+            self._names = {info.filename.lower(): info for info in self._zip.infolist()}
         except zipfile.BadZipFile:
             raise ConfigError(
                 str(path),
@@ -47,8 +80,15 @@ class Package:
                 f"not a {kind} (a legacy {legacy}, or password-protected?): save it from {app} "
                 f"as {saved} ({kind}) without a password",
             ) from None
-        except OSError as exc:
-            raise ConfigError(str(path), field, f"cannot read it ({exc})") from None
+        except DAMAGED as exc:
+            raise ConfigError(
+                str(path), field, f"cannot read it ({type(exc).__name__}: {exc})"
+            ) from None
+
+    @property
+    def empty(self) -> bool:
+        """Whether the file is empty (0 bytes): a document no one has written in."""
+        return self._zip is None
 
     def __enter__(self) -> Package:
         return self
@@ -59,26 +99,48 @@ class Package:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._zip.close()
+        if self._zip is not None:
+            self._zip.close()
 
     def part(self, name: str) -> ElementTree.Element | None:
-        """The XML part `name` parsed, or None when the package has none."""
-        try:
-            info = self._zip.getinfo(name)
-        except KeyError:
+        """The XML part `name` parsed, or None when the package has none (or is empty).
+        Each part read takes its unpacked size from the file's allowance."""
+        info = self._names.get(name.lower())
+        if info is None or self._zip is None:
             return None
-        if info.file_size > MAX_PART_BYTES:
+        self.left -= info.file_size
+        if self.left < 0:
             raise ConfigError(
                 str(self.path),
                 self.field,
-                f"{name} unpacks to {info.file_size:,} bytes, over the {MAX_PART_BYTES:,} "
-                "harness reads",
+                f"it unpacks to over {MAX_UNPACKED_BYTES:,} bytes of XML (at {name}), more "
+                "than harness reads from one file: split the document",
             )
         try:
             return ElementTree.fromstring(self._zip.read(info))
-        except (ElementTree.ParseError, zipfile.BadZipFile, OSError, ValueError) as exc:
+        except DAMAGED as exc:
             raise ConfigError(
                 str(self.path),
                 self.field,
                 f"cannot read this {self.kind}: {name} is damaged ({type(exc).__name__}: {exc})",
             ) from None
+
+    def walk(self, read: Callable[..., T], *args: Any) -> T:
+        """`read(*args)` (a walk over a part's XML), with XML nested too deep to walk
+        refused as one ConfigError."""
+        try:
+            return read(*args)
+        except RecursionError:
+            raise ConfigError(
+                str(self.path),
+                self.field,
+                f"cannot read this {self.kind}: its XML is nested too deep",
+            ) from None
+
+
+def properties_title(package: Package) -> str:
+    """The title in the package's document properties (`docProps/core.xml`), or ""."""
+    core = package.part("docProps/core.xml")
+    if core is None:
+        return ""
+    return _SPACE.sub(" ", core.findtext(f"{{{_DC}}}title") or "").strip()

@@ -243,6 +243,8 @@ def _from_workbook(p: Path, field: str) -> list[Question]:
     from harness.corpus.spreadsheet import workbook_sheets
 
     sheets = workbook_sheets(p, field)
+    if not sheets:
+        return []  # an empty file
     for sheet in sheets:
         header = [cell.strip().lower() for cell in sheet.rows[0][1]] if sheet.rows else []
         if set(TEXT_FIELDS) & set(header):

@@ -10,8 +10,9 @@ Read with the standard library (`harness.corpus.ooxml`), in the deck's slide ord
 - then its speaker notes, the first line marked `Notes:` (presenters often keep there
   what the slide only hints at).
 
-Not read: hidden slides, slide numbers, dates and footers, and text in pictures and
-charts. The title is the deck properties' title, else the first slide's title.
+Not read: hidden slides, slide numbers, dates and footers, and text in pictures,
+charts and SmartArt. The title is the first slide title's, else the deck properties'
+(a template's "PowerPoint Presentation" is often left there). An empty file has no text.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree
 
-from harness.corpus.ooxml import Package
+from harness.corpus.ooxml import Package, properties_title
 from harness.errors import ConfigError
 
 _P = (
@@ -36,8 +37,8 @@ _REL = (
     "http://schemas.openxmlformats.org/officeDocument/2006/relationships",
     "http://purl.oclc.org/ooxml/officeDocument/relationships",
 )
+_MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 _PACKAGE_RELS = "http://schemas.openxmlformats.org/package/2006/relationships"
-_DC = "http://purl.org/dc/elements/1.1/"
 _SPACE = re.compile(r"[ \t\u00a0]+")
 _TITLES = ("title", "ctrTitle")
 _FURNITURE = ("sldNum", "dt", "ftr", "hdr", "sldImg")
@@ -46,12 +47,14 @@ page's picture of its slide."""
 
 
 def _name(el: ElementTree.Element) -> str:
-    """ "p:" or "a:" and `el`'s local name for PresentationML and DrawingML, else ""."""
+    """The local name of `el` with a prefix for its vocabulary ("p:" PresentationML, "a:"
+    DrawingML, "mc:" markup compatibility), or "" for any other."""
     tag = el.tag if isinstance(el.tag, str) else ""
     ns, _, local = tag[1:].partition("}")
     if not tag.startswith("{"):
         return ""
-    return "p:" + local if ns in _P else "a:" + local if ns in _A else ""
+    prefix = "p:" if ns in _P else "a:" if ns in _A else "mc:" if ns == _MC else ""
+    return prefix + local if prefix else ""
 
 
 def _rel_id(el: ElementTree.Element) -> str | None:
@@ -98,7 +101,8 @@ def _paragraphs(body: ElementTree.Element) -> list[str]:
         for child in p:
             name = _name(child)
             if name == "a:pPr":
-                level = int(child.get("lvl", "0")) if child.get("lvl", "0").isdigit() else 0
+                lvl = child.get("lvl", "0")
+                level = min(int(lvl), 8) if lvl.isascii() and lvl.isdigit() else 0
             elif name == "a:r" or (name == "a:fld" and child.get("type") != "slidenum"):
                 parts.extend(t.text or "" for t in child if _name(t) == "a:t")
             elif name == "a:br":
@@ -131,6 +135,10 @@ def _shapes(tree: ElementTree.Element, title: list[str], lines: list[str]) -> No
         name = _name(shape)
         if name == "p:grpSp":
             _shapes(shape, title, lines)
+        elif name == "mc:AlternateContent":  # a shape with an equation, and its fallback
+            choices = [c for c in shape if _name(c) in ("mc:Choice", "mc:Fallback")]
+            if choices:
+                _shapes(choices[0], title, lines)
         elif name == "p:graphicFrame":
             for table in shape.iter():
                 if _name(table) == "a:tbl":
@@ -161,6 +169,8 @@ def slides_text(path: Path) -> tuple[str, str]:
     Raises ConfigError naming the file when it is no .pptx or a part is damaged.
     """
     with Package(path, kind=".pptx", field="corpus.sources") as package:
+        if package.empty:
+            return "", ""
         presentation = package.part("ppt/presentation.xml")
         if presentation is None:
             raise ConfigError(str(path), "corpus.sources", "a .pptx without ppt/presentation.xml")
@@ -172,20 +182,20 @@ def slides_text(path: Path) -> tuple[str, str]:
         ]
         out: list[str] = []
         first_title = ""
-        for number, part in enumerate(order, 1):
+        for number, part in enumerate(dict.fromkeys(order), 1):  # each slide once
             slide = package.part(part)
-            if slide is None or slide.get("show") == "0":
+            if slide is None or slide.get("show") in ("0", "false"):
                 continue
             title: list[str] = []
             lines: list[str] = []
             tree = _tree(slide)
             if tree is not None:
-                _shapes(tree, title, lines)
+                package.walk(_shapes, tree, title, lines)
             notes: list[str] = []
             for kind, target in _targets(package, part).values():
                 notes_tree = _tree(package.part(target)) if kind == "notesSlide" else None
                 if notes_tree is not None:
-                    _shapes(notes_tree, [], notes)
+                    package.walk(_shapes, notes_tree, [], notes)
             if not (title or lines or notes):
                 continue  # a picture, a chart: nothing to read
             heading = " ".join(title) or f"Slide {number}"
@@ -195,8 +205,5 @@ def slides_text(path: Path) -> tuple[str, str]:
             if notes:
                 out.append(f"Notes: {notes[0].strip()}")
                 out.extend(notes[1:])
-        core = package.part("docProps/core.xml")
-    deck_title = ""
-    if core is not None:
-        deck_title = _SPACE.sub(" ", core.findtext(f"{{{_DC}}}title") or "").strip()
-    return "\n".join(out), deck_title or first_title
+        properties = properties_title(package)
+    return "\n".join(out), first_title or properties

@@ -3,8 +3,10 @@ in a spreadsheet is read as its CSV export would be, without exporting it.
 
 Read with the standard library (`harness.corpus.ooxml`): each visible worksheet in the
 workbook's order, its rows by Excel's row numbers (so a message names the row a user
-sees), each cell as Excel shows its value: shared and inline strings (rich text joined,
-without phonetic guides), a formula's last result, a number as written (`3`, `2.5`),
+sees), each cell's text: shared and inline strings (rich text joined, without phonetic
+guides, Excel's `_x000D_` escapes undone), a formula's last result (none in a file no
+spreadsheet program has recalculated), a number as stored (`3`, `2.5`; a date as
+Excel's day number and a percentage as a fraction, as number formats are not applied),
 TRUE / FALSE. Empty rows are left out; a row's cells are placed by their column letters,
 so an empty cell keeps its column.
 """
@@ -30,6 +32,9 @@ _REL = (
 )
 _PACKAGE_RELS = "http://schemas.openxmlformats.org/package/2006/relationships"
 _COLUMN = re.compile(r"([A-Z]{1,3})[0-9]*")
+_ESCAPE = re.compile(r"_x([0-9A-Fa-f]{4})_")
+"""How Excel writes a character XML cannot hold (`_x000D_`, a carriage return), and a
+literal `_x` that would read as one (`_x005F_x0041_`: "_x0041_")."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,7 @@ def _children(el: ElementTree.Element | None, name: str) -> list[ElementTree.Ele
 
 def _text(el: ElementTree.Element) -> str:
     """A string item's text: its `t`, or its rich-text runs' `t`s joined, not the
-    phonetic guide (`rPh`) Japanese workbooks carry."""
+    phonetic guide (`rPh`) Japanese workbooks carry; Excel's escapes undone."""
     parts: list[str] = []
     for child in el:
         name = _local(child)
@@ -61,7 +66,7 @@ def _text(el: ElementTree.Element) -> str:
             parts.append(child.text or "")
         elif name == "r":
             parts.extend(t.text or "" for t in _children(child, "t"))
-    return "".join(parts)
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), "".join(parts))
 
 
 def _column(ref: str | None, after: int) -> int:
@@ -82,7 +87,8 @@ def _value(cell: ElementTree.Element, shared: list[str]) -> str:
         return "".join(_text(s) for s in _children(cell, "is"))
     v = next((c.text or "" for c in _children(cell, "v")), "")
     if kind == "s":
-        return shared[int(v)] if v.isdigit() and int(v) < len(shared) else ""
+        index = int(v) if v.isascii() and v.isdigit() else len(shared)
+        return shared[index] if index < len(shared) else ""
     if kind == "b":
         return "TRUE" if v == "1" else "FALSE"
     if kind == "n" and v:
@@ -100,7 +106,7 @@ def _rows(sheet: ElementTree.Element, shared: list[str]) -> list[tuple[int, list
         number = 0
         for row in _children(data, "row"):
             r = row.get("r", "")
-            number = int(r) if r.isdigit() else number + 1
+            number = int(r) if r.isascii() and r.isdigit() else number + 1
             cells: dict[int, str] = {}
             column = -1
             for cell in _children(row, "c"):
@@ -123,9 +129,11 @@ def workbook_sheets(path: Path, field: str) -> list[Sheet]:
     """The visible worksheets of the workbook at `path`, in the workbook's order.
 
     Raises ConfigError naming the file (and `field`, the setting that named it) when it
-    is no .xlsx, a part is damaged, or it has no worksheet.
+    is no .xlsx, a part is damaged, or it has no worksheet; an empty file has no sheets.
     """
     with Package(path, kind=".xlsx", field=field) as package:
+        if package.empty:
+            return []
         workbook = package.part("xl/workbook.xml")
         rels = package.part("xl/_rels/workbook.xml.rels")
         if workbook is None or rels is None:

@@ -225,6 +225,8 @@ def test_an_excel_workbook_reads_as_its_csv_export(tmp_path):
         '<c r="B3" t="inlineStr"><is><t>Who approves expenses?</t></is></c></row>'
         '<row r="5"><c r="B5" t="inlineStr"><is><t>What is the wifi password?</t></is></c>'
         '<c r="C5" t="b"><v>1</v></c></row>'
+        '<row r="6"><c r="B6" t="inlineStr"><is><t>Who signs?_x000D_\nAnd _x005F_x0041_?</t>'
+        "</is></c></row>"
     )
     path = xlsx(
         tmp_path / "helpdesk.xlsx",
@@ -241,6 +243,7 @@ def test_an_excel_workbook_reads_as_its_csv_export(tmp_path):
         ("7", "How long is parental leave?", {"clicks": "12.5"}),
         ("q8", "Who approves expenses?", {}),
         ("q3", "What is the wifi password?", {"clicks": "TRUE"}),
+        ("q4", "Who signs?\r\nAnd _x0041_?", {}),  # Excel's escapes undone
     ]
 
 
@@ -266,6 +269,10 @@ def test_a_workbook_that_names_no_question_column_or_is_no_workbook_says_so(tmp_
     )
     with pytest.raises(ConfigError, match=r"r\.xlsx: sheet 'Q', row 4: 3 cells where the header"):
         load_questions(bad_row)
+    empty = tmp_path / "new.xlsx"
+    empty.write_bytes(b"")
+    with pytest.raises(ConfigError, match="holds no questions"):
+        load_questions(empty)
     legacy = tmp_path / "old.xlsx"
     legacy.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 64)
     with pytest.raises(ConfigError, match=r"not a \.xlsx \(a legacy \.xls, or password-protected"):

@@ -138,7 +138,37 @@ def test_slides_read_in_the_decks_order_under_their_titles_with_notes(tmp_path):
         "Receipts in 30 days",
     ]
     assert title == "Annual leave"  # the first slide's title, with none in the properties
-    assert slides_text(deck(tmp_path / "t.pptx", slides, title="Onboarding"))[1] == "Onboarding"
+    untitled = [slide(shape([("Onboarding, week one", 0)]))]
+    assert slides_text(deck(tmp_path / "t.pptx", untitled, title="Onboarding"))[1] == "Onboarding"
+
+
+def test_equation_boxes_hidden_slides_and_a_slide_listed_twice(tmp_path):
+    """PowerPoint wraps a text box holding an equation in mc:AlternateContent (read
+    once); `show="false"` hides a slide as "0" does; a slide the list names twice is
+    read once."""
+    boxed = (
+        '<mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006">'
+        '<mc:Choice Requires="a14">' + shape([("Speed is d/t", 0)], None) + "</mc:Choice>"
+        "<mc:Fallback>" + shape([("(picture of the equation)", 0)], None) + "</mc:Fallback>"
+        "</mc:AlternateContent>"
+    )
+    slides = [
+        slide(shape([("Physics", 0)], "title") + boxed),
+        slide(shape([("Old", 0)], "title"), show=False),
+    ]
+    slides[1] = slides[1].replace('show="0"', 'show="false"')
+    path = deck(tmp_path / "p.pptx", slides)
+    assert slides_text(path)[0] == "## Physics\nSpeed is d/t"
+    twice = tmp_path / "twice.pptx"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(twice, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename == "ppt/presentation.xml":
+                data = data.replace(
+                    b'r:id="rId1"/>', b'r:id="rId1"/><p:sldId id="300" r:id="rId1"/>'
+                )
+            dst.writestr(item, data)
+    assert slides_text(twice)[0] == "## Physics\nSpeed is d/t"
 
 
 def test_a_folder_of_decks_is_read_and_a_deck_of_pictures_is_left_out(tmp_path, warnings):

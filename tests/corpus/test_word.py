@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.corpus import chunk_documents, load_documents
-from harness.corpus.ooxml import MAX_PART_BYTES
+from harness.corpus.ooxml import MAX_UNPACKED_BYTES
 from harness.corpus.word import word_text
 from harness.errors import ConfigError
 
@@ -183,11 +183,94 @@ def test_only_the_text_a_reader_sees_is_read(tmp_path):
     ]
 
 
-def test_the_title_is_the_properties_and_a_document_without_styles_reads(tmp_path):
-    path = docx(tmp_path / "d.docx", para("Hello there."), title="Expenses", styles=None)
-    assert word_text(path) == ("Hello there.", "Expenses")
-    path = docx(tmp_path / "e.docx", para("Plain."), styles=None, numbering=None)
+def test_the_title_is_the_title_styled_paragraph_then_the_properties_then_a_heading(tmp_path):
+    body = para("Purpose", "berschrift1") + para("Leave policy", "Title")
+    assert word_text(docx(tmp_path / "a.docx", body, title="Policy template"))[1] == "Leave policy"
+    body = para("Purpose", "berschrift1") + para("Hello there.")
+    assert word_text(docx(tmp_path / "b.docx", body, title="Expenses"))[1] == "Expenses"
+    assert word_text(docx(tmp_path / "c.docx", body))[1] == "Purpose"
+    path = docx(tmp_path / "d.docx", para("Plain."), styles=None, numbering=None)
     assert word_text(path) == ("Plain.", "")
+
+
+NUMBERED = f"""<w:numbering xmlns:w="{W}">
+<w:abstractNum w:abstractNumId="10"><w:styleLink w:val="LegalList"/>
+  <w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1."/></w:lvl>
+  <w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/><w:lvlText w:val="(%2)"/></w:lvl>
+  <w:lvl w:ilvl="2"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1.%3"/></w:lvl>
+</w:abstractNum>
+<w:abstractNum w:abstractNumId="11"><w:numStyleLink w:val="LegalList"/></w:abstractNum>
+<w:abstractNum w:abstractNumId="12">
+  <w:lvl w:ilvl="0"><w:start w:val="0"/><w:numFmt w:val="decimalFullWidth"/><w:lvlText w:val="Step %1:"/></w:lvl>
+  <w:lvl w:ilvl="1"><w:numFmt w:val="none"/><w:lvlText w:val=""/></w:lvl>
+</w:abstractNum>
+<w:num w:numId="5"><w:abstractNumId w:val="10"/></w:num>
+<w:num w:numId="6"><w:abstractNumId w:val="10"/></w:num>
+<w:num w:numId="7"><w:abstractNumId w:val="11"/></w:num>
+<w:num w:numId="8"><w:abstractNumId w:val="12"/></w:num>
+<w:num w:numId="9"><w:abstractNumId w:val="10"/>
+  <w:lvlOverride w:ilvl="0"><w:lvl w:ilvl="0"><w:start w:val="4"/><w:numFmt w:val="upperRoman"/>
+  <w:lvlText w:val="%1."/></w:lvl></w:lvlOverride></w:num>
+</w:numbering>"""
+NUMBERED_STYLES = STYLES.replace(
+    "</w:styles>",
+    '<w:style w:type="paragraph" w:styleId="Clause"><w:name w:val="heading 2"/>'
+    '<w:pPr><w:numPr><w:numId w:val="5"/></w:numPr></w:pPr></w:style>'
+    '<w:style w:type="numbering" w:styleId="LegalList"><w:name w:val="Legal List"/>'
+    '<w:pPr><w:numPr><w:numId w:val="5"/></w:numPr></w:pPr></w:style></w:styles>',
+)
+
+
+def test_list_numbers_read_as_word_shows_them(tmp_path):
+    """Numbered headings keep their numbers; lists of one definition count on together
+    and a deeper level restarts under a new item; a level's text (`(%2)`, `%1.%3`,
+    `Step %1:`), a list style's link, a start of 0, an override's own level, a level
+    without a number, and a format harness does not write out (as digits)."""
+    body = "".join(
+        [
+            para("Scope", "Clause"),  # the heading style numbers it
+            para("staff", num=(5, 1)),
+            para("contractors", num=(6, 1)),  # another list of the same definition
+            para("Duties", "Clause"),
+            para("report", num=(5, 1)),  # restarts under the new heading
+            para("within an hour", num=(5, 2)),
+            para("through the list style", num=(7, 1)),
+            para("first", num=(8, 0)),
+            para("second", num=(8, 0)),
+            para("no number", num=(8, 1)),
+            para("roman", num=(9, 0)),
+        ]
+    )
+    path = docx(tmp_path / "n.docx", body, styles=NUMBERED_STYLES, numbering=NUMBERED)
+    assert word_text(path)[0].splitlines() == [
+        "### 1. Scope",
+        "  (a) staff",
+        "  (b) contractors",
+        "### 2. Duties",
+        "  (a) report",
+        "    2.1 within an hour",
+        "  (b) through the list style",
+        "Step 0: first",
+        "Step 1: second",
+        "  no number",
+        "IV. roman",
+    ]
+
+
+def test_hidden_text_placeholders_and_equations(tmp_path):
+    body = (
+        "<w:p><w:r><w:rPr><w:vanish/></w:rPr><w:t>HIDDEN </w:t></w:r>"
+        '<w:r><w:rPr><w:vanish w:val="false"/></w:rPr><w:t>Shown. </w:t></w:r>'
+        "<w:r><w:t>Speed is </w:t></w:r>"
+        '<m:oMath xmlns:m="http://schemas.openxmlformats.org/officeDocument/2006/math">'
+        "<m:r><m:t>d/t</m:t></m:r></m:oMath></w:p>"
+        "<w:sdt><w:sdtPr><w:showingPlcHdr/></w:sdtPr><w:sdtContent>"
+        + para("Click or tap here to enter text.")
+        + "</w:sdtContent></w:sdt>"
+        "<w:p><w:r><w:t>Owner: </w:t></w:r><w:sdt><w:sdtPr><w:showingPlcHdr/></w:sdtPr>"
+        "<w:sdtContent><w:r><w:t>Choose an item.</w:t></w:r></w:sdtContent></w:sdt></w:p>"
+    )
+    assert word_text(docx(tmp_path / "h.docx", body))[0] == "Shown. Speed is d/t\nOwner:"
 
 
 def test_strict_open_xml_reads_too(tmp_path):
@@ -239,9 +322,35 @@ def test_a_file_that_is_no_docx_or_a_damaged_one_is_named(tmp_path):
         word_text(empty)
 
 
-def test_a_part_that_unpacks_too_large_is_refused_before_it_is_read(tmp_path, monkeypatch):
-    monkeypatch.setattr("harness.corpus.ooxml.MAX_PART_BYTES", 1000)
-    path = docx(tmp_path / "big.docx", para("x" * 2000))
-    with pytest.raises(ConfigError, match="unpacks to"):
+def test_a_file_that_unpacks_too_large_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr("harness.corpus.ooxml.MAX_UNPACKED_BYTES", 3000)
+    path = docx(tmp_path / "big.docx", para("x" * 2000), styles=STYLES * 2)
+    with pytest.raises(ConfigError, match="unpacks to over 3,000 bytes of XML"):
         word_text(path)
-    assert MAX_PART_BYTES > 100_000_000
+    assert MAX_UNPACKED_BYTES >= 64 * 1024 * 1024
+
+
+def test_damaged_deep_and_empty_files(tmp_path, warnings):
+    """A part whose compressed data is damaged, and XML nested past the recursion limit,
+    are one error naming the file; an empty .docx (Windows' New > Word Document) is a
+    document without text, left out with a warning rather than stopping the load."""
+    good = docx(tmp_path / "good.docx", para("Leave is 27 days. " * 40))
+    raw = bytearray(good.read_bytes())
+    start = raw.index(b"word/document.xml") + len("word/document.xml")
+    raw[start + 40 : start + 60] = b"\xff" * 20  # into the deflated body
+    damaged = tmp_path / "damaged.docx"
+    damaged.write_bytes(bytes(raw))
+    with pytest.raises(ConfigError) as e:
+        word_text(damaged)
+    assert str(damaged) in str(e.value) and "damaged" in str(e.value)
+    deep = docx(
+        tmp_path / "deep.docx", "<w:customXml>" * 5000 + para("x") + "</w:customXml>" * 5000
+    )
+    with pytest.raises(ConfigError, match="nested too deep"):
+        word_text(deep)
+    folder = tmp_path / "f"
+    folder.mkdir()
+    (folder / "New Microsoft Word Document.docx").write_bytes(b"")
+    docx(folder / "leave.docx", para("Leave is 27 days."))
+    assert [d.doc_id for d in load_documents(folder)] == ["leave.docx"]
+    assert any("New Microsoft Word Document.docx" in w for w in warnings)
