@@ -11,9 +11,10 @@ inline tags (`<code>`, `<a>`, `<em>`) falls apart into one line per tag.
 - the content: the elements `html_classes` name when given; otherwise the page's first
   shown `<main>` (or `role="main"`), else its only `<article>`, else its `<body>`;
 - without what is not content inside it: `nav`, `aside`, `footer` and the same ARIA
-  landmarks on other elements (`role="navigation"`, `"contentinfo"`, ...), breadcrumbs,
-  a header outside an article or section, and what Confluence's HTML export puts around
-  a page (its "Created by" line, attachments and comments lists; these only when no
+  landmarks on other elements (`role="navigation"`, `"contentinfo"`, ...), breadcrumb
+  trails, a header (or `role="banner"`) outside an article, section, main, aside or nav
+  (the page's banner), and what Confluence's HTML export puts around a page (its
+  "Created by" line, attachments and comments lists; these only when no
   `html_classes` are given), scripts, styles, form fields, hidden elements and heading
   anchors (`a.headerlink`, `a.hash-link`, `a.anchor`, `aria-hidden`);
 - in lines: a block element (paragraph, heading, list item, table row, ...) starts a
@@ -96,9 +97,15 @@ Confluence's export writes its footer); `role="banner"` is read as a header is."
 CHROME_CLASSES = frozenset(["page-metadata", "pageSection"])
 """Classes of what Confluence's HTML export puts around each page's content: "Created by
 ... last modified on ..." and the attachments, comments and page-tree lists."""
-_BREADCRUMB = re.compile(r"breadcrumb", re.IGNORECASE)
-"""An element whose id or class names breadcrumbs (`ol.breadcrumb`, Confluence's
-`#breadcrumb-section`): the trail of parent pages above the content, a menu."""
+_BREADCRUMB = re.compile(
+    r"breadcrumbs?(?:[-_](?:nav|list|bar|container|wrapper|section|trail))?", re.IGNORECASE
+)
+"""An id or class token that names breadcrumbs, whole (`ol.breadcrumb`, Confluence's
+`#breadcrumb-section`): the trail of parent pages above the content, a menu. Not a
+token that only mentions them (`has-breadcrumbs`, a Sphinx section's
+`module-sentry_sdk.breadcrumbs`), nor a heading, section, article or an element that
+holds the page's main or article (KEPT)."""
+KEPT = frozenset(["h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "main", "body"])
 HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 """Written as markdown headings (`## Keys`), so a page's sections are marked as a
 markdown file's are (generated questions' topics, the judge's reading)."""
@@ -114,7 +121,8 @@ _LINE = "\n"
 def _dropped(tag: Tag, chrome: bool) -> bool:
     """Whether `tag` and what it holds are left out: NOT_TEXT, hidden elements and
     heading anchors; with `chrome`, also CHROME (by element or ARIA role), breadcrumbs,
-    CHROME_CLASSES and a header (or banner) outside an article or section."""
+    CHROME_CLASSES and a header (or banner) outside an article, section, main, aside or
+    nav (where HTML's rules make it the page's banner)."""
     if tag.name in NOT_TEXT or tag.has_attr("hidden") or tag.get("aria-hidden") == "true":
         return True
     classes = tag.get("class") or ()
@@ -125,10 +133,18 @@ def _dropped(tag: Tag, chrome: bool) -> bool:
     role = tag.get("role")
     if tag.name in CHROME or role in CHROME_ROLES or CHROME_CLASSES.intersection(classes):
         return True
-    if any(_BREADCRUMB.search(name) for name in (str(tag.get("id") or ""), *classes)):
+    if _breadcrumbs(tag, classes):
         return True
     header = tag.name == "header" or role == "banner"
-    return header and tag.find_parent(("article", "section")) is None
+    return header and tag.find_parent(("article", "section", "main", "aside", "nav")) is None
+
+
+def _breadcrumbs(tag: Tag, classes: Sequence[str]) -> bool:
+    """Whether `tag` is a breadcrumb trail (see _BREADCRUMB)."""
+    names = (str(tag.get("id") or ""), *classes)
+    if tag.name in KEPT or not any(_BREADCRUMB.fullmatch(n) for n in names):
+        return False
+    return tag.find(("main", "article")) is None and tag.find(None, {"role": "main"}) is None
 
 
 def _shown(tag: Tag) -> bool:

@@ -121,6 +121,24 @@ def test_aria_landmarks_and_breadcrumbs_are_chrome_as_their_elements_are():
     assert html_text(page, ["breadcrumb"])[0] == "Docs\nCaches"
 
 
+def test_content_that_only_mentions_breadcrumbs_is_kept():
+    """A Sphinx section about a breadcrumbs module, a wrapper that has breadcrumbs
+    beside its main, a heading whose id names them, a page hero in <main>: content."""
+    sphinx = (
+        '<div role="main"><section id="module-sentry_sdk.breadcrumbs"><h1>Breadcrumbs</h1>'
+        "<p>Helpers.</p></section>"
+        '<section id="breadcrumbs"><h2 id="breadcrumbs-usage">Usage</h2><p>Call it.</p>'
+        "</section></div>"
+    )
+    assert html_text(sphinx)[0] == "# Breadcrumbs\nHelpers.\n## Usage\nCall it."
+    wrapper = (
+        '<body class="has-breadcrumbs"><div class="page-grid page-grid--has-breadcrumbs">'
+        '<nav class="breadcrumbs">Docs</nav><div class="breadcrumb-wrapper">Docs / Guide'
+        "</div><main><header><h1>Guide</h1></header><p>Read me.</p></main></div></body>"
+    )
+    assert html_text(wrapper)[0] == "# Guide\nRead me."
+
+
 def test_one_article_is_the_content_several_are_not():
     one = "<body><p>Share this</p><article><p>The post.</p></article></body>"
     assert html_text(one)[0] == "The post."
