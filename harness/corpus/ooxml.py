@@ -5,9 +5,9 @@ unpacked.
 Errors name the file and the setting that named it: a file that is no such package (a
 legacy .doc, .xls or .ppt renamed, or a password-protected document, which Office saves
 as another kind of file), a damaged part (bad compressed data, an encrypted entry, a
-compression method zipfile lacks, XML that does not parse), XML nested past Python's
-recursion limit and a file that would unpack past MAX_UNPACKED_BYTES are one
-ConfigError each. An empty file (what Windows' "New > Microsoft Word Document" makes)
+compression method zipfile lacks, XML that does not parse, XML declaring a DTD), XML
+nested past Python's recursion limit and a file that would unpack past
+MAX_UNPACKED_BYTES are one ConfigError each. An empty file (what Windows' "New > Microsoft Word Document" makes)
 is `empty`: no text, no error. Part names are matched without regard to case, as the
 format's own rules match them.
 """
@@ -117,7 +117,7 @@ class Package:
                 "than harness reads from one file: split the document",
             )
         try:
-            return ElementTree.fromstring(self._zip.read(info))
+            return _parse(self._zip.read(info))
         except DAMAGED as exc:
             raise ConfigError(
                 str(self.path),
@@ -136,6 +136,22 @@ class Package:
                 self.field,
                 f"cannot read this {self.kind}: its XML is nested too deep",
             ) from None
+
+
+class _NoDoctype(ElementTree.TreeBuilder):
+    """A tree builder that refuses a DTD as soon as the parser meets one."""
+
+    def doctype(self, name: str, pubid: str | None, system: str | None) -> None:
+        raise ValueError("it declares a DTD, which Office files never do")
+
+
+def _parse(data: bytes) -> ElementTree.Element:
+    """XML parsed, a part declaring a DTD refused (ValueError): Office never writes one
+    (the format forbids it), and its entities would expand a few bytes into gigabytes
+    of text, past what MAX_UNPACKED_BYTES bounds."""
+    parser = ElementTree.XMLParser(target=_NoDoctype())
+    parser.feed(data)
+    return parser.close()
 
 
 def properties_title(package: Package) -> str:

@@ -5,8 +5,9 @@ Read with the standard library (`harness.corpus.ooxml`), in the deck's slide ord
 - each slide opens with its title as a markdown heading (`## Remote work`; `## Slide 4`
   for a slide without one), so its chunks have it as their topic;
 - then the text of its shapes in the order the slide stacks them (text boxes, content
-  placeholders, shapes within groups), a paragraph a line, indented two spaces a
-  bullet level; a table's rows as lines, cells joined by " | " (as a saved page's);
+  placeholders, shapes within groups; an equation as its text), a paragraph a line,
+  indented two spaces a bullet level; a table's rows as lines, cells joined by " | "
+  (as a saved page's);
 - then its speaker notes, the first line marked `Notes:` (presenters often keep there
   what the slide only hints at).
 
@@ -38,6 +39,14 @@ _REL = (
     "http://purl.oclc.org/ooxml/officeDocument/relationships",
 )
 _MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
+_MATH_TEXT = frozenset(
+    f"{{{ns}}}t"
+    for ns in (
+        "http://schemas.openxmlformats.org/officeDocument/2006/math",
+        "http://purl.oclc.org/ooxml/officeDocument/math",
+    )
+)
+"""The text element of Office Math, which PowerPoint writes equations in."""
 _PACKAGE_RELS = "http://schemas.openxmlformats.org/package/2006/relationships"
 _SPACE = re.compile(r"[ \t\u00a0]+")
 _TITLES = ("title", "ctrTitle")
@@ -107,6 +116,8 @@ def _paragraphs(body: ElementTree.Element) -> list[str]:
                 parts.extend(t.text or "" for t in child if _name(t) == "a:t")
             elif name == "a:br":
                 parts.append("\n")
+            elif name == "mc:AlternateContent" or not name:  # an equation (a14:m), as text
+                parts.extend(t.text or "" for t in child.iter() if t.tag in _MATH_TEXT)
         for i, line in enumerate("".join(parts).split("\n")):
             text = _SPACE.sub(" ", line).strip()
             if text:

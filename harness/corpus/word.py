@@ -152,17 +152,17 @@ class _Reader:
         _inline(p, parts, boxes)
         lines = [_SPACE.sub(" ", line).strip() for line in "".join(parts).split("\n")]
         lines = [line for line in lines if line]
+        num_id, num_level = _numbering(pr)
+        for style in chain:  # what the paragraph leaves unsaid, its list style says
+            num_id = num_id if num_id is not None else style.numbering[0]
+            num_level = num_level if num_level is not None else style.numbering[1]
+        numbered = num_id is not None and num_id != "0"
+        num_level = num_level or 0
+        marker = ""
+        if num_id is not None and num_id != "0":  # counted even empty, as Word counts it
+            marker = self.lists.marker(num_id, num_level)
         if lines:
             level = _heading_level(pr, chain) if self.headings else None
-            num_id, num_level = _numbering(pr)
-            for style in chain:  # what the paragraph leaves unsaid, its list style says
-                num_id = num_id if num_id is not None else style.numbering[0]
-                num_level = num_level if num_level is not None else style.numbering[1]
-            numbered = num_id is not None and num_id != "0"
-            num_level = num_level or 0
-            marker = ""
-            if num_id is not None and num_id != "0":
-                marker = self.lists.marker(num_id, num_level)
             if level is not None:
                 text = " ".join(lines)
                 self.title = self.title or (text if level == 1 else "")

@@ -12,7 +12,7 @@ list style (`w:numStyleLink`), whose own list gives the levels.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from xml.etree import ElementTree
 
 W = (
@@ -76,21 +76,29 @@ def on(el: ElementTree.Element | None) -> bool:
 
 @dataclass(frozen=True)
 class Level:
-    """One level of a list: its number format, start and text (`%1.`)."""
+    """One level of a list: its number format, start and text (`%1.`); after which
+    shallower level it restarts (`w:lvlRestart`: None after any, 0 never, N after an
+    item of level N, one-based); whether it shows every count in digits (`w:isLgl`, a
+    legal list's "1.01" under roman chapters)."""
 
     fmt: str = "decimal"
     start: int = 1
     text: str = "%1."
+    restart: int | None = None
+    legal: bool = False
 
 
-def _level(lvl: ElementTree.Element, index: int) -> Level:
-    """A `w:lvl`, at level `index` (its text `%<index + 1>.` when it names none)."""
-    start = number(attr(child(lvl, "start"), "val"), 1) or 0
+def _level(lvl: ElementTree.Element, index: int, start: int | None = None) -> Level:
+    """A `w:lvl`, at level `index` (its text `%<index + 1>.` when it names none);
+    `start` overrides its own (a list's `w:startOverride`)."""
+    own = number(attr(child(lvl, "start"), "val"), 1) or 0
     text = attr(child(lvl, "lvlText"), "val")
     return Level(
         fmt=attr(child(lvl, "numFmt"), "val") or "decimal",
-        start=min(start, MAX_START),
+        start=min(own if start is None else start, MAX_START),
         text=f"%{index + 1}." if text is None else text,
+        restart=number(attr(child(lvl, "lvlRestart"), "val"), None),
+        legal=on(child(lvl, "isLgl")),
     )
 
 
@@ -130,13 +138,20 @@ def _roman(n: int) -> str:
     return out
 
 
+MAX_LETTERS = 26 * 30
+"""Counts past this are written in digits where the format says letters (`zzz...`
+grows a letter every 26 items), and past 3999 where it says roman numerals."""
+
+
 def shown(n: int, fmt: str) -> str:
     """The count `n` written in the number format `fmt` (formats harness does not write
-    out, such as words or East Asian numerals, as digits)."""
-    if fmt in ("lowerLetter", "upperLetter"):
+    out, such as words or East Asian numerals, as digits; "none" as nothing)."""
+    if fmt == "none":
+        return ""
+    if fmt in ("lowerLetter", "upperLetter") and n <= MAX_LETTERS:
         letters = _letters(n)
         return letters.upper() if fmt == "upperLetter" else letters
-    if fmt in ("lowerRoman", "upperRoman"):
+    if fmt in ("lowerRoman", "upperRoman") and n < 4000:
         roman = _roman(n)
         return roman.upper() if fmt == "upperRoman" else roman
     if fmt == "decimalZero":
@@ -152,7 +167,7 @@ class Lists:
     links: dict[str, str] = field(default_factory=dict)  # abstract -> list style it stands for
     styled: dict[str, str] = field(default_factory=dict)  # list style -> abstract defining it
     nums: dict[str, str] = field(default_factory=dict)  # list -> abstract
-    overrides: dict[str, dict[int, Level | int]] = field(default_factory=dict)
+    overrides: dict[str, dict[int, Level]] = field(default_factory=dict)
     counts: dict[str, list[int | None]] = field(default_factory=dict)
     restarted: set[tuple[str, int]] = field(default_factory=set)
 
@@ -167,18 +182,17 @@ class Lists:
     def level(self, num_id: str, level: int) -> Level:
         """The definition list `num_id` gives `level` (its override's, if any)."""
         override = self.overrides.get(num_id, {}).get(level)
-        if isinstance(override, Level):
+        if override is not None:
             return override
-        base = self.abstracts.get(self._abstract(num_id) or "", {}).get(level, Level("bullet"))
-        if isinstance(override, int):
-            return Level(base.fmt, min(override, MAX_START), base.text)
-        return base
+        return self.abstracts.get(self._abstract(num_id) or "", {}).get(level, Level("bullet"))
 
     def marker(self, num_id: str, level: int) -> str:
         """The marker of the next item of list `num_id` at `level`, as Word shows it:
-        its level's text with each `%N` the count of level N ("3.", "(c)", "2.1."), "-"
-        for a bullet, "" for a level without a number. Counts go on across the lists
-        of one abstract definition; a deeper level restarts after a shallower item."""
+        its level's text with each `%N` the count of level N ("3.", "(c)", "2.1.", in
+        digits throughout for a legal level), "-" for a bullet; a level without a number
+        shows its text without it ("NOTE:", or ""). Counts go on across the lists of
+        one abstract definition; a deeper level restarts after a shallower item (or as
+        its `w:lvlRestart` says)."""
         abstract = self._abstract(num_id)
         if abstract is None:
             return "-"
@@ -189,17 +203,18 @@ class Lists:
         own = self.level(num_id, level)
         count = counts[level]
         counts[level] = own.start if count is None else count + 1
-        counts[level + 1 :] = [None] * (8 - level)
+        for deeper in range(level + 1, 9):
+            restart = self.level(num_id, deeper).restart
+            if restart is None or (restart > 0 and level < restart):
+                counts[deeper] = None
         if own.fmt == "bullet":
             return "-"
-        if own.fmt == "none":
-            return ""
 
         def place(m: re.Match[str]) -> str:
             at = int(m.group(1)) - 1
-            got = counts[at] if at < len(counts) else None
+            got = counts[at]
             spec = self.level(num_id, at)
-            return shown(spec.start if got is None else got, spec.fmt)
+            return shown(spec.start if got is None else got, "decimal" if own.legal else spec.fmt)
 
         return _PLACE.sub(place, own.text).strip()
 
@@ -208,6 +223,7 @@ def read_lists(root: ElementTree.Element | None, list_styles: dict[str, str]) ->
     """The lists of `word/numbering.xml` (None: a document without lists);
     `list_styles` maps each list style's id to the list (`w:numId`) it names."""
     lists = Lists()
+    starts: dict[str, dict[int, int]] = {}  # a list's start overrides of levels it keeps
     for el in root if root is not None else ():
         if name(el) == "abstractNum":
             abstract = attr(el, "abstractNumId") or ""
@@ -221,20 +237,24 @@ def read_lists(root: ElementTree.Element | None, list_styles: dict[str, str]) ->
         elif name(el) == "num":
             num_id = attr(el, "numId") or ""
             lists.nums[num_id] = attr(child(el, "abstractNumId"), "val") or ""
-            overrides: dict[int, Level | int] = {}
-            for override in el:
-                level = number(attr(override, "ilvl"), None)
-                if name(override) != "lvlOverride" or level is None or level > 8:
+            own = lists.overrides[num_id] = {}
+            starts[num_id] = {}
+            for item in el:
+                level = number(attr(item, "ilvl"), None)
+                if name(item) != "lvlOverride" or level is None or level > 8:
                     continue
-                lvl = child(override, "lvl")
-                start = number(attr(child(override, "startOverride"), "val"), None)
-                if lvl is not None:
-                    overrides[level] = _level(lvl, level)
+                start = number(attr(child(item, "startOverride"), "val"), None)
+                lvl = child(item, "lvl")
+                if lvl is not None:  # a level of its own; a start override still wins
+                    own[level] = _level(lvl, level, start)
                 elif start is not None:
-                    overrides[level] = start
-            lists.overrides[num_id] = overrides
+                    starts[num_id][level] = start
     for style, style_num in list_styles.items():  # a list style's own list defines it
         defined = lists.nums.get(style_num)
         if defined is not None and defined not in lists.links:
             lists.styled.setdefault(style, defined)
+    for num_id, levels in starts.items():  # with the links known, the levels they restart
+        for level, start in levels.items():
+            base = lists.level(num_id, level)
+            lists.overrides[num_id][level] = replace(base, start=min(start, MAX_START))
     return lists

@@ -257,6 +257,54 @@ def test_list_numbers_read_as_word_shows_them(tmp_path):
     ]
 
 
+RULES = f"""<w:numbering xmlns:w="{W}">
+<w:abstractNum w:abstractNumId="20">
+  <w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="upperRoman"/><w:lvlText w:val="%1."/></w:lvl>
+  <w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1.%2"/>
+    <w:isLgl/></w:lvl>
+  <w:lvl w:ilvl="2"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%3)"/>
+    <w:lvlRestart w:val="0"/></w:lvl>
+  <w:lvl w:ilvl="3"><w:numFmt w:val="none"/><w:lvlText w:val="NOTE:"/></w:lvl>
+  <w:lvl w:ilvl="4"><w:start w:val="780"/><w:numFmt w:val="lowerLetter"/><w:lvlText w:val="%5."/></w:lvl>
+</w:abstractNum>
+<w:num w:numId="1"><w:abstractNumId w:val="20"/>
+  <w:lvlOverride w:ilvl="0"><w:startOverride w:val="5"/>
+    <w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="upperRoman"/><w:lvlText w:val="%1."/></w:lvl>
+  </w:lvlOverride></w:num>
+</w:numbering>"""
+
+
+def test_list_rules_legal_numbers_restarts_labels_and_empty_items(tmp_path):
+    """A start override beats its level's own start; a legal level shows its parent in
+    digits; a level that never restarts counts on under a new parent; a level without
+    a number keeps its label; an empty item is counted, as Word shows it; letters past
+    zz... are digits."""
+    body = "".join(
+        [
+            para("Leave", num=(1, 0)),
+            para("Annual", num=(1, 1)),
+            para("first step", num=(1, 2)),
+            "<w:p><w:pPr><w:numPr><w:ilvl w:val='1'/><w:numId w:val='1'/></w:numPr></w:pPr></w:p>",
+            para("Sick", num=(1, 1)),
+            para("second step", num=(1, 2)),  # lvlRestart 0: counts on
+            para("Ask your manager.", num=(1, 3)),
+            para("letters", num=(1, 4)),
+            para("more letters", num=(1, 4)),
+        ]
+    )
+    path = docx(tmp_path / "r.docx", body, numbering=RULES)
+    assert word_text(path)[0].splitlines() == [
+        "V. Leave",
+        "  5.1 Annual",
+        "    1) first step",
+        "  5.3 Sick",  # the empty item took 5.2
+        "    2) second step",
+        "      NOTE: Ask your manager.",
+        "        " + "z" * 30 + ". letters",
+        "        781. more letters",
+    ]
+
+
 def test_hidden_text_placeholders_and_equations(tmp_path):
     body = (
         "<w:p><w:r><w:rPr><w:vanish/></w:rPr><w:t>HIDDEN </w:t></w:r>"
@@ -331,8 +379,9 @@ def test_a_file_that_unpacks_too_large_is_refused_before_it_is_read(tmp_path, mo
 
 
 def test_damaged_deep_and_empty_files(tmp_path, warnings):
-    """A part whose compressed data is damaged, and XML nested past the recursion limit,
-    are one error naming the file; an empty .docx (Windows' New > Word Document) is a
+    """A part whose compressed data is damaged, XML nested past the recursion limit and
+    XML declaring a DTD (whose entities could expand past any bound) are one error
+    naming the file; an empty .docx (Windows' New > Word Document) is a
     document without text, left out with a warning rather than stopping the load."""
     good = docx(tmp_path / "good.docx", para("Leave is 27 days. " * 40))
     raw = bytearray(good.read_bytes())
@@ -348,6 +397,17 @@ def test_damaged_deep_and_empty_files(tmp_path, warnings):
     )
     with pytest.raises(ConfigError, match="nested too deep"):
         word_text(deep)
+    plain = docx(tmp_path / "dtd.docx", para("&e;"))
+    with zipfile.ZipFile(plain) as z:  # a DTD, which no Office program writes
+        xml = z.read("word/document.xml").replace(
+            b"<w:document",
+            b'<!DOCTYPE w:document [<!ENTITY e "' + b"x" * 100 + b'">]><w:document',
+            1,
+        )
+    with zipfile.ZipFile(tmp_path / "dtd2.docx", "w") as z:
+        z.writestr("word/document.xml", xml)
+    with pytest.raises(ConfigError, match="declares a DTD"):
+        word_text(tmp_path / "dtd2.docx")
     folder = tmp_path / "f"
     folder.mkdir()
     (folder / "New Microsoft Word Document.docx").write_bytes(b"")
