@@ -14,6 +14,7 @@ format's own rules match them.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import struct
 import zipfile
@@ -43,6 +44,14 @@ DAMAGED = (
     ElementTree.ParseError,
 )
 """What reading a damaged package raises."""
+MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
+"""Markup compatibility: `mc:AlternateContent`, one content written for new readers
+and again for old."""
+MATH = (
+    "http://schemas.openxmlformats.org/officeDocument/2006/math",
+    "http://purl.oclc.org/ooxml/officeDocument/math",  # "Strict Open XML"
+)
+"""Office Math, which Word and PowerPoint write equations in."""
 _DC = "http://purl.org/dc/elements/1.1/"
 _SPACE = re.compile(r"\s+")
 T = TypeVar("T")
@@ -152,6 +161,38 @@ def _parse(data: bytes) -> ElementTree.Element:
     parser = ElementTree.XMLParser(target=_NoDoctype())
     parser.feed(data)
     return parser.close()
+
+
+_REL = (
+    "http://schemas.openxmlformats.org/officeDocument/2006/relationships",
+    "http://purl.oclc.org/ooxml/officeDocument/relationships",
+)
+_PACKAGE_RELS = "http://schemas.openxmlformats.org/package/2006/relationships"
+
+
+def relationships(package: Package, part: str) -> dict[str, tuple[str, str]]:
+    """The relationships of `part` (its `_rels/<name>.rels`): id -> (the type's last
+    word, "slide", "worksheet", ...; the target part's name). Links out of the package
+    are left out."""
+    folder, name = posixpath.split(part)
+    rels = package.part(posixpath.join(folder, "_rels", name + ".rels"))
+    out: dict[str, tuple[str, str]] = {}
+    for r in rels if rels is not None else ():
+        if r.tag != f"{{{_PACKAGE_RELS}}}Relationship" or r.get("TargetMode") == "External":
+            continue
+        target = r.get("Target", "")
+        path = target.lstrip("/") if target.startswith("/") else posixpath.join(folder, target)
+        out[r.get("Id", "")] = (r.get("Type", "").rsplit("/", 1)[-1], posixpath.normpath(path))
+    return out
+
+
+def rel_id(el: ElementTree.Element) -> str | None:
+    """The relationship id an element names (`r:id`), or None."""
+    for ns in _REL:
+        value = el.get(f"{{{ns}}}id")
+        if value is not None:
+            return value
+    return None
 
 
 def properties_title(package: Package) -> str:

@@ -18,12 +18,11 @@ charts and SmartArt. The title is the first slide title's, else the deck propert
 
 from __future__ import annotations
 
-import posixpath
 import re
 from pathlib import Path
 from xml.etree import ElementTree
 
-from harness.corpus.ooxml import Package, properties_title
+from harness.corpus.ooxml import MATH, MC, Package, properties_title, rel_id, relationships
 from harness.errors import ConfigError
 
 _P = (
@@ -34,20 +33,8 @@ _A = (
     "http://schemas.openxmlformats.org/drawingml/2006/main",
     "http://purl.oclc.org/ooxml/drawingml/main",
 )
-_REL = (
-    "http://schemas.openxmlformats.org/officeDocument/2006/relationships",
-    "http://purl.oclc.org/ooxml/officeDocument/relationships",
-)
-_MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
-_MATH_TEXT = frozenset(
-    f"{{{ns}}}t"
-    for ns in (
-        "http://schemas.openxmlformats.org/officeDocument/2006/math",
-        "http://purl.oclc.org/ooxml/officeDocument/math",
-    )
-)
+_MATH_TEXT = frozenset(f"{{{ns}}}t" for ns in MATH)
 """The text element of Office Math, which PowerPoint writes equations in."""
-_PACKAGE_RELS = "http://schemas.openxmlformats.org/package/2006/relationships"
 _SPACE = re.compile(r"[ \t\u00a0]+")
 _TITLES = ("title", "ctrTitle")
 _FURNITURE = ("sldNum", "dt", "ftr", "hdr", "sldImg")
@@ -62,30 +49,8 @@ def _name(el: ElementTree.Element) -> str:
     ns, _, local = tag[1:].partition("}")
     if not tag.startswith("{"):
         return ""
-    prefix = "p:" if ns in _P else "a:" if ns in _A else "mc:" if ns == _MC else ""
+    prefix = "p:" if ns in _P else "a:" if ns in _A else "mc:" if ns == MC else ""
     return prefix + local if prefix else ""
-
-
-def _rel_id(el: ElementTree.Element) -> str | None:
-    for ns in _REL:
-        value = el.get(f"{{{ns}}}id")
-        if value is not None:
-            return value
-    return None
-
-
-def _targets(package: Package, part: str) -> dict[str, tuple[str, str]]:
-    """The relationships of `part`: id -> (type's last word, target part's name)."""
-    folder, name = posixpath.split(part)
-    rels = package.part(posixpath.join(folder, "_rels", name + ".rels"))
-    out: dict[str, tuple[str, str]] = {}
-    for r in rels if rels is not None else ():
-        if r.tag != f"{{{_PACKAGE_RELS}}}Relationship" or r.get("TargetMode") == "External":
-            continue
-        target = r.get("Target", "")
-        path = target.lstrip("/") if target.startswith("/") else posixpath.join(folder, target)
-        out[r.get("Id", "")] = (r.get("Type", "").rsplit("/", 1)[-1], posixpath.normpath(path))
-    return out
 
 
 def _placeholder(shape: ElementTree.Element) -> str | None:
@@ -185,11 +150,11 @@ def slides_text(path: Path) -> tuple[str, str]:
         presentation = package.part("ppt/presentation.xml")
         if presentation is None:
             raise ConfigError(str(path), "corpus.sources", "a .pptx without ppt/presentation.xml")
-        targets = _targets(package, "ppt/presentation.xml")
+        targets = relationships(package, "ppt/presentation.xml")
         order = [
             targets[rid][1]
             for el in presentation.iter()
-            if _name(el) == "p:sldId" and (rid := _rel_id(el)) in targets
+            if _name(el) == "p:sldId" and (rid := rel_id(el)) in targets
         ]
         out: list[str] = []
         first_title = ""
@@ -203,7 +168,7 @@ def slides_text(path: Path) -> tuple[str, str]:
             if tree is not None:
                 package.walk(_shapes, tree, title, lines)
             notes: list[str] = []
-            for kind, target in _targets(package, part).values():
+            for kind, target in relationships(package, part).values():
                 notes_tree = _tree(package.part(target)) if kind == "notesSlide" else None
                 if notes_tree is not None:
                     package.walk(_shapes, notes_tree, [], notes)

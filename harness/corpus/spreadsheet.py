@@ -13,24 +13,18 @@ so an empty cell keeps its column.
 
 from __future__ import annotations
 
-import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-from harness.corpus.ooxml import Package
+from harness.corpus.ooxml import Package, rel_id, relationships
 from harness.errors import ConfigError
 
 _MAIN = (
     "http://schemas.openxmlformats.org/spreadsheetml/2006/main",
     "http://purl.oclc.org/ooxml/spreadsheetml/main",  # "Strict Open XML"
 )
-_REL = (
-    "http://schemas.openxmlformats.org/officeDocument/2006/relationships",
-    "http://purl.oclc.org/ooxml/officeDocument/relationships",
-)
-_PACKAGE_RELS = "http://schemas.openxmlformats.org/package/2006/relationships"
 _COLUMN = re.compile(r"([A-Z]{1,3})[0-9]*")
 _ESCAPE = re.compile(r"_x([0-9A-Fa-f]{4})_")
 """How Excel writes a character XML cannot hold (`_x000D_`, a carriage return), and a
@@ -117,14 +111,6 @@ def _rows(sheet: ElementTree.Element, shared: list[str]) -> list[tuple[int, list
     return rows
 
 
-def _rel_id(el: ElementTree.Element) -> str | None:
-    for ns in _REL:
-        value = el.get(f"{{{ns}}}id")
-        if value is not None:
-            return value
-    return None
-
-
 def workbook_sheets(path: Path, field: str) -> list[Sheet]:
     """The visible worksheets of the workbook at `path`, in the workbook's order.
 
@@ -135,25 +121,19 @@ def workbook_sheets(path: Path, field: str) -> list[Sheet]:
         if package.empty:
             return []
         workbook = package.part("xl/workbook.xml")
-        rels = package.part("xl/_rels/workbook.xml.rels")
-        if workbook is None or rels is None:
+        if workbook is None:
             raise ConfigError(str(path), field, "a .xlsx without xl/workbook.xml")
-        targets = {
-            r.get("Id"): r.get("Target", "")
-            for r in rels
-            if r.tag == f"{{{_PACKAGE_RELS}}}Relationship"
-        }
+        targets = relationships(package, "xl/workbook.xml")
         strings = package.part("xl/sharedStrings.xml")
         shared = [_text(si) for si in _children(strings, "si")]
         sheets: list[Sheet] = []
         for entry in (
             s for group in _children(workbook, "sheets") for s in _children(group, "sheet")
         ):
-            target = targets.get(_rel_id(entry))
-            if not target or entry.get("state") in ("hidden", "veryHidden"):
+            target = targets.get(rel_id(entry) or "")
+            if target is None or entry.get("state") in ("hidden", "veryHidden"):
                 continue
-            name = target.lstrip("/") if target.startswith("/") else posixpath.join("xl", target)
-            part = package.part(posixpath.normpath(name))
+            part = package.part(target[1])
             if part is not None and _local(part) == "worksheet":  # not a chart sheet
                 sheets.append(Sheet(entry.get("name", ""), _rows(part, shared)))
     if not sheets:

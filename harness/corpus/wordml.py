@@ -15,14 +15,11 @@ import re
 from dataclasses import dataclass, field, replace
 from xml.etree import ElementTree
 
+from harness.corpus.ooxml import MATH, MC
+
 W = (
     "http://schemas.openxmlformats.org/wordprocessingml/2006/main",
     "http://purl.oclc.org/ooxml/wordprocessingml/main",  # "Strict Open XML", a Save As choice
-)
-MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
-MATH = (
-    "http://schemas.openxmlformats.org/officeDocument/2006/math",
-    "http://purl.oclc.org/ooxml/officeDocument/math",
 )
 MAX_START = 32767
 """The largest start Word lets a list level take."""

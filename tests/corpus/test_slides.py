@@ -11,6 +11,7 @@ import pytest
 from harness.corpus import load_documents
 from harness.corpus.slides import slides_text
 from harness.errors import ConfigError
+from tests.corpus.office import write_properties
 
 P = "http://schemas.openxmlformats.org/presentationml/2006/main"
 A = "http://schemas.openxmlformats.org/drawingml/2006/main"
@@ -81,12 +82,7 @@ def deck(
                     f"<p:notes {NS}><p:cSld><p:spTree>{notes[i]}</p:spTree></p:cSld></p:notes>",
                 )
         if title:
-            z.writestr(
-                "docProps/core.xml",
-                '<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/'
-                'metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/">'
-                f"<dc:title>{title}</dc:title></cp:coreProperties>",
-            )
+            write_properties(z, title)
     return path
 
 

@@ -13,6 +13,7 @@ from harness.corpus import chunk_documents, load_documents
 from harness.corpus.ooxml import MAX_UNPACKED_BYTES
 from harness.corpus.word import word_text
 from harness.errors import ConfigError
+from tests.corpus.office import write_properties
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 NAMESPACES = (
@@ -83,12 +84,7 @@ def docx(
         if numbering is not None:
             z.writestr("word/numbering.xml", numbering)
         if title is not None:
-            z.writestr(
-                "docProps/core.xml",
-                '<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/'
-                'metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/">'
-                f"<dc:title>{title}</dc:title></cp:coreProperties>",
-            )
+            write_properties(z, title)
     return path
 
 
