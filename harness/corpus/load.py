@@ -1,9 +1,10 @@
 """Load documents from files, folders and URLs into `Document` records.
 
 Local: markdown (.md, .markdown, .mdx, .qmd, .rmd), Jupyter notebooks (.ipynb), .txt,
-.rst, .adoc (.asciidoc), .html, .pdf, .docx and .pptx files, or folders searched recursively for them
-(a folder's other files are skipped, and the run says which kinds; so are links whose
-target is gone; a file a page includes is no document of its own). Markdown is read as
+.rst, .adoc (.asciidoc), .html, .pdf, .docx and .pptx files, or folders searched
+recursively for them (a folder's other files are skipped, and the run says which kinds;
+so are links whose target is gone, and Office's owner files; a file a page includes is
+no document of its own). Markdown is read as
 its pages show it, without front matter, admonition markers or MDX imports
 (`harness.corpus.markdown`), with Quarto's includes read in; a Sphinx
 page without its directives' and roles' markup (`harness.corpus.rst`); an AsciiDoc page

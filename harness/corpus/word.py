@@ -156,9 +156,8 @@ class _Reader:
         for style in chain:  # what the paragraph leaves unsaid, its list style says
             num_id = num_id if num_id is not None else style.numbering[0]
             num_level = num_level if num_level is not None else style.numbering[1]
-        numbered = num_id is not None and num_id != "0"
         num_level = num_level or 0
-        marker = ""
+        marker = None  # None: no list item
         if num_id is not None and num_id != "0":  # counted even empty, as Word counts it
             marker = self.lists.marker(num_id, num_level)
         if lines:
@@ -166,9 +165,9 @@ class _Reader:
             if level is not None:
                 text = " ".join(lines)
                 self.title = self.title or (text if level == 1 else "")
-                shown = [text] if marker in ("", "-") else [marker, text]  # a numbered heading
-                self.lines.append(" ".join(["#" * level, *shown]))
-            elif numbered:
+                label = "" if marker in (None, "-") else marker  # "## 3.2 Carrying over"
+                self.lines.append(" ".join(filter(None, ["#" * level, label, text])))
+            elif marker is not None:
                 indent = "  " * num_level
                 self.lines.append(indent + (f"{marker} {lines[0]}" if marker else lines[0]))
                 self.lines.extend(f"{indent}  {line}" for line in lines[1:])

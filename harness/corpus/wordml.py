@@ -5,8 +5,11 @@ A numbered paragraph names a list (`w:numId`) and a level (`w:ilvl`); the list n
 abstract definition, which gives each level its number format (decimal, letters, roman
 numerals, bullets, none), its start and its text (`%1.%2.` shows the counts of levels
 one and two: "3.2."). Lists of one abstract definition count together unless a list
-restarts a level (`w:startOverride`), as Word counts them; a definition may stand for a
-list style (`w:numStyleLink`), whose own list gives the levels.
+restarts a level (`w:startOverride`), as Word counts them; a deeper level restarts
+after a shallower item unless its `w:lvlRestart` says otherwise; a legal level
+(`w:isLgl`) shows every count in digits; a definition may stand for a list style
+(`w:numStyleLink`), whose own list gives the levels. Counts past what letters and roman
+numerals write briefly are digits.
 """
 
 from __future__ import annotations
