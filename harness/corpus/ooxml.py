@@ -66,14 +66,14 @@ _APPS = {
 class Package:
     """An Office file opened for reading its parts (a context manager).
 
-    `kind` is ".docx", ".xlsx" or ".pptx" (for the messages); `field` the setting that named the
-    file. Raises ConfigError when `path` is no zip."""
+    `kind` is ".docx", ".xlsx" or ".pptx" (for the messages); `field` the setting that
+    named the file. Raises ConfigError when `path` is no zip."""
 
     def __init__(self, path: Path, *, kind: str, field: str) -> None:
         self.path = path
         self.kind = kind
         self.field = field
-        self.left = MAX_UNPACKED_BYTES
+        self._left = MAX_UNPACKED_BYTES  # bytes of XML still to be read
         self._zip: zipfile.ZipFile | None = None
         self._names: dict[str, zipfile.ZipInfo] = {}
         app, legacy, saved = _APPS[kind]
@@ -117,8 +117,8 @@ class Package:
         info = self._names.get(name.lower())
         if info is None or self._zip is None:
             return None
-        self.left -= info.file_size
-        if self.left < 0:
+        self._left -= info.file_size
+        if self._left < 0:
             raise ConfigError(
                 str(self.path),
                 self.field,
