@@ -10,7 +10,8 @@ inline tags (`<code>`, `<a>`, `<em>`) falls apart into one line per tag.
 
 - the content: the elements `html_classes` name when given; otherwise the page's first
   shown `<main>` (or `role="main"`), else its only `<article>`, else its `<body>`;
-- without what is not content inside it: `nav`, `aside`, `footer` and the same ARIA
+- without what is not content inside it: `nav`, `aside` (but footnotes, which
+  docutils and Sphinx write as asides), `footer` and the same ARIA
   landmarks on other elements (`role="navigation"`, `"contentinfo"`, ...), breadcrumb
   trails, a header (or `role="banner"`) outside an article, section, main, aside or nav
   (the page's banner), and what Confluence's HTML export puts around a page (its
@@ -91,6 +92,10 @@ NOT_TEXT = frozenset(
 CHROME = frozenset(["nav", "aside", "footer"])
 """A site's menus, sidebars and footers: dropped with everything inside them when a
 page is read for its main content (not from the elements `html_classes` names)."""
+FOOTNOTE_CLASSES = frozenset(["footnote", "footnote-list", "footnotes"])
+FOOTNOTE_ROLES = frozenset(["doc-footnote", "doc-endnotes"])
+"""An `<aside>` of footnotes (docutils writes them so since 0.18) is read, not dropped
+as a sidebar."""
 CHROME_ROLES = frozenset(["navigation", "contentinfo", "complementary", "search"])
 """The same as ARIA landmarks on any element (`<div id="footer" role="contentinfo">`, as
 Confluence's export writes its footer); `role="banner"` is read as a header is."""
@@ -131,12 +136,23 @@ def _dropped(tag: Tag, chrome: bool) -> bool:
     if not chrome:
         return False
     role = tag.get("role")
-    if tag.name in CHROME or role in CHROME_ROLES or CHROME_CLASSES.intersection(classes):
+    if tag.name in CHROME and not _footnotes(tag, classes):
+        return True
+    if role in CHROME_ROLES or CHROME_CLASSES.intersection(classes):
         return True
     if _breadcrumbs(tag, classes):
         return True
     header = tag.name == "header" or role == "banner"
     return header and tag.find_parent(("article", "section", "main", "aside", "nav")) is None
+
+
+def _footnotes(tag: Tag, classes: Sequence[str]) -> bool:
+    """Whether an `<aside>` holds footnotes (docutils' HTML, Sphinx's pages:
+    `<aside class="footnote brackets" role="doc-footnote">` in a `footnote-list`): the
+    page's text, not a sidebar."""
+    return tag.name == "aside" and (
+        bool(FOOTNOTE_CLASSES.intersection(classes)) or tag.get("role") in FOOTNOTE_ROLES
+    )
 
 
 def _breadcrumbs(tag: Tag, classes: Sequence[str]) -> bool:

@@ -121,6 +121,18 @@ def test_aria_landmarks_and_breadcrumbs_are_chrome_as_their_elements_are():
     assert html_text(page, ["breadcrumb"])[0] == "Docs\nCaches"
 
 
+def test_footnotes_docutils_writes_as_asides_are_read_a_sidebar_is_not():
+    page = (
+        '<main><p>Values are big endian<a class="footnote-reference brackets" href="#f1" '
+        'role="doc-noteref">1</a>.</p><aside class="sidebar widget-area">Recent posts</aside>'
+        '<hr class="footnotes docutils"><aside class="footnote-list brackets">'
+        '<aside class="footnote brackets" id="f1" role="doc-footnote"><span class="label">'
+        '<a role="doc-backlink" href="#id2">1</a></span><p>As the wire format is.</p>'
+        "</aside></aside></main>"
+    )
+    assert html_text(page)[0] == "Values are big endian1.\n1\nAs the wire format is."
+
+
 def test_content_that_only_mentions_breadcrumbs_is_kept():
     """A Sphinx section about a breadcrumbs module, a wrapper that has breadcrumbs
     beside its main, a heading whose id names them, a page hero in <main>: content."""
