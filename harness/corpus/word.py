@@ -14,12 +14,14 @@ read with the standard library (no Word, no LibreOffice, no network):
   per list and level, `harness.corpus.wordml`), indented two spaces a level;
 - a table row is a line, its cells joined by " | " (as a saved page's);
 - read: text in hyperlinks, content controls, a field's shown result, tracked
-  insertions, text moved to a place, equations, and text boxes (after their
-  paragraph, once: Word writes each twice, for new readers and for old);
+  insertions, text moved to a place, equations, text boxes (after their paragraph,
+  once: Word writes each twice, for new readers and for old), and footnotes and
+  endnotes (labelled `[1]`, `[i]` where they are referenced, their text after that
+  paragraph);
 - not read: deleted text (tracked deletions, text moved away), hidden text, a content
   control's placeholder ("Click or tap here to enter text."), field codes, the table of
   contents Word generates (its entries repeat the headings with page numbers, as a
-  site's menu does), headers, footers, comments, footnotes and endnotes.
+  site's menu does), headers, footers and comments.
 
 The title is the first Title-styled paragraph's, else the document properties' (often
 a template's, so second), else the first heading (the caller falls back to the file's
@@ -38,7 +40,7 @@ from xml.etree import ElementTree
 
 from harness.corpus.headings import first_heading
 from harness.corpus.ooxml import Package, properties_title
-from harness.corpus.wordml import Lists, attr, child, name, number, on, read_lists
+from harness.corpus.wordml import Lists, attr, child, name, number, on, read_lists, shown
 from harness.errors import ConfigError
 
 _HEADING = re.compile(r"heading ([1-9])")
@@ -108,9 +110,18 @@ def _read_styles(root: ElementTree.Element | None) -> tuple[dict[str, _Style], d
 class _Reader:
     """Walks a document's body into lines (see the module docstring)."""
 
-    def __init__(self, styles: dict[str, _Style], lists: Lists, *, headings: bool = True) -> None:
+    def __init__(
+        self,
+        styles: dict[str, _Style],
+        lists: Lists,
+        notes: dict[tuple[str, str], ElementTree.Element],
+        *,
+        headings: bool = True,
+    ) -> None:
         self.styles = styles
         self.lists = lists
+        self.notes = notes  # ("footnoteReference" or "endnoteReference", id) -> the note
+        self.counted = {"footnoteReference": 0, "endnoteReference": 0}
         self.headings = headings  # False in a table cell, whose lines join into one
         self.lines: list[str] = []
         self.title = ""  # the first Title-styled paragraph's text
@@ -148,8 +159,8 @@ class _Reader:
         if own.startswith("toc ") or own == "toc heading":
             return  # an entry of the table of contents Word generates
         parts: list[str] = []
-        boxes: list[ElementTree.Element] = []
-        _inline(p, parts, boxes)
+        after: list[ElementTree.Element | str] = []
+        self._inline(p, parts, after)
         lines = [_SPACE.sub(" ", line).strip() for line in "".join(parts).split("\n")]
         lines = [line for line in lines if line]
         num_id, num_level = _numbering(pr)
@@ -173,14 +184,59 @@ class _Reader:
                 self.lines.extend(f"{indent}  {line}" for line in lines[1:])
             else:
                 self.lines.extend(lines)
-        for box in boxes:
-            self.blocks(box)
+        label = ""
+        for item in after:  # text boxes; notes, each after its label
+            if isinstance(item, str):
+                label = item
+                continue
+            start = len(self.lines)
+            self.blocks(item)
+            if label and len(self.lines) > start:
+                self.lines[start] = f"{label} {self.lines[start].lstrip()}"
+            label = ""
+
+    def _inline(
+        self, el: ElementTree.Element, parts: list[str], after: list[ElementTree.Element | str]
+    ) -> None:
+        """Append the text of a paragraph's content to `parts` ("\\n" for a line break),
+        and to `after` what is read after the paragraph: its text boxes, and its notes
+        (a footnote's or endnote's label, then the note), whose labels stand where
+        they are referenced, as Word numbers them (footnotes 1, 2, ...; endnotes i, ii)."""
+        for item in el:
+            kind = name(item)
+            if kind in ("t", "m:t"):
+                parts.append(item.text or "")
+            elif kind in ("tab", "ptab"):
+                parts.append(" ")
+            elif kind in ("br", "cr"):
+                parts.append("\n")
+            elif kind == "noBreakHyphen":
+                parts.append("-")
+            elif kind == "txbxContent":
+                after.append(item)
+            elif kind in ("footnoteReference", "endnoteReference"):
+                note = self.notes.get((kind, attr(item, "id") or ""))
+                if note is not None and not on(child(item, "customMarkFollows")):
+                    self.counted[kind] += 1
+                    n = self.counted[kind]
+                    label = f"[{n if kind == 'footnoteReference' else shown(n, 'lowerRoman')}]"
+                    parts.append(label)
+                    after.extend([label, note])
+            elif kind == "mc:AlternateContent":
+                self._inline(_alternative(item), parts, after)
+            elif kind == "r" and on(child(child(item, "rPr"), "vanish")):
+                continue  # hidden text
+            elif kind == "sdt" and _placeholder(item):
+                continue
+            elif kind not in _SKIPPED:
+                self._inline(item, parts, after)
 
     def table(self, tbl: ElementTree.Element) -> None:
         for tr in _within(tbl, "tr"):
             cells: list[str] = []
             for tc in _within(tr, "tc"):
-                inner = _Reader(self.styles, self.lists, headings=False)
+                inner = _Reader(self.styles, self.lists, self.notes, headings=False)
+                inner.counted = self.counted  # one count of notes for the document
                 inner.blocks(tc)
                 text = " ".join(inner.lines)
                 if text:
@@ -249,29 +305,16 @@ def _heading_level(pr: ElementTree.Element | None, chain: list[_Style]) -> int |
     return None
 
 
-def _inline(el: ElementTree.Element, parts: list[str], boxes: list[ElementTree.Element]) -> None:
-    """Append the text of a paragraph's content to `parts` ("\\n" for a line break) and
-    its text boxes to `boxes`, which are read after it."""
-    for item in el:
-        kind = name(item)
-        if kind in ("t", "m:t"):
-            parts.append(item.text or "")
-        elif kind in ("tab", "ptab"):
-            parts.append(" ")
-        elif kind in ("br", "cr"):
-            parts.append("\n")
-        elif kind == "noBreakHyphen":
-            parts.append("-")
-        elif kind == "txbxContent":
-            boxes.append(item)
-        elif kind == "mc:AlternateContent":
-            _inline(_alternative(item), parts, boxes)
-        elif kind == "r" and on(child(child(item, "rPr"), "vanish")):
-            continue  # hidden text
-        elif kind == "sdt" and _placeholder(item):
-            continue
-        elif kind not in _SKIPPED:
-            _inline(item, parts, boxes)
+def _notes(
+    root: ElementTree.Element | None, reference: str
+) -> dict[tuple[str, str], ElementTree.Element]:
+    """The footnotes (or endnotes) of their part by (`reference`, id), without the
+    separator lines Word keeps among them."""
+    return {
+        (reference, attr(note, "id") or ""): note
+        for note in (root if root is not None else ())
+        if name(note) in ("footnote", "endnote") and attr(note, "type") in (None, "normal")
+    }
 
 
 def word_text(path: Path) -> tuple[str, str]:
@@ -288,7 +331,9 @@ def word_text(path: Path) -> tuple[str, str]:
         if body is None:
             raise ConfigError(str(path), "corpus.sources", "a .docx without word/document.xml")
         styles, list_styles = _read_styles(package.part("word/styles.xml"))
-        reader = _Reader(styles, read_lists(package.part("word/numbering.xml"), list_styles))
+        notes = _notes(package.part("word/footnotes.xml"), "footnoteReference")
+        notes.update(_notes(package.part("word/endnotes.xml"), "endnoteReference"))
+        reader = _Reader(styles, read_lists(package.part("word/numbering.xml"), list_styles), notes)
         properties = properties_title(package)
         top = child(body, "body")
         package.walk(reader.blocks, body if top is None else top)

@@ -70,8 +70,10 @@ def docx(
     title: str | None = None,
     styles: str | None = STYLES,
     numbering: str | None = NUMBERING,
+    parts: dict[str, str] | None = None,
 ) -> Path:
-    """Write a .docx holding `body` (the XML inside `w:body`) at `path`."""
+    """Write a .docx holding `body` (the XML inside `w:body`) at `path`, and `parts`
+    (name -> XML) beside it."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("[Content_Types].xml", "<Types/>")
         z.writestr(
@@ -83,6 +85,8 @@ def docx(
             z.writestr("word/styles.xml", styles)
         if numbering is not None:
             z.writestr("word/numbering.xml", numbering)
+        for part, xml in (parts or {}).items():
+            z.writestr(part, xml)
         if title is not None:
             write_properties(z, title)
     return path
@@ -298,6 +302,37 @@ def test_list_rules_legal_numbers_restarts_labels_and_empty_items(tmp_path):
         "      NOTE: Ask your manager.",
         "        " + "z" * 30 + ". letters",
         "        781. more letters",
+    ]
+
+
+def test_footnotes_and_endnotes_follow_the_paragraph_that_names_them(tmp_path):
+    footnotes = (
+        f'<w:footnotes xmlns:w="{W}">'
+        '<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:footnote>'
+        '<w:footnote w:id="7"><w:p><w:r><w:footnoteRef/></w:r>'
+        '<w:r><w:t xml:space="preserve"> Statutory pay after 28 weeks.</w:t></w:r></w:p></w:footnote>'
+        "</w:footnotes>"
+    )
+    endnotes = (
+        f'<w:endnotes xmlns:w="{W}"><w:endnote w:id="3"><w:p><w:r><w:endnoteRef/></w:r>'
+        "<w:r><w:t>See the 2026 handbook.</w:t></w:r></w:p></w:endnote></w:endnotes>"
+    )
+    body = (
+        "<w:p><w:r><w:t>Sick pay is full for 20 days.</w:t></w:r>"
+        '<w:r><w:footnoteReference w:id="7"/></w:r>'
+        '<w:r><w:t xml:space="preserve"> Then less.</w:t></w:r>'
+        '<w:r><w:endnoteReference w:id="3"/></w:r></w:p>' + para("Next paragraph.")
+    )
+    path = docx(
+        tmp_path / "n.docx",
+        body,
+        parts={"word/footnotes.xml": footnotes, "word/endnotes.xml": endnotes},
+    )
+    assert word_text(path)[0].splitlines() == [
+        "Sick pay is full for 20 days.[1] Then less.[i]",
+        "[1] Statutory pay after 28 weeks.",
+        "[i] See the 2026 handbook.",
+        "Next paragraph.",
     ]
 
 
