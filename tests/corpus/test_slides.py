@@ -133,7 +133,7 @@ def test_slides_read_in_the_decks_order_under_their_titles_with_notes(tmp_path):
         "Meals | £45 a day",
         "Receipts in 30 days",
     ]
-    assert title == "Annual leave"  # the first slide's title, with none in the properties
+    assert title == "Annual leave"  # the first titled slide's (the first slide has none)
     untitled = [slide(shape([("Onboarding, week one", 0)]))]
     assert slides_text(deck(tmp_path / "t.pptx", untitled, title="Onboarding"))[1] == "Onboarding"
 

@@ -133,7 +133,7 @@ def test_headings_lists_and_tables_read_as_a_reader_sees_them(tmp_path):
         "Data | Kept for",
         "Security logs | 1 year then deleted",  # a cell in a content control; no heading marks
     ]
-    assert title == "Leave policy"  # the first heading, with no title in the properties
+    assert title == "Leave policy"  # the Title-styled paragraph
 
 
 def test_only_the_text_a_reader_sees_is_read(tmp_path):
