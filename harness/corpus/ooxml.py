@@ -134,6 +134,14 @@ class Package:
                 f"cannot read this {self.kind}: {name} is damaged ({type(exc).__name__}: {exc})",
             ) from None
 
+    def main(self, name: str) -> ElementTree.Element:
+        """The part `name` the file cannot be without (a .docx's `word/document.xml`),
+        parsed; ConfigError naming the file when it lacks it."""
+        part = self.part(name)
+        if part is None:
+            raise ConfigError(str(self.path), self.field, f"a {self.kind} without {name}")
+        return part
+
     def walk(self, read: Callable[..., T], *args: Any) -> T:
         """`read(*args)` (a walk over a part's XML), with XML nested too deep to walk
         refused as one ConfigError."""

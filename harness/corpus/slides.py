@@ -23,7 +23,6 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from harness.corpus.ooxml import MATH, MC, Package, properties_title, rel_id, relationships
-from harness.errors import ConfigError
 
 _P = (
     "http://schemas.openxmlformats.org/presentationml/2006/main",
@@ -147,9 +146,7 @@ def slides_text(path: Path) -> tuple[str, str]:
     with Package(path, kind=".pptx", field="corpus.sources") as package:
         if package.empty:
             return "", ""
-        presentation = package.part("ppt/presentation.xml")
-        if presentation is None:
-            raise ConfigError(str(path), "corpus.sources", "a .pptx without ppt/presentation.xml")
+        presentation = package.main("ppt/presentation.xml")
         targets = relationships(package, "ppt/presentation.xml")
         order = [
             targets[rid][1]

@@ -120,9 +120,7 @@ def workbook_sheets(path: Path, field: str) -> list[Sheet]:
     with Package(path, kind=".xlsx", field=field) as package:
         if package.empty:
             return []
-        workbook = package.part("xl/workbook.xml")
-        if workbook is None:
-            raise ConfigError(str(path), field, "a .xlsx without xl/workbook.xml")
+        workbook = package.main("xl/workbook.xml")
         targets = relationships(package, "xl/workbook.xml")
         strings = package.part("xl/sharedStrings.xml")
         shared = [_text(si) for si in _children(strings, "si")]

@@ -41,7 +41,6 @@ from xml.etree import ElementTree
 from harness.corpus.headings import first_heading
 from harness.corpus.ooxml import Package, properties_title
 from harness.corpus.wordml import Lists, attr, child, name, number, on, read_lists, shown
-from harness.errors import ConfigError
 
 _HEADING = re.compile(r"heading ([1-9])")
 _SPACE = re.compile(r"[ \t\u00a0]+")
@@ -327,9 +326,7 @@ def word_text(path: Path) -> tuple[str, str]:
     with Package(path, kind=".docx", field="corpus.sources") as package:
         if package.empty:
             return "", ""
-        body = package.part("word/document.xml")
-        if body is None:
-            raise ConfigError(str(path), "corpus.sources", "a .docx without word/document.xml")
+        body = package.main("word/document.xml")
         styles, list_styles = _read_styles(package.part("word/styles.xml"))
         notes = _notes(package.part("word/footnotes.xml"), "footnoteReference")
         notes.update(_notes(package.part("word/endnotes.xml"), "endnoteReference"))
