@@ -22,7 +22,7 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 from xml.etree import ElementTree
 
 from harness.errors import ConfigError
@@ -54,6 +54,9 @@ MATH = (
 """Office Math, which Word and PowerPoint write equations in."""
 _DC = "http://purl.org/dc/elements/1.1/"
 _SPACE = re.compile(r"\s+")
+LINE_SPACE = re.compile(r"[ \t\u00a0]+")
+"""Runs of spaces, tabs and no-break spaces in a line of a part's text, which the
+readers write as one space (line breaks are kept)."""
 T = TypeVar("T")
 
 _APPS = {
@@ -61,6 +64,16 @@ _APPS = {
     ".xlsx": ("Excel", ".xls", "an Excel Workbook"),
     ".pptx": ("PowerPoint", ".ppt", "a PowerPoint Presentation"),
 }
+
+
+@overload
+def number(value: str | None, default: int) -> int: ...
+@overload
+def number(value: str | None, default: None) -> int | None: ...
+def number(value: str | None, default: int | None) -> int | None:
+    """A whole number attribute (ASCII digits only: `"²".isdigit()` holds), else
+    `default`."""
+    return int(value) if value is not None and value.isascii() and value.isdigit() else default
 
 
 class Package:

@@ -18,11 +18,19 @@ charts and SmartArt. The title is the first slide title's, else the deck propert
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from xml.etree import ElementTree
 
-from harness.corpus.ooxml import MATH, MC, Package, properties_title, rel_id, relationships
+from harness.corpus.ooxml import (
+    LINE_SPACE,
+    MATH,
+    MC,
+    Package,
+    number,
+    properties_title,
+    rel_id,
+    relationships,
+)
 
 _P = (
     "http://schemas.openxmlformats.org/presentationml/2006/main",
@@ -34,7 +42,6 @@ _A = (
 )
 _MATH_TEXT = frozenset(f"{{{ns}}}t" for ns in MATH)
 """The text element of Office Math, which PowerPoint writes equations in."""
-_SPACE = re.compile(r"[ \t\u00a0]+")
 _TITLES = ("title", "ctrTitle")
 _FURNITURE = ("sldNum", "dt", "ftr", "hdr", "sldImg")
 """Placeholders that are no content: slide number, date, footer, header, and a notes
@@ -74,8 +81,7 @@ def _paragraphs(body: ElementTree.Element) -> list[str]:
         for child in p:
             name = _name(child)
             if name == "a:pPr":
-                lvl = child.get("lvl", "0")
-                level = min(int(lvl), 8) if lvl.isascii() and lvl.isdigit() else 0
+                level = min(number(child.get("lvl"), 0), 8)
             elif name == "a:r" or (name == "a:fld" and child.get("type") != "slidenum"):
                 parts.extend(t.text or "" for t in child if _name(t) == "a:t")
             elif name == "a:br":
@@ -83,7 +89,7 @@ def _paragraphs(body: ElementTree.Element) -> list[str]:
             elif name == "mc:AlternateContent" or not name:  # an equation (a14:m), as text
                 parts.extend(t.text or "" for t in child.iter() if t.tag in _MATH_TEXT)
         for i, line in enumerate("".join(parts).split("\n")):
-            text = _SPACE.sub(" ", line).strip()
+            text = LINE_SPACE.sub(" ", line).strip()
             if text:
                 lines.append("  " * (level if i == 0 else level + 1) + text)
     return lines

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-from harness.corpus.ooxml import Package, rel_id, relationships
+from harness.corpus.ooxml import Package, number, rel_id, relationships
 from harness.errors import ConfigError
 
 _MAIN = (
@@ -81,33 +81,32 @@ def _value(cell: ElementTree.Element, shared: list[str]) -> str:
         return "".join(_text(s) for s in _children(cell, "is"))
     v = next((c.text or "" for c in _children(cell, "v")), "")
     if kind == "s":
-        index = int(v) if v.isascii() and v.isdigit() else len(shared)
+        index = number(v, len(shared))
         return shared[index] if index < len(shared) else ""
     if kind == "b":
         return "TRUE" if v == "1" else "FALSE"
     if kind == "n" and v:
         try:
-            number = float(v)
+            amount = float(v)
         except ValueError:
             return v
-        return str(int(number)) if number.is_integer() and abs(number) < 1e15 else v
+        return str(int(amount)) if amount.is_integer() and abs(amount) < 1e15 else v
     return v  # str (a formula's text), e (an error such as #N/A), d (an ISO date)
 
 
 def _rows(sheet: ElementTree.Element, shared: list[str]) -> list[tuple[int, list[str]]]:
     rows: list[tuple[int, list[str]]] = []
     for data in _children(sheet, "sheetData"):
-        number = 0
+        at = 0
         for row in _children(data, "row"):
-            r = row.get("r", "")
-            number = int(r) if r.isascii() and r.isdigit() else number + 1
+            at = number(row.get("r"), at + 1)
             cells: dict[int, str] = {}
             column = -1
             for cell in _children(row, "c"):
                 column = _column(cell.get("r"), column)
                 cells[column] = _value(cell, shared)
             if any(v.strip() for v in cells.values()):
-                rows.append((number, [cells.get(i, "") for i in range(max(cells) + 1)]))
+                rows.append((at, [cells.get(i, "") for i in range(max(cells) + 1)]))
     return rows
 
 

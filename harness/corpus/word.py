@@ -39,11 +39,10 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from harness.corpus.headings import first_heading
-from harness.corpus.ooxml import Package, properties_title
-from harness.corpus.wordml import Lists, attr, child, name, number, on, read_lists, shown
+from harness.corpus.ooxml import LINE_SPACE, Package, number, properties_title
+from harness.corpus.wordml import Lists, attr, child, name, on, read_lists, shown
 
 _HEADING = re.compile(r"heading ([1-9])")
-_SPACE = re.compile(r"[ \t\u00a0]+")
 _SKIPPED = frozenset(
     [
         "del",  # tracked deletion
@@ -160,7 +159,7 @@ class _Reader:
         parts: list[str] = []
         after: list[ElementTree.Element | str] = []
         self._inline(p, parts, after)
-        lines = [_SPACE.sub(" ", line).strip() for line in "".join(parts).split("\n")]
+        lines = [LINE_SPACE.sub(" ", line).strip() for line in "".join(parts).split("\n")]
         lines = [line for line in lines if line]
         num_id, num_level = _numbering(pr)
         for style in chain:  # what the paragraph leaves unsaid, its list style says

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field, replace
 from xml.etree import ElementTree
 
-from harness.corpus.ooxml import MATH, MC
+from harness.corpus.ooxml import MATH, MC, number
 
 W = (
     "http://schemas.openxmlformats.org/wordprocessingml/2006/main",
@@ -61,12 +61,6 @@ def child(el: ElementTree.Element | None, local: str) -> ElementTree.Element | N
     if el is None:
         return None
     return next((c for c in el if name(c) == local), None)
-
-
-def number(value: str | None, default: int | None) -> int | None:
-    """A whole number attribute (ASCII digits only: `"²".isdigit()` holds), else
-    `default`."""
-    return int(value) if value is not None and value.isascii() and value.isdigit() else default
 
 
 def on(el: ElementTree.Element | None) -> bool:
