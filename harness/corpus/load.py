@@ -30,7 +30,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from loguru import logger
@@ -40,6 +40,7 @@ from harness.corpus.asciidoc import XrefTitle, asciidoc_text, asciidoc_title
 from harness.corpus.headings import first_heading
 from harness.corpus.markdown import MARKDOWN_SUFFIXES, Include, IncludeRaw, markdown_text
 from harness.corpus.slides import slides_text
+from harness.corpus.table import TABLE_SUFFIXES, csv_text, workbook_text
 from harness.corpus.word import word_text
 from harness.errors import ConfigError
 from harness.types import Document
@@ -56,6 +57,7 @@ SUFFIXES = (
     ".pdf",
     ".docx",
     ".pptx",
+    *TABLE_SUFFIXES,
 )
 """Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
 USER_AGENT = "harness-retrieval-tuning/0.1 (+https://github.com/; offline-first)"
@@ -145,7 +147,7 @@ def _pdf_text(path: Path) -> tuple[str, str]:
     return text, title
 
 
-_BINARY = {".pdf": _pdf_text, ".docx": word_text, ".pptx": slides_text}
+_BINARY = {".pdf": _pdf_text, ".docx": word_text, ".pptx": slides_text, ".xlsx": workbook_text}
 """Files that are no text, and the function that reads each kind: its text and title."""
 
 MAX_INCLUDE_DEPTH = 8
@@ -445,6 +447,8 @@ def _load_file(
         from harness.corpus.notebook import notebook_text
 
         text, title = notebook_text(raw, str(path))
+    elif suffix == ".csv":
+        text, title = csv_text(raw, path)
     else:
         text, title = raw, first_heading(raw)
     return Document(doc_id=doc_id, text=text, source=str(path), title=title or path.stem)
@@ -497,11 +501,16 @@ def load_documents(
     html_classes: Sequence[str] = (),
     where: str = "",
     timeout_s: float = 30.0,
+    leave_out: Mapping[str | os.PathLike[str], str] | None = None,
 ) -> list[Document]:
     """Load every source; doc ids are paths relative to a given folder (or the file name),
     or the URL, so they stay stable across runs and machines.
 
-    `sources`: paths (strings or `Path`s) and URLs, or one of them.
+    `sources`: paths (strings or `Path`s) and URLs, or one of them. `leave_out`: files
+    that are not documents, each with the setting that names it, left out with a
+    warning where a source holds them: the questions file kept beside the documents (a
+    table or a text file, which harness now reads as a document) would let every
+    question retrieve itself.
 
     Raises ConfigError for a missing path, an empty folder, an empty corpus, a binary
     file, or a URL that gives no answer within `timeout_s` seconds.
@@ -509,6 +518,7 @@ def load_documents(
     docs: list[Document] = []
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]
+    kept_out = {Path(p).resolve(): field for p, field in (leave_out or {}).items()}
     for given in sources:
         source = os.fspath(given)
         if source.startswith(("http://", "https://")):
@@ -522,6 +532,9 @@ def load_documents(
                 for p in found
                 if p.suffix.lower() in SUFFIXES and p.is_file() and not _hidden(p, path)
             ]
+            named = [p for p in files if p.resolve() in kept_out]
+            _warn_left_out(named, kept_out)
+            files = [p for p in files if p not in named]
             components = Components(path)
             published = _antora_pages(path, files, components)
             if not published:
@@ -543,12 +556,15 @@ def load_documents(
                 )
                 for f in published
             ]
-            _warn_skipped(path, found, [*files, *includes.read], components)
+            own = [p for p in found if p.resolve() in kept_out]  # not warned of as unread
+            _warn_skipped(path, found, [*files, *own, *includes.read], components)
             partial = [includes.partial(f) for f, _ in loaded]
             docs.extend(d for (_, d), p in zip(loaded, partial, strict=True) if not p)
             _report_includes(
                 path, includes, [d.doc_id for (_, d), p in zip(loaded, partial, strict=True) if p]
             )
+        elif path.is_file() and path.resolve() in kept_out:
+            _warn_left_out([path], kept_out)
         elif path.is_file() and path.suffix.lower() == ".jsonl":
             docs.extend(load_beir_corpus(path))
         elif path.is_file():
@@ -608,6 +624,18 @@ ASSETS = frozenset(
 """Suffixes of files a saved site or a repository holds beside its documents (scripts,
 styles, images, fonts, JSON data): skipped without a warning. XML and archives may be
 documents (DocBook, a zip of PDFs), so they are warned about."""
+
+
+def _warn_left_out(paths: Sequence[Path], kept_out: Mapping[Path, str]) -> None:
+    """Say which of the files a corpus source holds are left out as the experiment's
+    own (`load_documents`' `leave_out`)."""
+    for p in paths:
+        logger.warning(
+            "corpus.sources: left out {}, the file {} names: not a document (every question "
+            "would find itself in it)",
+            p,
+            kept_out[p.resolve()],
+        )
 
 
 def _count(names: Sequence[str], noun: str) -> str:

@@ -9,7 +9,8 @@
 - .csv / .tsv, as a spreadsheet or a log export writes them: a header row naming the
   question's column (one of TEXT_FIELDS) and optionally `id`, `type`, `topic`,
   `answer`; other columns go to `extra`, an empty cell is an absent field; a quoted CSV
-  cell may hold line breaks.
+  cell may hold line breaks; a CSV whose header holds more semicolons than commas is
+  read as Excel writes one where the decimal mark is a comma (`harness.corpus.table`).
 - .xlsx (an Excel workbook): its first visible sheet whose first row names the
   questions' column, read as that sheet's CSV export (`harness.corpus.spreadsheet`).
 - .txt, or any other file whose text does not start with `{` or `[`: one question a
@@ -22,8 +23,6 @@ ConfigError naming the file, the line (or item) and the field.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import re
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.corpus.load import read_text_file
+from harness.corpus.table import read_rows
 from harness.errors import ConfigError
 from harness.types import Document, Question, SourceSpan, span_digest
 
@@ -191,48 +191,12 @@ class _Table:
 
 
 def _from_table(raw: str, p: Path) -> list[Question]:
-    """A CSV (quoted cells as spreadsheets write them, a quoted cell may hold line
-    breaks) or a TSV (no quoting: a `"` is text, as in a log's query) with a header row.
-    Quotes are read strictly: a quote left open to the end of the file, closed by a
-    stray quote within the text, or whose cell runs over lines that each read as a row
-    of the table (a quote left open until a later stray quote closes it), is an error
-    naming the line it opened on, rather than rows swallowed into one question."""
-    tsv = p.suffix.lower() == ".tsv"
-    reader = csv.reader(
-        io.StringIO(raw),
-        delimiter="\t" if tsv else ",",
-        quoting=csv.QUOTE_NONE if tsv else csv.QUOTE_MINIMAL,
-        strict=True,
-    )
+    """A CSV or TSV with a header row, its rows read by `harness.corpus.table.read_rows`
+    (quotes read strictly; a semicolon-separated CSV, as Excel writes it in some
+    languages, is read as such)."""
     table = _Table()
-    line = 0
-    try:
-        for row in reader:
-            first, line = line + 1, reader.line_num
-            where = f"{p}:{first}"
-            if (
-                first != line
-                and table.header
-                and _swallows_rows(row, len(table.header), reader.dialect)
-            ):
-                raise ConfigError(
-                    where,
-                    "",
-                    f"a quoted cell runs on to line {line} over lines that read as rows (a "
-                    f"quote opened on line {first} left open?)",
-                )
-            table.add(where, row)
-    except csv.Error as exc:
-        opened = line + 1  # the row that failed started after the last one read
-        detail = (
-            f"a quote opened on line {opened} is never closed"
-            if "end of data" in str(exc) or "field limit" in str(exc)
-            else f"not a readable table row ({exc}; a quote opened on line {opened} and "
-            "closed early?)"
-            if reader.line_num > opened
-            else f"not a readable table row ({exc})"
-        )
-        raise ConfigError(f"{p}:{opened}", "", detail) from None
+    for line, row in read_rows(raw, p):
+        table.add(f"{p}:{line}", row)
     return table.questions
 
 
@@ -240,9 +204,9 @@ def _from_workbook(p: Path, field: str) -> list[Question]:
     """An Excel workbook's first visible sheet whose first row names the questions'
     column, read as its CSV export would be (`harness.corpus.spreadsheet`); a message
     names the sheet and Excel's row number."""
-    from harness.corpus.spreadsheet import workbook_sheets
+    from harness.corpus.spreadsheet import read_workbook
 
-    sheets = workbook_sheets(p, field)
+    sheets = read_workbook(p, field).sheets
     if not sheets:
         return []  # an empty file
     for sheet in sheets:
@@ -261,23 +225,6 @@ def _from_workbook(p: Path, field: str) -> list[Question]:
         f"({', '.join(TEXT_FIELDS)}); sheet {first.name!r} starts with {found}"
         + (f" (and {len(sheets) - 1} more sheets, none naming one)" if len(sheets) > 1 else ""),
     )
-
-
-def _swallows_rows(row: Sequence[str], columns: int, dialect: Any) -> bool:
-    """Whether a row read over several lines holds, inside a cell, lines that each read
-    as a whole row of `columns` cells (two or more): the mark of a quote left open until
-    a later stray quote, where a spreadsheet's cell with line breaks holds text."""
-    if columns < 2:
-        return False
-    inner = [ln for cell in row if "\n" in cell for ln in cell.split("\n")[1:] if ln.strip()]
-
-    def cells(line: str) -> int:
-        try:
-            return len(next(csv.reader([line], dialect), []))
-        except csv.Error:  # a quote of the cell's own text ('"hi'): no row
-            return 0
-
-    return bool(inner) and all(cells(ln) == columns for ln in inner)
 
 
 def load_questions(path: str | os.PathLike[str], field: str = "questions.file") -> list[Question]:

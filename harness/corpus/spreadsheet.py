@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-from harness.corpus.ooxml import Package, number, rel_id, relationships
+from harness.corpus.ooxml import Package, number, properties_title, rel_id, relationships
 from harness.errors import ConfigError
 
 _MAIN = (
@@ -110,15 +110,25 @@ def _rows(sheet: ElementTree.Element, shared: list[str]) -> list[tuple[int, list
     return rows
 
 
-def workbook_sheets(path: Path, field: str) -> list[Sheet]:
-    """The visible worksheets of the workbook at `path`, in the workbook's order.
+@dataclass(frozen=True)
+class Workbook:
+    """A workbook's visible worksheets, in its order, and its document title ("" when
+    its properties name none)."""
+
+    sheets: list[Sheet]
+    title: str
+
+
+def read_workbook(path: Path, field: str) -> Workbook:
+    """The visible worksheets of the workbook at `path`, in the workbook's order, and its
+    title.
 
     Raises ConfigError naming the file (and `field`, the setting that named it) when it
     is no .xlsx, a part is damaged, or it has no worksheet; an empty file has no sheets.
     """
     with Package(path, kind=".xlsx", field=field) as package:
         if package.empty:
-            return []
+            return Workbook([], "")
         workbook = package.main("xl/workbook.xml")
         targets = relationships(package, "xl/workbook.xml")
         strings = package.part("xl/sharedStrings.xml")
@@ -133,6 +143,7 @@ def workbook_sheets(path: Path, field: str) -> list[Sheet]:
             part = package.part(target[1])
             if part is not None and _local(part) == "worksheet":  # not a chart sheet
                 sheets.append(Sheet(entry.get("name", ""), _rows(part, shared)))
+        title = properties_title(package)
     if not sheets:
         raise ConfigError(str(path), field, "the workbook has no visible worksheet")
-    return sheets
+    return Workbook(sheets, title)

@@ -110,12 +110,15 @@ def _llm_grader(
 
 
 def load_corpus(config: ExperimentConfig) -> list[Document]:
-    """The experiment's documents, errors naming the experiment file."""
+    """The experiment's documents, errors naming the experiment file. Its questions and
+    labels files are no documents, should a corpus folder hold them."""
+    named = {"questions.file": config.questions.file, "questions.qrels": config.questions.qrels}
     return corpus.load_documents(
         [config.resolve_path(s) for s in config.corpus.sources],
         html_classes=config.corpus.html_classes,
         where=config.path or "<experiment>",
         timeout_s=config.corpus.timeout_s,
+        leave_out={config.resolve_path(f): field for field, f in named.items() if f},
     )
 
 

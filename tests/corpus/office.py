@@ -13,3 +13,51 @@ def write_properties(z: zipfile.ZipFile, title: str) -> None:
         'metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/">'
         f"<dc:title>{title}</dc:title></cp:coreProperties>",
     )
+
+
+SHEET = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+def xlsx(path, sheets, shared=(), hidden=(), title=None):
+    """An Excel workbook written by hand as Excel lays it out: `sheets` maps each sheet's
+    name to the XML of its rows (`<row>`s of `<c>` cells); `shared` are the shared
+    strings (a `<t>` each, or rich-text runs' XML as given); `title` the document
+    properties' title."""
+    names = list(sheets)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(
+            "xl/workbook.xml",
+            f'<workbook xmlns="{SHEET}" xmlns:r="{REL}"><sheets>'
+            + "".join(
+                f'<sheet name="{n}" sheetId="{i}" r:id="rId{i}"'
+                + (' state="hidden"' if n in hidden else "")
+                + "/>"
+                for i, n in enumerate(names, 1)
+            )
+            + "</sheets></workbook>",
+        )
+        z.writestr(
+            "xl/_rels/workbook.xml.rels",
+            '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+            + "".join(
+                f'<Relationship Id="rId{i}" Type="{REL}/worksheet" '
+                f'Target="{"/xl/" if i == 2 else ""}worksheets/sheet{i}.xml"/>'
+                for i in range(1, len(names) + 1)
+            )
+            + "</Relationships>",
+        )
+        z.writestr(
+            "xl/sharedStrings.xml",
+            f'<sst xmlns="{SHEET}">'
+            + "".join(f"<si>{s if s.startswith('<') else f'<t>{s}</t>'}</si>" for s in shared)
+            + "</sst>",
+        )
+        if title is not None:
+            write_properties(z, title)
+        for i, n in enumerate(names, 1):
+            z.writestr(
+                f"xl/worksheets/sheet{i}.xml",
+                f'<worksheet xmlns="{SHEET}"><sheetData>{sheets[n]}</sheetData></worksheet>',
+            )
+    return path

@@ -6,6 +6,7 @@ import pytest
 
 from harness.corpus import load_questions
 from harness.errors import ConfigError
+from tests.corpus.office import xlsx
 
 
 def _texts(path):
@@ -155,53 +156,6 @@ def test_a_ragas_test_set_and_a_deepeval_dataset_read_as_they_are_exported(tmp_p
     deepeval.write_text('[{"input": "Who approves expenses?", "expected_output": "Finance"}]')
     (g,) = load_questions(deepeval)
     assert g.text == "Who approves expenses?" and g.extra == {"expected_output": "Finance"}
-
-
-SHEET = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-
-
-def xlsx(path, sheets, shared=(), hidden=()):
-    """An Excel workbook written by hand as Excel lays it out: `sheets` maps each sheet's
-    name to the XML of its rows (`<row>`s of `<c>` cells); `shared` are the shared
-    strings (a `<t>` each, or rich-text runs' XML as given)."""
-    import zipfile
-
-    names = list(sheets)
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr(
-            "xl/workbook.xml",
-            f'<workbook xmlns="{SHEET}" xmlns:r="{REL}"><sheets>'
-            + "".join(
-                f'<sheet name="{n}" sheetId="{i}" r:id="rId{i}"'
-                + (' state="hidden"' if n in hidden else "")
-                + "/>"
-                for i, n in enumerate(names, 1)
-            )
-            + "</sheets></workbook>",
-        )
-        z.writestr(
-            "xl/_rels/workbook.xml.rels",
-            '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
-            + "".join(
-                f'<Relationship Id="rId{i}" Type="{REL}/worksheet" '
-                f'Target="{"/xl/" if i == 2 else ""}worksheets/sheet{i}.xml"/>'
-                for i in range(1, len(names) + 1)
-            )
-            + "</Relationships>",
-        )
-        z.writestr(
-            "xl/sharedStrings.xml",
-            f'<sst xmlns="{SHEET}">'
-            + "".join(f"<si>{s if s.startswith('<') else f'<t>{s}</t>'}</si>" for s in shared)
-            + "</sst>",
-        )
-        for i, n in enumerate(names, 1):
-            z.writestr(
-                f"xl/worksheets/sheet{i}.xml",
-                f'<worksheet xmlns="{SHEET}"><sheetData>{sheets[n]}</sheetData></worksheet>',
-            )
-    return path
 
 
 def test_an_excel_workbook_reads_as_its_csv_export(tmp_path):

@@ -1,0 +1,174 @@
+"""Tables: the rows of a CSV or TSV file, and a table in a corpus read as records.
+
+A team's FAQ or knowledge base kept in a spreadsheet (question, answer, product, ...) is
+a corpus as much as a folder of pages. A CSV file, or an Excel workbook (.xlsx, each
+visible sheet; `harness.corpus.spreadsheet`), is read as one document of records:
+
+    Question: How do I reset my password?
+    Answer: Open Settings > Account and choose "Reset password".
+    Product: Web app
+
+    Question: ...
+
+Each row after the header is a record, a line per non-empty cell named by its column's
+header (`column 3` where the header cell is empty or the row runs past it), records
+separated by a blank line: the splitter cuts at blank lines first, so a chunk holds
+whole records, and every record carries its column names, which a reader needs to tell
+a price from a plan. A cell's own line breaks are kept (blank lines within it closed
+up, so a record stays one paragraph). The first non-empty row is the header, except
+that a row holding one cell above a row holding several is the table's title (a
+spreadsheet's "Support FAQ, 2026" line above its header), written as its first line.
+A workbook of several sheets gives each its name as a heading (`## Billing`). Rows
+are read as `read_rows` reads them for a questions file: a broken quote is an error
+naming the line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError
+
+TABLE_SUFFIXES = (".csv", ".xlsx")
+"""Tables read as documents in a corpus. Not .tsv, which is what labels (BEIR's
+`qrels/test.tsv`, `harness label`'s output), run files and logs are written as: a
+folder of them beside the documents is skipped with a warning, as before."""
+_BLANK_LINES = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")
+
+
+def delimiter(raw: str, tsv: bool) -> str:
+    """The cell delimiter of a delimited text: a tab for TSV; for CSV a semicolon when
+    the first non-empty line holds more semicolons than commas (Excel writes `;` where
+    the decimal mark is a comma: German, French, Dutch...), else a comma."""
+    if tsv:
+        return "\t"
+    first = next((line for line in raw.split("\n") if line.strip()), "")
+    return ";" if first.count(";") > first.count(",") else ","
+
+
+def read_rows(raw: str, p: Path) -> list[tuple[int, list[str]]]:
+    """The non-empty rows of a CSV (quoted cells as spreadsheets write them; a quoted
+    cell may hold line breaks) or a TSV (no quoting: a `"` is text, as in a log's
+    query), each with the line it starts on.
+
+    Quotes are read strictly: a quote left open to the end of the file, closed by a
+    stray quote within the text, or whose cell runs over lines that each read as a row
+    of the table (a quote left open until a later stray quote closes it), is a
+    ConfigError naming `p` and the line it opened on, rather than rows swallowed into
+    one."""
+    tsv = p.suffix.lower() == ".tsv"
+    reader = csv.reader(
+        io.StringIO(raw),
+        delimiter=delimiter(raw, tsv),
+        quoting=csv.QUOTE_NONE if tsv else csv.QUOTE_MINIMAL,
+        strict=True,
+    )
+    rows: list[tuple[int, list[str]]] = []
+    line = 0
+    try:
+        for row in reader:
+            first, line = line + 1, reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            if first != line and rows and _swallows_rows(row, len(rows[0][1]), reader.dialect):
+                raise ConfigError(
+                    f"{p}:{first}",
+                    "",
+                    f"a quoted cell runs on to line {line} over lines that read as rows (a "
+                    f"quote opened on line {first} left open?)",
+                )
+            rows.append((first, row))
+    except csv.Error as exc:
+        opened = line + 1  # the row that failed started after the last one read
+        detail = (
+            f"a quote opened on line {opened} is never closed"
+            if "end of data" in str(exc) or "field limit" in str(exc)
+            else f"not a readable table row ({exc}; a quote opened on line {opened} and "
+            "closed early?)"
+            if reader.line_num > opened
+            else f"not a readable table row ({exc})"
+        )
+        raise ConfigError(f"{p}:{opened}", "", detail) from None
+    return rows
+
+
+def _swallows_rows(row: Sequence[str], columns: int, dialect: Any) -> bool:
+    """Whether a row read over several lines holds, inside a cell, lines that each read
+    as a whole row of `columns` cells (two or more): the mark of a quote left open until
+    a later stray quote, where a spreadsheet's cell with line breaks holds text."""
+    if columns < 2:
+        return False
+    inner = [ln for cell in row if "\n" in cell for ln in cell.split("\n")[1:] if ln.strip()]
+
+    def cells(line: str) -> int:
+        try:
+            return len(next(csv.reader([line], dialect), []))
+        except csv.Error:  # a quote of the cell's own text ('"hi'): no row
+            return 0
+
+    return bool(inner) and all(cells(ln) == columns for ln in inner)
+
+
+def _filled(row: Sequence[str]) -> int:
+    return sum(1 for cell in row if cell.strip())
+
+
+def records_text(rows: Sequence[Sequence[str]]) -> tuple[str, str]:
+    """(the records, the table's title or "") of a table's rows, header first (see the
+    module docstring); empty rows are skipped. A table of a header alone has no text."""
+    rows = [r for r in rows if _filled(r)]
+    title = ""
+    if len(rows) > 2 and _filled(rows[0]) == 1 and _filled(rows[1]) > 1:
+        title = next(cell.strip() for cell in rows[0] if cell.strip())
+        rows = rows[1:]
+    if not rows:
+        return "", ""
+    header = [" ".join(cell.split()) for cell in rows[0]]
+    records = []
+    for row in rows[1:]:
+        lines = [
+            f"{_name(header, i)}: {_BLANK_LINES.sub(chr(10), cell.strip())}"
+            for i, cell in enumerate(row)
+            if cell.strip()
+        ]
+        records.append("\n".join(lines))
+    if not records:
+        return "", title
+    return "\n\n".join([title, *records] if title else records), title
+
+
+def _name(header: Sequence[str], i: int) -> str:
+    """Column `i`'s name: its header cell, else `column <i+1>`."""
+    return header[i] if i < len(header) and header[i] else f"column {i + 1}"
+
+
+def csv_text(raw: str, p: Path) -> tuple[str, str]:
+    """(the records, the title) of a CSV file's text `raw` (see the module docstring);
+    the title is the table's title row, else ""."""
+    return records_text([row for _, row in read_rows(raw, p)])
+
+
+def workbook_text(path: Path) -> tuple[str, str]:
+    """(the records, the title) of an Excel workbook in a corpus: each visible sheet's
+    records (see the module docstring), under the sheet's name when there are several.
+    The title is the workbook's document title, else a single sheet's title row, else
+    ""."""
+    from harness.corpus.spreadsheet import read_workbook
+
+    book = read_workbook(path, "corpus.sources")
+    parts: list[str] = []
+    titles: list[str] = []
+    for sheet in book.sheets:
+        text, title = records_text([row for _, row in sheet.rows])
+        titles.append(title)
+        if text and len(book.sheets) > 1:
+            parts.append(f"## {sheet.name}\n\n{text}")
+        elif text:
+            parts.append(text)
+    title = book.title or (titles[0] if len(book.sheets) == 1 else "")
+    return "\n\n".join(parts), title

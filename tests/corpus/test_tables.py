@@ -1,0 +1,143 @@
+"""Tables in a corpus: CSV, TSV and Excel files read as documents of records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.config import load_experiment
+from harness.corpus import chunk_documents, load_documents, load_questions
+from harness.errors import ConfigError
+from harness.pipeline import load_inputs
+from tests.corpus.office import xlsx
+
+FAQ = (
+    "Question,Answer,Product\n"
+    'How do I reset my password?,"Open Settings > Account,\n\nthen choose Reset.",Web app\n'
+    "\n"
+    "Can I pay by invoice?,Yes: on the Team plan and above.,\n"
+    ",Ask support for anything else.,All,extra cell\n"
+)
+
+
+def cell(ref: str, text: str) -> str:
+    return f'<c r="{ref}" t="inlineStr"><is><t>{text}</t></is></c>'
+
+
+def test_a_csv_is_one_document_of_records_named_by_the_header(tmp_path):
+    """A record a row, a line per non-empty cell named by its column; a cell's blank
+    lines closed up so a record stays one paragraph; a cell past the header and an
+    empty header cell named by their column's number; empty rows skipped."""
+    (tmp_path / "faq.csv").write_text(FAQ)
+    (doc,) = load_documents(tmp_path)
+    assert doc.doc_id == "faq.csv" and doc.title == "faq"
+    assert doc.text == (
+        "Question: How do I reset my password?\n"
+        "Answer: Open Settings > Account,\nthen choose Reset.\n"
+        "Product: Web app\n\n"
+        "Question: Can I pay by invoice?\n"
+        "Answer: Yes: on the Team plan and above.\n\n"
+        "Answer: Ask support for anything else.\n"
+        "Product: All\n"
+        "column 4: extra cell"
+    )
+    # The splitter cuts at the blank lines first: no record is split across chunks.
+    chunks = chunk_documents([doc], chunk_size=120, chunk_overlap=0)
+    assert [c.text.split("\n")[0] for c in chunks] == [
+        "Question: How do I reset my password?",
+        "Question: Can I pay by invoice?",
+        "Answer: Ask support for anything else.",
+    ]
+
+
+def test_a_title_row_a_semicolon_csv_and_no_tsv(tmp_path, warnings):
+    """A row of one cell above the header is the table's title; Excel's CSV where the
+    decimal mark is a comma separates cells with semicolons. A TSV is what labels and run
+    files are written as: skipped with the warning for files harness does not read."""
+    (tmp_path / "preise.csv").write_text(
+        'Preisliste 2026;;\nTarif;Preis;Hinweis\nTeam;"12,50 €";pro Nutzer\nStart;0 €;\n'
+    )
+    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tpreise.csv\t1\n")
+    docs = {d.doc_id: d for d in load_documents(tmp_path)}
+    assert list(docs) == ["preise.csv"]
+    assert any("skipped 1 file harness does not read (1 .tsv)" in w for w in warnings)
+    assert docs["preise.csv"].title == "Preisliste 2026"
+    assert docs["preise.csv"].text == (
+        "Preisliste 2026\n\nTarif: Team\nPreis: 12,50 €\nHinweis: pro Nutzer\n\n"
+        "Tarif: Start\nPreis: 0 €"
+    )
+
+
+def test_a_workbook_reads_each_visible_sheet_under_its_name(tmp_path):
+    path = xlsx(
+        tmp_path / "kb.xlsx",
+        {
+            "Billing": f'<row r="1">{cell("A1", "Q")}{cell("B1", "A")}</row>'
+            f'<row r="3">{cell("A3", "Refunds?")}{cell("B3", "Within 30 days.")}</row>',
+            "Old": f'<row r="1">{cell("A1", "Q")}</row><row r="2">{cell("A2", "gone")}</row>',
+            "Accounts": f'<row r="1">{cell("A1", "Q")}{cell("B1", "A")}</row>'
+            f'<row r="2">{cell("A2", "SSO?")}<c r="B2" t="b"><v>1</v></c></row>',
+        },
+        hidden=("Old",),
+        title="Support knowledge base",
+    )
+    (doc,) = load_documents(path)
+    assert doc.title == "Support knowledge base"
+    assert doc.text == (
+        "## Billing\n\nQ: Refunds?\nA: Within 30 days.\n\n## Accounts\n\nQ: SSO?\nA: TRUE"
+    )
+    one = xlsx(
+        tmp_path / "one.xlsx",
+        {
+            "Sheet1": f'<row r="1">{cell("A1", "Team FAQ")}</row>'
+            f'<row r="2">{cell("A2", "Q")}{cell("B2", "A")}</row>'
+            f'<row r="3">{cell("A3", "Who?")}{cell("B3", "Ops")}</row>'
+        },
+    )
+    (doc,) = load_documents(one)
+    assert (doc.title, doc.text) == ("Team FAQ", "Team FAQ\n\nQ: Who?\nA: Ops")
+
+
+def test_a_header_alone_is_a_document_without_text_and_a_broken_quote_names_the_line(
+    tmp_path, warnings
+):
+    (tmp_path / "a.md").write_text("# A\n\nText.\n")
+    (tmp_path / "empty.csv").write_text("Question,Answer\n")
+    assert [d.doc_id for d in load_documents(tmp_path)] == ["a.md"]
+    assert any("left out 1 document without text: empty.csv" in w for w in warnings)
+    (tmp_path / "bad.csv").write_text('Q,A\nfine,row\n"open,quote\nmore,rows\n')
+    with pytest.raises(ConfigError, match=r"bad\.csv:3: a quote opened on line 3 is never"):
+        load_documents(tmp_path)
+
+
+def test_the_questions_file_and_labels_beside_the_documents_are_left_out(tmp_path, warnings):
+    """A questions table (or labels) kept in the corpus folder is not read as a document:
+    every question would retrieve itself."""
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "faq.csv").write_text(FAQ)
+    (folder / "questions.csv").write_text("question\nHow do I reset my password?\n")
+    (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tfaq.csv\t1\n")
+    experiment = tmp_path / "e.toml"
+    experiment.write_text(
+        '[corpus]\nsources = ["kb"]\n[questions]\nfile = "kb/questions.csv"\n'
+        'qrels = "kb/qrels.tsv"\n'
+    )
+    inputs = load_inputs(load_experiment(experiment))
+    assert [d.doc_id for d in inputs.docs] == ["faq.csv"]
+    assert [q.text for q in inputs.questions] == ["How do I reset my password?"]
+    assert warnings == [
+        f"corpus.sources: left out {folder / 'questions.csv'}, the file questions.file names: "
+        "not a document (every question would find itself in it)"
+    ]  # and the labels (.tsv, no document harness reads) are not warned of as unread
+    # Named as a source itself, it is left out too, and the corpus is then empty.
+    with pytest.raises(ConfigError, match="the corpus is empty"):
+        load_documents(folder / "questions.csv", leave_out={folder / "questions.csv": "x"})
+
+
+def test_a_semicolon_csv_of_questions(tmp_path: Path):
+    path = tmp_path / "fragen.csv"
+    path.write_text("id;frage;question\n1;x;Wie beantrage ich Urlaub?\n")
+    (q,) = load_questions(path)
+    assert (q.question_id, q.text, q.extra) == ("1", "Wie beantrage ich Urlaub?", {"frage": "x"})
