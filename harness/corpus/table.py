@@ -15,7 +15,9 @@ header (`column 3` where the header cell is empty or the row runs past it), reco
 separated by a blank line: the splitter cuts at blank lines first, so a chunk holds
 whole records, and every record carries its column names, which a reader needs to tell
 a price from a plan. A cell's own line breaks are kept (blank lines within it closed
-up, so a record stays one paragraph). The first non-empty row is the header, except
+up, so a record stays one paragraph). A cell of HTML, as a help desk's or a CMS's
+export writes an article's body (`<p>Within <strong>30 days</strong>.</p>`), is read
+as its text (`harness.corpus.html`). The first non-empty row is the header, except
 that a row holding one cell above a row holding several is the table's title (a
 spreadsheet's "Support FAQ, 2026" line above its header), written as its first line.
 A workbook of several sheets gives each its name as a heading (`## Billing`). Rows
@@ -38,16 +40,28 @@ TABLE_SUFFIXES = (".csv", ".xlsx")
 """Tables read as documents in a corpus. Not .tsv, which is what labels (BEIR's
 `qrels/test.tsv`, `harness label`'s output), run files and logs are written as: a
 folder of them beside the documents is skipped with a warning, as before."""
+_QUOTED = re.compile(r'"[^"]*"?')
+MAX_CELL_CHARS = 64 * 1024 * 1024
+"""The longest cell `read_rows` reads (Python's csv stops at 131,072 characters by
+default, which a long article's body in a help desk's export can pass). Set for the
+process's csv module when a table is read."""
 _BLANK_LINES = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")
+_HTML = re.compile(
+    r"</(?:p|div|li|ul|ol|h[1-6]|table|tr|td|strong|em|b|i|a|span|blockquote|pre|code)\s*>"
+    r"|<br\s*/?>",
+    re.IGNORECASE,
+)
+"""Markup that makes a cell HTML: a closing tag of text markup, or a line break."""
 
 
 def delimiter(raw: str, tsv: bool) -> str:
     """The cell delimiter of a delimited text: a tab for TSV; for CSV a semicolon when
-    the first non-empty line holds more semicolons than commas (Excel writes `;` where
-    the decimal mark is a comma: German, French, Dutch...), else a comma."""
+    the first non-empty line holds more semicolons than commas outside quoted cells
+    (Excel writes `;` where the decimal mark is a comma: German, French, Dutch...), else
+    a comma."""
     if tsv:
         return "\t"
-    first = next((line for line in raw.split("\n") if line.strip()), "")
+    first = _QUOTED.sub("", next((line for line in raw.split("\n") if line.strip()), ""))
     return ";" if first.count(";") > first.count(",") else ","
 
 
@@ -62,6 +76,8 @@ def read_rows(raw: str, p: Path) -> list[tuple[int, list[str]]]:
     ConfigError naming `p` and the line it opened on, rather than rows swallowed into
     one."""
     tsv = p.suffix.lower() == ".tsv"
+    if csv.field_size_limit() < MAX_CELL_CHARS:
+        csv.field_size_limit(MAX_CELL_CHARS)
     reader = csv.reader(
         io.StringIO(raw),
         delimiter=delimiter(raw, tsv),
@@ -131,15 +147,22 @@ def records_text(rows: Sequence[Sequence[str]]) -> tuple[str, str]:
     header = [" ".join(cell.split()) for cell in rows[0]]
     records = []
     for row in rows[1:]:
-        lines = [
-            f"{_name(header, i)}: {_BLANK_LINES.sub(chr(10), cell.strip())}"
-            for i, cell in enumerate(row)
-            if cell.strip()
-        ]
-        records.append("\n".join(lines))
+        cells = [(i, _cell_text(cell)) for i, cell in enumerate(row)]
+        lines = [f"{_name(header, i)}: {text}" for i, text in cells if text]
+        if lines:
+            records.append("\n".join(lines))
     if not records:
         return "", title
     return "\n\n".join([title, *records] if title else records), title
+
+
+def _cell_text(cell: str) -> str:
+    """A cell's text: HTML read as its text, blank lines closed up, stripped."""
+    if _HTML.search(cell):
+        from harness.corpus.html import html_text  # bs4 only for a table that needs it
+
+        cell = html_text(cell)[0]
+    return _BLANK_LINES.sub("\n", cell.strip())
 
 
 def _name(header: Sequence[str], i: int) -> str:

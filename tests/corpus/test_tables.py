@@ -141,3 +141,28 @@ def test_a_semicolon_csv_of_questions(tmp_path: Path):
     path.write_text("id;frage;question\n1;x;Wie beantrage ich Urlaub?\n")
     (q,) = load_questions(path)
     assert (q.question_id, q.text, q.extra) == ("1", "Wie beantrage ich Urlaub?", {"frage": "x"})
+
+
+def test_a_help_desk_export_s_html_bodies_read_as_their_text(tmp_path):
+    """An article's body as a help desk or a CMS exports it (HTML in a cell) reads as
+    its text; a cell that merely holds a `<` is left as written."""
+    (tmp_path / "articles.csv").write_text(
+        "id,title,body\n"
+        '7,Refunds,"<h2>Refunds</h2><p>Within <strong>30 days</strong> of purchase.</p>'
+        '<ul><li>Card</li><li>Invoice</li></ul>"\n'
+        "8,Limits,Uploads must be < 2 GB and <b> is kept\n"
+    )
+    (doc,) = load_documents(tmp_path)
+    assert doc.text == (
+        "id: 7\ntitle: Refunds\nbody: ## Refunds\nWithin 30 days of purchase.\nCard\nInvoice\n\n"
+        "id: 8\ntitle: Limits\nbody: Uploads must be < 2 GB and <b> is kept"
+    )
+
+
+def test_a_long_cell_and_a_semicolon_inside_a_quoted_header_cell(tmp_path):
+    """A cell past csv's default limit of 131,072 characters (a long article's body) is
+    read; semicolons inside a quoted header cell do not make a comma CSV a semicolon one."""
+    body = "word " * 40_000
+    (tmp_path / "long.csv").write_text(f'"title; or name",body\nGuide,"{body}"\n')
+    (doc,) = load_documents(tmp_path)
+    assert doc.text == f"title; or name: Guide\nbody: {body.strip()}"
