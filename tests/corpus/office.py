@@ -19,16 +19,19 @@ SHEET = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 
 
-def xlsx(path, sheets, shared=(), hidden=(), title=None):
+def xlsx(path, sheets, shared=(), hidden=(), title=None, styles=None, date1904=False):
     """An Excel workbook written by hand as Excel lays it out: `sheets` maps each sheet's
     name to the XML of its rows (`<row>`s of `<c>` cells); `shared` are the shared
     strings (a `<t>` each, or rich-text runs' XML as given); `title` the document
-    properties' title."""
+    properties' title; `styles` the XML inside the styles part (`<numFmts>`,
+    `<cellXfs>`); `date1904` the workbook's date system."""
     names = list(sheets)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr(
             "xl/workbook.xml",
-            f'<workbook xmlns="{SHEET}" xmlns:r="{REL}"><sheets>'
+            f'<workbook xmlns="{SHEET}" xmlns:r="{REL}">'
+            + ('<workbookPr date1904="1"/>' if date1904 else "")
+            + "<sheets>"
             + "".join(
                 f'<sheet name="{n}" sheetId="{i}" r:id="rId{i}"'
                 + (' state="hidden"' if n in hidden else "")
@@ -55,6 +58,8 @@ def xlsx(path, sheets, shared=(), hidden=(), title=None):
         )
         if title is not None:
             write_properties(z, title)
+        if styles is not None:
+            z.writestr("xl/styles.xml", f'<styleSheet xmlns="{SHEET}">{styles}</styleSheet>')
         for i, n in enumerate(names, 1):
             z.writestr(
                 f"xl/worksheets/sheet{i}.xml",

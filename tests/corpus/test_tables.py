@@ -166,3 +166,46 @@ def test_a_long_cell_and_a_semicolon_inside_a_quoted_header_cell(tmp_path):
     (tmp_path / "long.csv").write_text(f'"title; or name",body\nGuide,"{body}"\n')
     (doc,) = load_documents(tmp_path)
     assert doc.text == f"title; or name: Guide\nbody: {body.strip()}"
+
+
+STYLES = (
+    '<numFmts count="3"><numFmt numFmtId="164" formatCode="dd/mm/yyyy"/>'
+    '<numFmt numFmtId="165" formatCode="[$-409]h:mm AM/PM"/>'
+    '<numFmt numFmtId="166" formatCode="&quot;€&quot;#,##0.00;[Red]-&quot;€&quot;#,##0.00"/>'
+    "</numFmts>"
+    '<cellXfs count="7"><xf numFmtId="0"/><xf numFmtId="164"/><xf numFmtId="165"/>'
+    '<xf numFmtId="9"/><xf numFmtId="10"/><xf numFmtId="22"/><xf numFmtId="166"/></cellXfs>'
+)
+
+
+@pytest.mark.parametrize(
+    ("style", "value", "date1904", "shown"),
+    [
+        (0, "46354", False, "46354"),  # General: as stored
+        (1, "46354", False, "2026-11-28"),  # a custom date format
+        (1, "44892", True, "2026-11-28"),  # the 1904 date system
+        (1, "1", False, "1900-01-01"),  # Excel's first day
+        (1, "59", False, "1900-02-28"),  # before the 1900-02-29 Excel counts
+        (1, "61", False, "1900-03-01"),
+        (2, "0.6041666666666666", False, "14:30"),  # a time alone, the minute rounded
+        (3, "0.125", False, "13%"),  # rounded half away from zero, as Excel shows it
+        (4, "0.125", False, "12.50%"),
+        (5, "46354.75", False, "2026-11-28 18:00"),  # built-in date and time
+        (6, "12.5", False, "12.5"),  # currency: as stored
+        (1, "-3", False, "-3"),  # no date before Excel's first day
+    ],
+)
+def test_a_workbook_shows_dates_times_and_percentages_as_formatted(
+    tmp_path, style, value, date1904, shown
+):
+    path = xlsx(
+        tmp_path / "kb.xlsx",
+        {
+            "S": f'<row r="1">{cell("A1", "Plan")}{cell("B1", "Value")}</row>'
+            f'<row r="2">{cell("A2", "Team")}<c r="B2" s="{style}"><v>{value}</v></c></row>'
+        },
+        styles=STYLES,
+        date1904=date1904,
+    )
+    (doc,) = load_documents(path)
+    assert doc.text == f"Plan: Team\nValue: {shown}"
