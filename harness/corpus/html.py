@@ -36,6 +36,7 @@ BLOCKS = frozenset(
     [
         "address",
         "article",
+        "aside",
         "blockquote",
         "br",
         "caption",
@@ -48,6 +49,7 @@ BLOCKS = frozenset(
         "fieldset",
         "figcaption",
         "figure",
+        "footer",
         "h1",
         "h2",
         "h3",
@@ -59,6 +61,8 @@ BLOCKS = frozenset(
         "hr",
         "li",
         "main",
+        "menu",
+        "nav",
         "ol",
         "p",
         "pre",
@@ -254,6 +258,13 @@ def html_text(html: str, html_classes: Sequence[str] = ()) -> tuple[str, str]:
         classed = BeautifulSoup(html, "html.parser", parse_only=strainer)
         return _text(classed, chrome=False), title
     return _text(_content_root(soup), chrome=True) or _text(soup, chrome=True), title
+
+
+def fragment_text(html: str) -> str:
+    """The readable text of an HTML fragment (an article's body a help desk's export
+    holds in a cell), every element's text kept: no part of it is a page's menu or
+    footer."""
+    return _text(BeautifulSoup(html, "html.parser"), chrome=False)
 
 
 def _text(root: Tag, chrome: bool) -> str:

@@ -1,10 +1,11 @@
 """Load documents from files, folders and URLs into `Document` records.
 
 Local: markdown (.md, .markdown, .mdx, .qmd, .rmd), Jupyter notebooks (.ipynb), .txt,
-.rst, .adoc (.asciidoc), .html, .pdf, .docx and .pptx files, or folders searched
-recursively for them (a folder's other files are skipped, and the run says which kinds;
-so are links whose target is gone, and Office's owner files; a file a page includes is
-no document of its own). Markdown is read as
+.rst, .adoc (.asciidoc), .html, .pdf, .docx, .pptx, and tables (.csv, .xlsx) files, or
+folders searched recursively for them (a folder's other files are skipped, and the run
+says which kinds; so are links whose target is gone, Office's owner files, a table it
+cannot read, with a warning naming it, and the files `leave_out` names; a file a page
+includes is no document of its own). Markdown is read as
 its pages show it, without front matter, admonition markers or MDX imports
 (`harness.corpus.markdown`), with Quarto's includes read in; a Sphinx
 page without its directives' and roles' markup (`harness.corpus.rst`); an AsciiDoc page
@@ -15,7 +16,8 @@ without its attribute entries, block markup and macros, with its includes read i
 without text (scanned pages) is refused. A Word document (.docx) is read as it reads,
 headings as markdown's, lists and tables in lines (`harness.corpus.word`); a PowerPoint
 deck (.pptx) slide by slide, each under its title, with its speaker notes
-(`harness.corpus.slides`). URLs are fetched by LangChain's WebBaseLoader.
+(`harness.corpus.slides`); a table a record a row, each cell named by its column
+(`harness.corpus.table`). URLs are fetched by LangChain's WebBaseLoader.
 An HTML page, saved or fetched, gives its main content in lines, without the site's
 menus, header and footer (`harness.corpus.html`). With `html_classes`, only the elements
 with those CSS classes (a blog's post-title / post-header / post-content, say); a URL's
@@ -70,10 +72,13 @@ _CONTROLS = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
 def read_text_file(path: Path, field: str) -> str:
     """A UTF-8 text file's content, newlines made `\\n` (as `Path.read_text` reads them)
     and a byte-order mark (some Windows editors write one) skipped; a file that starts
-    with UTF-16's byte-order mark is read as UTF-16.
+    with UTF-16's byte-order mark is read as UTF-16. A `.csv` that is not UTF-8 is read
+    as Windows-1252, with a warning: what Excel's "CSV (Comma delimited)" writes on a
+    Western-language Windows (its "CSV UTF-8" is UTF-8).
 
-    Raises ConfigError naming the file and `field` for bytes that are not UTF-8, a NUL
-    byte, or mostly control characters: a binary file given where text was expected.
+    Raises ConfigError naming the file and `field` for bytes that are not UTF-8 (nor
+    Windows-1252 in a `.csv`), a NUL byte, or mostly control characters: a binary file
+    given where text was expected.
     """
     raw = path.read_bytes()
     if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
@@ -89,6 +94,18 @@ def read_text_file(path: Path, field: str) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if path.suffix.lower() == ".csv":
+            try:
+                text = raw.decode("cp1252")
+            except UnicodeDecodeError:
+                pass
+            else:
+                logger.warning(
+                    '{}: not UTF-8, read as Windows-1252 (Excel\'s "CSV (Comma delimited)"); '
+                    'if its accents read wrong, save it as "CSV UTF-8"',
+                    path,
+                )
+                return _checked_text(text, path, field)
         line = raw.count(b"\n", 0, exc.start) + 1
         raise ConfigError(
             str(path),
@@ -96,6 +113,12 @@ def read_text_file(path: Path, field: str) -> str:
             f"expected a UTF-8 text file (line {line}, byte {exc.start} is not UTF-8): save it "
             f"as UTF-8, e.g. iconv -f cp1252 -t utf-8 {path.name} > {path.stem}.utf8{path.suffix}",
         ) from None
+    return _checked_text(text, path, field)
+
+
+def _checked_text(text: str, path: Path, field: str) -> str:
+    """`text` without a byte-order mark, newlines made `\\n`; raises ConfigError for
+    mostly control characters."""
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     controls = len(_CONTROLS.findall(text))
     if controls > CONTROL_SHARE * len(text):
@@ -541,23 +564,30 @@ def load_documents(
                 raise ConfigError(
                     where or str(path),
                     "corpus.sources",
-                    f"folder {path} holds no {', '.join(SUFFIXES)} files"
+                    f"folder {path} holds no document, only the experiment's "
+                    + ", ".join(f"{kept_out[p.resolve()]} ({p.name})" for p in named)
+                    if named and not files
+                    else f"folder {path} holds no {', '.join(SUFFIXES)} files"
                     if not files
                     else f"folder {path} holds no page: its AsciiDoc files are Antora "
                     "navigation, partials or examples (pages lie in modules/<name>/pages/)",
                 )
             includes = _Includes(path)
-            loaded = [
-                (
-                    f,
-                    _load_file(
-                        f, f.relative_to(path).as_posix(), html_classes, includes, components
-                    ),
-                )
-                for f in published
-            ]
+            loaded: list[tuple[Path, Document]] = []
+            unreadable: list[Path] = []
+            for f in published:
+                doc_id = f.relative_to(path).as_posix()
+                try:
+                    loaded.append((f, _load_file(f, doc_id, html_classes, includes, components)))
+                except ConfigError as exc:
+                    if f.suffix.lower() not in TABLE_SUFFIXES:
+                        raise
+                    # A folder's spreadsheets were skipped before harness read tables:
+                    # one it cannot read (data, not a document) does not stop the rest.
+                    logger.warning("skipped {}: {}", doc_id, _reason(exc, f))
+                    unreadable.append(f)
             own = [p for p in found if p.resolve() in kept_out]  # not warned of as unread
-            _warn_skipped(path, found, [*files, *own, *includes.read], components)
+            _warn_skipped(path, found, [*files, *own, *unreadable, *includes.read], components)
             partial = [includes.partial(f) for f, _ in loaded]
             docs.extend(d for (_, d), p in zip(loaded, partial, strict=True) if not p)
             _report_includes(
@@ -624,6 +654,12 @@ ASSETS = frozenset(
 """Suffixes of files a saved site or a repository holds beside its documents (scripts,
 styles, images, fonts, JSON data): skipped without a warning. XML and archives may be
 documents (DocBook, a zip of PDFs), so they are warned about."""
+
+
+def _reason(exc: ConfigError, f: Path) -> str:
+    """`exc`'s message without the file's name where it leads (a line number kept)."""
+    where = exc.where.removeprefix(str(f)).lstrip(":")
+    return f"line {where}: {exc.expected}" if where.isdigit() else exc.expected
 
 
 def _warn_left_out(paths: Sequence[Path], kept_out: Mapping[Path, str]) -> None:

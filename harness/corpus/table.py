@@ -12,17 +12,19 @@ visible sheet; `harness.corpus.spreadsheet`), is read as one document of records
 
 Each row after the header is a record, a line per non-empty cell named by its column's
 header (`column 3` where the header cell is empty or the row runs past it), records
-separated by a blank line: the splitter cuts at blank lines first, so a chunk holds
-whole records, and every record carries its column names, which a reader needs to tell
-a price from a plan. A cell's own line breaks are kept (blank lines within it closed
+separated by a blank line: the splitter cuts at blank lines first, so a record shorter
+than the chunk size is never cut, and every record carries its column names, which a
+reader needs to tell a price from a plan. A cell's own line breaks are kept (blank lines within it closed
 up, so a record stays one paragraph). A cell of HTML, as a help desk's or a CMS's
 export writes an article's body (`<p>Within <strong>30 days</strong>.</p>`), is read
-as its text (`harness.corpus.html`). The first non-empty row is the header, except
-that a row holding one cell above a row holding several is the table's title (a
-spreadsheet's "Support FAQ, 2026" line above its header), written as its first line.
-A workbook of several sheets gives each its name as a heading (`## Billing`). Rows
-are read as `read_rows` reads them for a questions file: a broken quote is an error
-naming the line.
+as its text, every element's (`harness.corpus.html.fragment_text`); a cell that only
+mentions a tag (`wrap it in <b>`) is text. The first non-empty row is the header,
+except that a row holding one cell above a row holding several is the table's title (a
+spreadsheet's "Support FAQ, 2026" line above its header), written as its first line: so
+a header that names its first column alone reads as a title. A workbook of several
+sheets gives each its name as a heading (`## Billing`). Rows are read as `read_rows`
+reads them for a questions file (the delimiter, comma or semicolon, by which reads the
+first lines as a table more consistently): a broken quote is an error naming the line.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,8 @@ TABLE_SUFFIXES = (".csv", ".xlsx")
 """Tables read as documents in a corpus. Not .tsv, which is what labels (BEIR's
 `qrels/test.tsv`, `harness label`'s output), run files and logs are written as: a
 folder of them beside the documents is skipped with a warning, as before."""
-_QUOTED = re.compile(r'"[^"]*"?')
+DELIMITER_SAMPLE = 20
+"""Non-empty lines a CSV's delimiter is chosen by."""
 MAX_CELL_CHARS = 64 * 1024 * 1024
 """The longest cell `read_rows` reads (Python's csv stops at 131,072 characters by
 default, which a long article's body in a help desk's export can pass). Set for the
@@ -51,24 +55,35 @@ _HTML = re.compile(
     r"|<br\s*/?>",
     re.IGNORECASE,
 )
-"""Markup that makes a cell HTML: a closing tag of text markup, or a line break."""
+"""Markup that makes a cell that starts with a tag HTML: a closing tag of text markup,
+or a line break."""
 
 
 def delimiter(raw: str, tsv: bool) -> str:
     """The cell delimiter of a delimited text: a tab for TSV; for CSV a semicolon when
-    the first non-empty line holds more semicolons than commas outside quoted cells
-    (Excel writes `;` where the decimal mark is a comma: German, French, Dutch...), else
-    a comma."""
+    the first lines (DELIMITER_SAMPLE) read as a table of two or more columns more
+    consistently with semicolons than with commas (Excel writes `;` where the decimal
+    mark is a comma: German, French, Dutch..., and does not quote a comma in a cell),
+    else a comma."""
     if tsv:
         return "\t"
-    first = _QUOTED.sub("", next((line for line in raw.split("\n") if line.strip()), ""))
-    return ";" if first.count(";") > first.count(",") else ","
+    sample = [line for line in raw.split("\n") if line.strip()][:DELIMITER_SAMPLE]
+    return max((",", ";"), key=lambda d: _consistency(sample, d))
 
 
-def read_rows(raw: str, p: Path) -> list[tuple[int, list[str]]]:
+def _consistency(lines: list[str], delimiter: str) -> tuple[int, int]:
+    """(lines of the commonest cell count, that count) of `lines` split by
+    `delimiter`; (0, 0) when the commonest count is one cell."""
+    counts = Counter(len(row) for row in csv.reader(lines, delimiter=delimiter))
+    width, lines_of_width = counts.most_common(1)[0] if counts else (1, 0)
+    return (lines_of_width, width) if width > 1 else (0, 0)
+
+
+def read_rows(raw: str, p: Path) -> Iterator[tuple[int, list[str]]]:
     """The non-empty rows of a CSV (quoted cells as spreadsheets write them; a quoted
     cell may hold line breaks) or a TSV (no quoting: a `"` is text, as in a log's
-    query), each with the line it starts on.
+    query), each with the line it starts on, read as they are asked for (a reader of
+    the rows meets their errors in the file's order).
 
     Quotes are read strictly: a quote left open to the end of the file, closed by a
     stray quote within the text, or whose cell runs over lines that each read as a row
@@ -84,21 +99,23 @@ def read_rows(raw: str, p: Path) -> list[tuple[int, list[str]]]:
         quoting=csv.QUOTE_NONE if tsv else csv.QUOTE_MINIMAL,
         strict=True,
     )
-    rows: list[tuple[int, list[str]]] = []
+    widths: list[int] = []  # of the first two rows: a title row's one cell, the header's
     line = 0
     try:
         for row in reader:
             first, line = line + 1, reader.line_num
             if not any(cell.strip() for cell in row):
                 continue
-            if first != line and rows and _swallows_rows(row, len(rows[0][1]), reader.dialect):
+            if first != line and widths and _swallows_rows(row, max(widths), reader.dialect):
                 raise ConfigError(
                     f"{p}:{first}",
                     "",
                     f"a quoted cell runs on to line {line} over lines that read as rows (a "
                     f"quote opened on line {first} left open?)",
                 )
-            rows.append((first, row))
+            if len(widths) < 2:
+                widths.append(len(row))
+            yield first, row
     except csv.Error as exc:
         opened = line + 1  # the row that failed started after the last one read
         detail = (
@@ -110,7 +127,6 @@ def read_rows(raw: str, p: Path) -> list[tuple[int, list[str]]]:
             else f"not a readable table row ({exc})"
         )
         raise ConfigError(f"{p}:{opened}", "", detail) from None
-    return rows
 
 
 def _swallows_rows(row: Sequence[str], columns: int, dialect: Any) -> bool:
@@ -139,7 +155,7 @@ def records_text(rows: Sequence[Sequence[str]]) -> tuple[str, str]:
     module docstring); empty rows are skipped. A table of a header alone has no text."""
     rows = [r for r in rows if _filled(r)]
     title = ""
-    if len(rows) > 2 and _filled(rows[0]) == 1 and _filled(rows[1]) > 1:
+    if len(rows) > 1 and _filled(rows[0]) == 1 and _filled(rows[1]) > 1:
         title = next(cell.strip() for cell in rows[0] if cell.strip())
         rows = rows[1:]
     if not rows:
@@ -157,12 +173,16 @@ def records_text(rows: Sequence[Sequence[str]]) -> tuple[str, str]:
 
 
 def _cell_text(cell: str) -> str:
-    """A cell's text: HTML read as its text, blank lines closed up, stripped."""
-    if _HTML.search(cell):
-        from harness.corpus.html import html_text  # bs4 only for a table that needs it
+    """A cell's text, stripped, blank lines closed up: a cell that starts with a tag and
+    holds text markup (`_HTML`) read as an HTML fragment, every element's text kept (a
+    note in an `<aside>` too), where a cell that mentions a tag (`wrap it in <b>`) is
+    text."""
+    cell = cell.strip()
+    if cell.startswith("<") and _HTML.search(cell):
+        from harness.corpus.html import fragment_text  # bs4 only for a table that needs it
 
-        cell = html_text(cell)[0]
-    return _BLANK_LINES.sub("\n", cell.strip())
+        cell = fragment_text(cell)
+    return _BLANK_LINES.sub("\n", cell)
 
 
 def _name(header: Sequence[str], i: int) -> str:

@@ -99,16 +99,60 @@ def test_a_workbook_reads_each_visible_sheet_under_its_name(tmp_path):
     assert (doc.title, doc.text) == ("Team FAQ", "Team FAQ\n\nQ: Who?\nA: Ops")
 
 
-def test_a_header_alone_is_a_document_without_text_and_a_broken_quote_names_the_line(
+def test_a_header_alone_is_a_document_without_text_and_a_broken_table_is_skipped(
     tmp_path, warnings
 ):
+    """A folder's table harness cannot read (a data file with a stray quote) is skipped
+    with a warning naming it and the line, as a folder's tables were before harness read
+    them; named as a source itself, it is refused."""
     (tmp_path / "a.md").write_text("# A\n\nText.\n")
     (tmp_path / "empty.csv").write_text("Question,Answer\n")
-    assert [d.doc_id for d in load_documents(tmp_path)] == ["a.md"]
-    assert any("left out 1 document without text: empty.csv" in w for w in warnings)
+    (tmp_path / "title-only.csv").write_text("Preisliste;;\nTarif;Preis;Hinweis\n")
     (tmp_path / "bad.csv").write_text('Q,A\nfine,row\n"open,quote\nmore,rows\n')
+    assert [d.doc_id for d in load_documents(tmp_path)] == ["a.md"]
+    assert "skipped bad.csv: line 3: a quote opened on line 3 is never closed" in warnings
+    assert any(
+        "left out 2 documents without text: empty.csv, title-only.csv" in w for w in warnings
+    )
+    assert not any("does not read" in w for w in warnings)
     with pytest.raises(ConfigError, match=r"bad\.csv:3: a quote opened on line 3 is never"):
-        load_documents(tmp_path)
+        load_documents(tmp_path / "bad.csv")
+
+
+def test_excel_s_windows_1252_csv_is_read_with_a_warning(tmp_path, warnings):
+    """Excel's "CSV (Comma delimited)" on a Western Windows writes Windows-1252 (and, in
+    German, semicolons, with commas unquoted inside cells)."""
+    path = tmp_path / "preise.csv"
+    path.write_bytes("Preis (netto, €);Hinweis\n12,50 €;für Teams\n0 €;\n".encode("cp1252"))
+    (doc,) = load_documents(path)
+    assert doc.text == "Preis (netto, €): 12,50 €\nHinweis: für Teams\n\nPreis (netto, €): 0 €"
+    assert warnings == [
+        f'{path}: not UTF-8, read as Windows-1252 (Excel\'s "CSV (Comma delimited)"); if its '
+        'accents read wrong, save it as "CSV UTF-8"'
+    ]
+
+
+def test_a_quote_left_open_under_a_title_row_is_still_refused(tmp_path):
+    path = tmp_path / "faq.csv"
+    path.write_text('Team FAQ\nQ,A\n"Open quote,x\nWho?,Ops\nWhy?,Because",yes\n')
+    with pytest.raises(ConfigError, match=r"faq\.csv:3: a quoted cell runs on to line 5"):
+        load_documents(path)
+
+
+def test_an_html_cell_keeps_every_element_and_a_cell_that_mentions_a_tag_is_text(tmp_path):
+    (tmp_path / "kb.csv").write_text(
+        "q,a\n"
+        'Refunds?,"<p>Within 30 days.</p><aside>Note: not for gift cards.</aside>'
+        '<footer>Updated 2026</footer>"\n'
+        "Bold?,Wrap it in <b>word</b> or use <br>\n"
+        "Blocks?,Tags like </div> close a block\n"
+    )
+    (doc,) = load_documents(tmp_path)
+    assert doc.text == (
+        "q: Refunds?\na: Within 30 days.\nNote: not for gift cards.\nUpdated 2026\n\n"
+        "q: Bold?\na: Wrap it in <b>word</b> or use <br>\n\n"
+        "q: Blocks?\na: Tags like </div> close a block"
+    )
 
 
 def test_the_questions_file_and_labels_beside_the_documents_are_left_out(tmp_path, warnings):
@@ -131,16 +175,26 @@ def test_the_questions_file_and_labels_beside_the_documents_are_left_out(tmp_pat
         f"corpus.sources: left out {folder / 'questions.csv'}, the file questions.file names: "
         "not a document (every question would find itself in it)"
     ]  # and the labels (.tsv, no document harness reads) are not warned of as unread
-    # Named as a source itself, it is left out too, and the corpus is then empty.
+    # Named as a source itself, it is left out too, and the corpus is then empty; a
+    # folder of nothing else says so.
     with pytest.raises(ConfigError, match="the corpus is empty"):
         load_documents(folder / "questions.csv", leave_out={folder / "questions.csv": "x"})
+    (folder / "faq.csv").unlink()
+    with pytest.raises(
+        ConfigError, match=r"holds no document, only the experiment's questions.file \(questi"
+    ):
+        load_inputs(load_experiment(experiment))
 
 
-def test_a_semicolon_csv_of_questions(tmp_path: Path):
+def test_a_semicolon_csv_of_questions_and_errors_in_the_file_s_order(tmp_path: Path):
     path = tmp_path / "fragen.csv"
     path.write_text("id;frage;question\n1;x;Wie beantrage ich Urlaub?\n")
     (q,) = load_questions(path)
     assert (q.question_id, q.text, q.extra) == ("1", "Wie beantrage ich Urlaub?", {"frage": "x"})
+    # A bad header is reported before a quote left open further down.
+    path.write_text('title,answer\nfine,row\n"open,quote\n')
+    with pytest.raises(ConfigError, match=r"fragen\.csv:1: text: expected a header row"):
+        load_questions(path)
 
 
 def test_a_help_desk_export_s_html_bodies_read_as_their_text(tmp_path):
