@@ -16,8 +16,8 @@ without its attribute entries, block markup and macros, with its includes read i
 without text (scanned pages) is refused. A Word document (.docx) is read as it reads,
 headings as markdown's, lists and tables in lines (`harness.corpus.word`); a PowerPoint
 deck (.pptx) slide by slide, each under its title, with its speaker notes
-(`harness.corpus.slides`); a table a record a row, each cell named by its column
-(`harness.corpus.table`). URLs are fetched by LangChain's WebBaseLoader.
+(`harness.corpus.slides`); a table's rows a document each, each cell named by its
+column (`harness.corpus.table`). URLs are fetched by LangChain's WebBaseLoader.
 An HTML page, saved or fetched, gives its main content in lines, without the site's
 menus, header and footer (`harness.corpus.html`). With `html_classes`, only the elements
 with those CSS classes (a blog's post-title / post-header / post-content, say); a URL's
@@ -42,7 +42,7 @@ from harness.corpus.asciidoc import XrefTitle, asciidoc_text, asciidoc_title
 from harness.corpus.headings import first_heading
 from harness.corpus.markdown import MARKDOWN_SUFFIXES, Include, IncludeRaw, markdown_text
 from harness.corpus.slides import slides_text
-from harness.corpus.table import TABLE_SUFFIXES, csv_text, workbook_text
+from harness.corpus.table import TABLE_SUFFIXES, csv_records, workbook_records
 from harness.corpus.word import word_text
 from harness.errors import ConfigError
 from harness.types import Document
@@ -170,7 +170,7 @@ def _pdf_text(path: Path) -> tuple[str, str]:
     return text, title
 
 
-_BINARY = {".pdf": _pdf_text, ".docx": word_text, ".pptx": slides_text, ".xlsx": workbook_text}
+_BINARY = {".pdf": _pdf_text, ".docx": word_text, ".pptx": slides_text}
 """Files that are no text, and the function that reads each kind: its text and title."""
 
 MAX_INCLUDE_DEPTH = 8
@@ -470,11 +470,41 @@ def _load_file(
         from harness.corpus.notebook import notebook_text
 
         text, title = notebook_text(raw, str(path))
-    elif suffix == ".csv":
-        text, title = csv_text(raw, path)
     else:
         text, title = raw, first_heading(raw)
     return Document(doc_id=doc_id, text=text, source=str(path), title=title or path.stem)
+
+
+def _load(
+    path: Path,
+    doc_id: str,
+    html_classes: Sequence[str],
+    includes: _Includes | None = None,
+    components: Components | None = None,
+) -> list[Document]:
+    """The documents of the file at `path`: a table's records (`_load_table`), or the
+    file as one document."""
+    if path.suffix.lower() in TABLE_SUFFIXES:
+        return _load_table(path, doc_id)
+    return [_load_file(path, doc_id, html_classes, includes, components)]
+
+
+def _load_table(path: Path, doc_id: str) -> list[Document]:
+    """A table's records, a document each, their ids the file's with the record's place
+    (`faq.csv:12`, `kb.xlsx:Billing:5`); a table without records is one document without
+    text (left out with the others, and said so)."""
+    if path.suffix.lower() == ".xlsx":
+        rows, title = workbook_records(path)
+    else:
+        rows, title = csv_records(read_text_file(path, "corpus.sources"), path)
+    if not rows:
+        return [Document(doc_id=doc_id, text="", source=str(path), title=title or path.stem)]
+    return [
+        Document(
+            doc_id=f"{doc_id}:{r.key}", text=r.text, source=str(path), title=r.title or path.stem
+        )
+        for r in rows
+    ]
 
 
 def _load_url(url: str, html_classes: Sequence[str], timeout_s: float) -> Document:
@@ -573,12 +603,12 @@ def load_documents(
                     "navigation, partials or examples (pages lie in modules/<name>/pages/)",
                 )
             includes = _Includes(path)
-            loaded: list[tuple[Path, Document]] = []
+            loaded: list[tuple[Path, list[Document]]] = []
             unreadable: list[Path] = []
             for f in published:
                 doc_id = f.relative_to(path).as_posix()
                 try:
-                    loaded.append((f, _load_file(f, doc_id, html_classes, includes, components)))
+                    loaded.append((f, _load(f, doc_id, html_classes, includes, components)))
                 except ConfigError as exc:
                     if f.suffix.lower() not in TABLE_SUFFIXES:
                         raise
@@ -589,9 +619,15 @@ def load_documents(
             own = [p for p in found if p.resolve() in kept_out]  # not warned of as unread
             _warn_skipped(path, found, [*files, *own, *unreadable, *includes.read], components)
             partial = [includes.partial(f) for f, _ in loaded]
-            docs.extend(d for (_, d), p in zip(loaded, partial, strict=True) if not p)
+            docs.extend(d for (_, ds), p in zip(loaded, partial, strict=True) if not p for d in ds)
             _report_includes(
-                path, includes, [d.doc_id for (_, d), p in zip(loaded, partial, strict=True) if p]
+                path,
+                includes,
+                [
+                    f.relative_to(path).as_posix()
+                    for (f, _), p in zip(loaded, partial, strict=True)
+                    if p
+                ],
             )
         elif path.is_file() and path.resolve() in kept_out:
             _warn_left_out([path], kept_out)
@@ -600,7 +636,7 @@ def load_documents(
         elif path.is_file():
             includes = _Includes(path.parent)
             components = Components(path.parent)
-            docs.append(_load_file(path, path.name, html_classes, includes, components))
+            docs.extend(_load(path, path.name, html_classes, includes, components))
             _report_includes(path, includes, [])
         else:
             raise ConfigError(where or str(path), "corpus.sources", f"{path} does not exist")

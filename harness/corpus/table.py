@@ -1,30 +1,32 @@
 """Tables: the rows of a CSV or TSV file, and a table in a corpus read as records.
 
 A team's FAQ or knowledge base kept in a spreadsheet (question, answer, product, ...) is
-a corpus as much as a folder of pages. A CSV file, or an Excel workbook (.xlsx, each
-visible sheet; `harness.corpus.spreadsheet`), is read as one document of records:
+a corpus as much as a folder of pages. Each row of a CSV file, or of each visible sheet
+of an Excel workbook (.xlsx; `harness.corpus.spreadsheet`), after the header is a
+record, read as a document of its own, a line per non-empty cell named by its column's
+header (`column 3` where the header cell is empty or the row runs past it):
 
     Question: How do I reset my password?
     Answer: Open Settings > Account and choose "Reset password".
     Product: Web app
 
-    Question: ...
-
-Each row after the header is a record, a line per non-empty cell named by its column's
-header (`column 3` where the header cell is empty or the row runs past it), records
-separated by a blank line: the splitter cuts at blank lines first, so a record shorter
-than the chunk size is never cut, and every record carries its column names, which a
-reader needs to tell a price from a plan. A cell's own line breaks are kept (blank lines within it closed
-up, so a record stays one paragraph). A cell of HTML, as a help desk's or a CMS's
-export writes an article's body (`<p>Within <strong>30 days</strong>.</p>`), is read
-as its text, every element's (`harness.corpus.html.fragment_text`); a cell that only
-mentions a tag (`wrap it in <b>`) is text. The first non-empty row is the header,
-except that a row holding one cell above a row holding several is the table's title (a
-spreadsheet's "Support FAQ, 2026" line above its header), written as its first line: so
-a header that names its first column alone reads as a title. A workbook of several
-sheets gives each its name as a heading (`## Billing`). Rows are read as `read_rows`
-reads them for a questions file (the delimiter, comma or semicolon, by which reads the
-first lines as a table more consistently): a broken quote is an error naming the line.
+A document a row is how LangChain's CSVLoader reads a table into a RAG application, a
+record is what a question is answered from, and every chunk then carries its column
+names, which a reader needs to tell a price from a plan; the judge exam's unrelated
+passages, drawn from other documents, are then other records. A record's id is its
+file's with its place: the line the row starts on (`faq.csv:12`) or the sheet and
+Excel's row number (`kb.xlsx:Billing:5`). A cell's own line breaks are kept (blank
+lines within it closed up). A cell of HTML, as a help desk's or a CMS's export writes an
+article's body (`<p>Within <strong>30 days</strong>.</p>`), is read as its text, every
+element's (`harness.corpus.html.fragment_text`); a cell that only mentions a tag
+(`wrap it in <b>`) is text. The first non-empty row is the header, except that a row
+holding one cell above a row holding several is the table's title (a spreadsheet's
+"Support FAQ, 2026" line above its header), every record's title: so a header that
+names its first column alone reads as a title. A record's title is the table's (the
+workbook's document title, else its title row, else the file's name), with the sheet's
+name in a workbook that shows several. Rows are read as `read_rows` reads them for a
+questions file (the delimiter, comma or semicolon, by which reads the first lines as a
+table more consistently): a broken quote is an error naming the line.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import io
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -150,26 +153,35 @@ def _filled(row: Sequence[str]) -> int:
     return sum(1 for cell in row if cell.strip())
 
 
-def records_text(rows: Sequence[Sequence[str]]) -> tuple[str, str]:
-    """(the records, the table's title or "") of a table's rows, header first (see the
-    module docstring); empty rows are skipped. A table of a header alone has no text."""
-    rows = [r for r in rows if _filled(r)]
+@dataclass(frozen=True)
+class Record:
+    """One row of a table as a document: `key` places it in its file (the CSV line it
+    starts on, `12`, or the sheet and Excel's row number, `Billing:5`)."""
+
+    key: str
+    text: str
+    title: str
+
+
+def records(rows: Sequence[tuple[int, Sequence[str]]]) -> tuple[list[tuple[int, str]], str]:
+    """(each record's row number and text, the table's title or "") of a table's
+    numbered rows, header first (see the module docstring); empty rows are skipped. A
+    table of a header alone has no records."""
+    rows = [(n, r) for n, r in rows if _filled(r)]
     title = ""
-    if len(rows) > 1 and _filled(rows[0]) == 1 and _filled(rows[1]) > 1:
-        title = next(cell.strip() for cell in rows[0] if cell.strip())
+    if len(rows) > 1 and _filled(rows[0][1]) == 1 and _filled(rows[1][1]) > 1:
+        title = next(cell.strip() for cell in rows[0][1] if cell.strip())
         rows = rows[1:]
     if not rows:
-        return "", ""
-    header = [" ".join(cell.split()) for cell in rows[0]]
-    records = []
-    for row in rows[1:]:
+        return [], title
+    header = [" ".join(cell.split()) for cell in rows[0][1]]
+    out = []
+    for n, row in rows[1:]:
         cells = [(i, _cell_text(cell)) for i, cell in enumerate(row)]
         lines = [f"{_name(header, i)}: {text}" for i, text in cells if text]
         if lines:
-            records.append("\n".join(lines))
-    if not records:
-        return "", title
-    return "\n\n".join([title, *records] if title else records), title
+            out.append((n, "\n".join(lines)))
+    return out, title
 
 
 def _cell_text(cell: str) -> str:
@@ -190,28 +202,26 @@ def _name(header: Sequence[str], i: int) -> str:
     return header[i] if i < len(header) and header[i] else f"column {i + 1}"
 
 
-def csv_text(raw: str, p: Path) -> tuple[str, str]:
-    """(the records, the title) of a CSV file's text `raw` (see the module docstring);
-    the title is the table's title row, else ""."""
-    return records_text([row for _, row in read_rows(raw, p)])
+def csv_records(raw: str, p: Path) -> tuple[list[Record], str]:
+    """(the records, the table's title row or "") of a CSV file's text `raw`."""
+    rows, title = records(list(read_rows(raw, p)))
+    return [Record(str(n), text, title) for n, text in rows], title
 
 
-def workbook_text(path: Path) -> tuple[str, str]:
-    """(the records, the title) of an Excel workbook in a corpus: each visible sheet's
-    records (see the module docstring), under the sheet's name when there are several.
+def workbook_records(path: Path) -> tuple[list[Record], str]:
+    """(the records of each visible sheet, the title) of an Excel workbook in a corpus.
     The title is the workbook's document title, else a single sheet's title row, else
-    ""."""
+    ""; a record's is the title (or the sheet's title row), with its sheet's name when
+    the workbook shows several."""
     from harness.corpus.spreadsheet import read_workbook
 
     book = read_workbook(path, "corpus.sources")
-    parts: list[str] = []
-    titles: list[str] = []
+    title = ""
+    out: list[Record] = []
     for sheet in book.sheets:
-        text, title = records_text([row for _, row in sheet.rows])
-        titles.append(title)
-        if text and len(book.sheets) > 1:
-            parts.append(f"## {sheet.name}\n\n{text}")
-        elif text:
-            parts.append(text)
-    title = book.title or (titles[0] if len(book.sheets) == 1 else "")
-    return "\n\n".join(parts), title
+        rows, own = records(sheet.rows)
+        title = title or (own if len(book.sheets) == 1 else "")
+        named = book.title or own or path.stem
+        named = f"{named}: {sheet.name}" if len(book.sheets) > 1 else named
+        out.extend(Record(f"{sheet.name}:{n}", text, named) for n, text in rows)
+    return out, book.title or title

@@ -1,4 +1,4 @@
-"""Tables in a corpus: CSV, TSV and Excel files read as documents of records."""
+"""Tables in a corpus: CSV and Excel files read as documents, one per record."""
 
 from __future__ import annotations
 
@@ -25,30 +25,36 @@ def cell(ref: str, text: str) -> str:
     return f'<c r="{ref}" t="inlineStr"><is><t>{text}</t></is></c>'
 
 
-def test_a_csv_is_one_document_of_records_named_by_the_header(tmp_path):
-    """A record a row, a line per non-empty cell named by its column; a cell's blank
-    lines closed up so a record stays one paragraph; a cell past the header and an
-    empty header cell named by their column's number; empty rows skipped."""
+def test_a_csv_row_is_a_document_its_cells_named_by_the_header(tmp_path):
+    """A document a row, as LangChain's CSVLoader makes them, its id the file's with the
+    line the row starts on; a line per non-empty cell named by its column; a cell's
+    blank lines closed up; a cell past the header and an empty header cell named by
+    their column's number; empty rows skipped."""
     (tmp_path / "faq.csv").write_text(FAQ)
-    (doc,) = load_documents(tmp_path)
-    assert doc.doc_id == "faq.csv" and doc.title == "faq"
-    assert doc.text == (
-        "Question: How do I reset my password?\n"
-        "Answer: Open Settings > Account,\nthen choose Reset.\n"
-        "Product: Web app\n\n"
-        "Question: Can I pay by invoice?\n"
-        "Answer: Yes: on the Team plan and above.\n\n"
-        "Answer: Ask support for anything else.\n"
-        "Product: All\n"
-        "column 4: extra cell"
-    )
-    # The splitter cuts at the blank lines first: no record is split across chunks.
-    chunks = chunk_documents([doc], chunk_size=120, chunk_overlap=0)
-    assert [c.text.split("\n")[0] for c in chunks] == [
-        "Question: How do I reset my password?",
-        "Question: Can I pay by invoice?",
-        "Answer: Ask support for anything else.",
+    docs = load_documents(tmp_path)
+    assert [(d.doc_id, d.title, d.text) for d in docs] == [
+        (
+            "faq.csv:2",
+            "faq",
+            "Question: How do I reset my password?\n"
+            "Answer: Open Settings > Account,\nthen choose Reset.\n"
+            "Product: Web app",
+        ),
+        (
+            "faq.csv:6",
+            "faq",
+            "Question: Can I pay by invoice?\nAnswer: Yes: on the Team plan and above.",
+        ),
+        (
+            "faq.csv:7",
+            "faq",
+            "Answer: Ask support for anything else.\nProduct: All\ncolumn 4: extra cell",
+        ),
     ]
+    assert {d.source for d in docs} == {str(tmp_path / "faq.csv")}
+    # A record longer than the chunk size is cut as any document is.
+    chunks = chunk_documents(docs, chunk_size=60, chunk_overlap=0)
+    assert [c.chunk_id for c in chunks][:3] == ["faq.csv:2#0", "faq.csv:2#38", "faq.csv:2#90"]
 
 
 def test_a_title_row_a_semicolon_csv_and_no_tsv(tmp_path, warnings):
@@ -59,17 +65,17 @@ def test_a_title_row_a_semicolon_csv_and_no_tsv(tmp_path, warnings):
         'Preisliste 2026;;\nTarif;Preis;Hinweis\nTeam;"12,50 €";pro Nutzer\nStart;0 €;\n'
     )
     (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tpreise.csv\t1\n")
-    docs = {d.doc_id: d for d in load_documents(tmp_path)}
-    assert list(docs) == ["preise.csv"]
+    docs = load_documents(tmp_path)
     assert any("skipped 1 file harness does not read (1 .tsv)" in w for w in warnings)
-    assert docs["preise.csv"].title == "Preisliste 2026"
-    assert docs["preise.csv"].text == (
-        "Preisliste 2026\n\nTarif: Team\nPreis: 12,50 €\nHinweis: pro Nutzer\n\n"
-        "Tarif: Start\nPreis: 0 €"
-    )
+    assert [(d.doc_id, d.title, d.text) for d in docs] == [
+        ("preise.csv:3", "Preisliste 2026", "Tarif: Team\nPreis: 12,50 €\nHinweis: pro Nutzer"),
+        ("preise.csv:4", "Preisliste 2026", "Tarif: Start\nPreis: 0 €"),
+    ]
 
 
-def test_a_workbook_reads_each_visible_sheet_under_its_name(tmp_path):
+def test_a_workbook_reads_each_visible_sheet_s_rows(tmp_path):
+    """Each row of each visible sheet a document, its id the sheet and Excel's row
+    number, its title the workbook's with the sheet's name."""
     path = xlsx(
         tmp_path / "kb.xlsx",
         {
@@ -82,11 +88,10 @@ def test_a_workbook_reads_each_visible_sheet_under_its_name(tmp_path):
         hidden=("Old",),
         title="Support knowledge base",
     )
-    (doc,) = load_documents(path)
-    assert doc.title == "Support knowledge base"
-    assert doc.text == (
-        "## Billing\n\nQ: Refunds?\nA: Within 30 days.\n\n## Accounts\n\nQ: SSO?\nA: TRUE"
-    )
+    assert [(d.doc_id, d.title, d.text) for d in load_documents(path)] == [
+        ("kb.xlsx:Billing:3", "Support knowledge base: Billing", "Q: Refunds?\nA: Within 30 days."),
+        ("kb.xlsx:Accounts:2", "Support knowledge base: Accounts", "Q: SSO?\nA: TRUE"),
+    ]
     one = xlsx(
         tmp_path / "one.xlsx",
         {
@@ -96,7 +101,7 @@ def test_a_workbook_reads_each_visible_sheet_under_its_name(tmp_path):
         },
     )
     (doc,) = load_documents(one)
-    assert (doc.title, doc.text) == ("Team FAQ", "Team FAQ\n\nQ: Who?\nA: Ops")
+    assert (doc.doc_id, doc.title, doc.text) == ("one.xlsx:Sheet1:3", "Team FAQ", "Q: Who?\nA: Ops")
 
 
 def test_a_header_alone_is_a_document_without_text_and_a_broken_table_is_skipped(
@@ -124,8 +129,10 @@ def test_excel_s_windows_1252_csv_is_read_with_a_warning(tmp_path, warnings):
     German, semicolons, with commas unquoted inside cells)."""
     path = tmp_path / "preise.csv"
     path.write_bytes("Preis (netto, €);Hinweis\n12,50 €;für Teams\n0 €;\n".encode("cp1252"))
-    (doc,) = load_documents(path)
-    assert doc.text == "Preis (netto, €): 12,50 €\nHinweis: für Teams\n\nPreis (netto, €): 0 €"
+    assert [d.text for d in load_documents(path)] == [
+        "Preis (netto, €): 12,50 €\nHinweis: für Teams",
+        "Preis (netto, €): 0 €",
+    ]
     assert warnings == [
         f'{path}: not UTF-8, read as Windows-1252 (Excel\'s "CSV (Comma delimited)"); if its '
         'accents read wrong, save it as "CSV UTF-8"'
@@ -147,12 +154,11 @@ def test_an_html_cell_keeps_every_element_and_a_cell_that_mentions_a_tag_is_text
         "Bold?,Wrap it in <b>word</b> or use <br>\n"
         "Blocks?,Tags like </div> close a block\n"
     )
-    (doc,) = load_documents(tmp_path)
-    assert doc.text == (
-        "q: Refunds?\na: Within 30 days.\nNote: not for gift cards.\nUpdated 2026\n\n"
-        "q: Bold?\na: Wrap it in <b>word</b> or use <br>\n\n"
-        "q: Blocks?\na: Tags like </div> close a block"
-    )
+    assert [d.text for d in load_documents(tmp_path)] == [
+        "q: Refunds?\na: Within 30 days.\nNote: not for gift cards.\nUpdated 2026",
+        "q: Bold?\na: Wrap it in <b>word</b> or use <br>",
+        "q: Blocks?\na: Tags like </div> close a block",
+    ]
 
 
 def test_the_questions_file_and_labels_beside_the_documents_are_left_out(tmp_path, warnings):
@@ -169,7 +175,7 @@ def test_the_questions_file_and_labels_beside_the_documents_are_left_out(tmp_pat
         'qrels = "kb/qrels.tsv"\n'
     )
     inputs = load_inputs(load_experiment(experiment))
-    assert [d.doc_id for d in inputs.docs] == ["faq.csv"]
+    assert [d.doc_id for d in inputs.docs] == ["faq.csv:2", "faq.csv:6", "faq.csv:7"]
     assert [q.text for q in inputs.questions] == ["How do I reset my password?"]
     assert warnings == [
         f"corpus.sources: left out {folder / 'questions.csv'}, the file questions.file names: "
@@ -206,11 +212,10 @@ def test_a_help_desk_export_s_html_bodies_read_as_their_text(tmp_path):
         '<ul><li>Card</li><li>Invoice</li></ul>"\n'
         "8,Limits,Uploads must be < 2 GB and <b> is kept\n"
     )
-    (doc,) = load_documents(tmp_path)
-    assert doc.text == (
-        "id: 7\ntitle: Refunds\nbody: ## Refunds\nWithin 30 days of purchase.\nCard\nInvoice\n\n"
-        "id: 8\ntitle: Limits\nbody: Uploads must be < 2 GB and <b> is kept"
-    )
+    assert [d.text for d in load_documents(tmp_path)] == [
+        "id: 7\ntitle: Refunds\nbody: ## Refunds\nWithin 30 days of purchase.\nCard\nInvoice",
+        "id: 8\ntitle: Limits\nbody: Uploads must be < 2 GB and <b> is kept",
+    ]
 
 
 def test_a_long_cell_and_a_semicolon_inside_a_quoted_header_cell(tmp_path):
