@@ -61,7 +61,9 @@ def read_qrels(path: str | os.PathLike[str], *, allow_empty: bool = False) -> Qr
     out: Qrels = {}
     first = True
     for n, line in enumerate(read_text_file(p, "qrels").splitlines(), 1):
-        parts = line.split()
+        # A TSV's columns are its tabs' (a document id may hold a space: a file's name);
+        # TREC's are split at white space.
+        parts = [c.strip() for c in line.split("\t") if c.strip()] if "\t" in line else line.split()
         if not parts or line.startswith("#"):
             continue
         if first and _number(parts[-1]) is None:

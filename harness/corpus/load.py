@@ -490,9 +490,10 @@ def _load(
 
 
 def _load_table(path: Path, doc_id: str) -> list[Document]:
-    """A table's records, a document each, their ids the file's with the record's place
-    (`faq.csv:12`, `kb.xlsx:Billing:5`); a table without records is one document without
-    text (left out with the others, and said so)."""
+    """A table's records, a document each, their ids the file's with the record's key
+    (its id column's value, `faq.csv:KB-12`, else its place, `faq.csv:12`,
+    `kb.xlsx:Billing:5`), their source the file's path with the place; a table without
+    records is one document without text (left out with the others, and said so)."""
     if path.suffix.lower() == ".xlsx":
         rows, title = workbook_records(path)
     else:
@@ -501,7 +502,10 @@ def _load_table(path: Path, doc_id: str) -> list[Document]:
         return [Document(doc_id=doc_id, text="", source=str(path), title=title or path.stem)]
     return [
         Document(
-            doc_id=f"{doc_id}:{r.key}", text=r.text, source=str(path), title=r.title or path.stem
+            doc_id=f"{doc_id}:{r.key}",
+            text=r.text,
+            source=f"{path}:{r.place}",
+            title=r.title or path.stem,
         )
         for r in rows
     ]
@@ -557,7 +561,8 @@ def load_documents(
     leave_out: Mapping[str | os.PathLike[str], str] | None = None,
 ) -> list[Document]:
     """Load every source; doc ids are paths relative to a given folder (or the file name),
-    or the URL, so they stay stable across runs and machines.
+    or the URL, so they stay stable across runs and machines; a table's rows are a
+    document each, the file's id with the row's (`faq.csv:12`, `harness.corpus.table`).
 
     `sources`: paths (strings or `Path`s) and URLs, or one of them. `leave_out`: files
     that are not documents, each with the setting that names it, left out with a

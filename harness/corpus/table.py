@@ -14,8 +14,12 @@ A document a row is how LangChain's CSVLoader reads a table into a RAG applicati
 record is what a question is answered from, and every chunk then carries its column
 names, which a reader needs to tell a price from a plan; the judge exam's unrelated
 passages, drawn from other documents, are then other records. A record's id is its
-file's with its place: the line the row starts on (`faq.csv:12`) or the sheet and
-Excel's row number (`kb.xlsx:Billing:5`). A cell's own line breaks are kept (blank
+file's with its key: the value of its id column, where the header names one (`id`,
+`Article ID`, `ticket_id`, `key`) whose values are all there and all different
+(`faq.csv:KB-12`, which stays when rows are added above it), else its place, the line
+the row starts on (`faq.csv:12`) or the sheet and Excel's row number
+(`kb.xlsx:Billing:5`); white space in a key is `_`, as labels files split columns at
+it. Its source is the file's path with the place. A cell's own line breaks are kept (blank
 lines within it closed up). A cell of HTML, as a help desk's or a CMS's export writes an
 article's body (`<p>Within <strong>30 days</strong>.</p>`), is read as its text, every
 element's (`harness.corpus.html.fragment_text`); a cell that only mentions a tag
@@ -46,6 +50,7 @@ TABLE_SUFFIXES = (".csv", ".xlsx")
 """Tables read as documents in a corpus. Not .tsv, which is what labels (BEIR's
 `qrels/test.tsv`, `harness label`'s output), run files and logs are written as: a
 folder of them beside the documents is skipped with a warning, as before."""
+_QUOTED = re.compile(r'"[^"]*"?')
 DELIMITER_SAMPLE = 20
 """Non-empty lines a CSV's delimiter is chosen by."""
 MAX_CELL_CHARS = 64 * 1024 * 1024
@@ -64,13 +69,15 @@ or a line break."""
 
 def delimiter(raw: str, tsv: bool) -> str:
     """The cell delimiter of a delimited text: a tab for TSV; for CSV a semicolon when
-    the first lines (DELIMITER_SAMPLE) read as a table of two or more columns more
-    consistently with semicolons than with commas (Excel writes `;` where the decimal
-    mark is a comma: German, French, Dutch..., and does not quote a comma in a cell),
-    else a comma."""
+    the first line holds one outside quotes and the first lines (DELIMITER_SAMPLE) read
+    as a table of two or more columns more consistently with semicolons than with
+    commas (Excel writes `;` where the decimal mark is a comma: German, French,
+    Dutch..., and does not quote a comma in a cell), else a comma."""
     if tsv:
         return "\t"
     sample = [line for line in raw.split("\n") if line.strip()][:DELIMITER_SAMPLE]
+    if not sample or ";" not in _QUOTED.sub("", sample[0]):
+        return ","  # a header of one column: its cells' semicolons are text
     return max((",", ";"), key=lambda d: _consistency(sample, d))
 
 
@@ -155,18 +162,25 @@ def _filled(row: Sequence[str]) -> int:
 
 @dataclass(frozen=True)
 class Record:
-    """One row of a table as a document: `key` places it in its file (the CSV line it
-    starts on, `12`, or the sheet and Excel's row number, `Billing:5`)."""
+    """One row of a table as a document: `key` names it in its file (its id column's
+    value, or the CSV line it starts on, `12`, or in a workbook the sheet with either,
+    `Billing:5`)."""
 
     key: str
     text: str
     title: str
+    place: str
+    """Where it lies: the CSV line the row starts on, or the sheet and Excel's row."""
 
 
-def records(rows: Sequence[tuple[int, Sequence[str]]]) -> tuple[list[tuple[int, str]], str]:
-    """(each record's row number and text, the table's title or "") of a table's
-    numbered rows, header first (see the module docstring); empty rows are skipped. A
-    table of a header alone has no records."""
+def records(
+    rows: Sequence[tuple[int, Sequence[str]]],
+) -> tuple[list[tuple[str, int, str]], str]:
+    """(each record's key, row number and text, the table's title or "") of a table's
+    numbered rows,
+    header first (see the module docstring); empty rows are skipped. A record's key is
+    its id column's value where the header names one and its values are unique
+    (`id_column`), else its row number. A table of a header alone has no records."""
     rows = [(n, r) for n, r in rows if _filled(r)]
     title = ""
     if len(rows) > 1 and _filled(rows[0][1]) == 1 and _filled(rows[1][1]) > 1:
@@ -180,8 +194,33 @@ def records(rows: Sequence[tuple[int, Sequence[str]]]) -> tuple[list[tuple[int, 
         cells = [(i, _cell_text(cell)) for i, cell in enumerate(row)]
         lines = [f"{_name(header, i)}: {text}" for i, text in cells if text]
         if lines:
-            out.append((n, "\n".join(lines)))
-    return out, title
+            out.append((n, row, "\n".join(lines)))
+    column = id_column(header, [row for _, row, _ in out])
+    keys = [str(n) if column is None else _key(row[column]) for n, row, _ in out]
+    return [(key, n, text) for key, (n, _, text) in zip(keys, out, strict=True)], title
+
+
+_ID_NAME = re.compile(r"(?:.*[ _-])?(?:id|key|uuid)", re.IGNORECASE)
+
+
+def id_column(header: Sequence[str], rows: Sequence[Sequence[str]]) -> int | None:
+    """The column that names each record, or None: the first whose header is an id's
+    name (`id`, `_id`, `key`, `uuid`, `Article ID`, `ticket_id`) and whose values are
+    all there and all different (a help desk's article id; not one repeated on each of
+    an article's sections)."""
+    for i, name in enumerate(header):
+        if not _ID_NAME.fullmatch(name):
+            continue
+        values = [_key(row[i]) if i < len(row) else "" for row in rows]
+        if all(values) and len(set(values)) == len(values):
+            return i
+    return None
+
+
+def _key(cell: str) -> str:
+    """A cell as part of a document id: white space made `_` (a labels file's columns
+    are split at white space)."""
+    return "_".join(cell.split())
 
 
 def _cell_text(cell: str) -> str:
@@ -205,7 +244,7 @@ def _name(header: Sequence[str], i: int) -> str:
 def csv_records(raw: str, p: Path) -> tuple[list[Record], str]:
     """(the records, the table's title row or "") of a CSV file's text `raw`."""
     rows, title = records(list(read_rows(raw, p)))
-    return [Record(str(n), text, title) for n, text in rows], title
+    return [Record(key, text, title, str(n)) for key, n, text in rows], title
 
 
 def workbook_records(path: Path) -> tuple[list[Record], str]:
@@ -223,5 +262,8 @@ def workbook_records(path: Path) -> tuple[list[Record], str]:
         title = title or (own if len(book.sheets) == 1 else "")
         named = book.title or own or path.stem
         named = f"{named}: {sheet.name}" if len(book.sheets) > 1 else named
-        out.extend(Record(f"{sheet.name}:{n}", text, named) for n, text in rows)
+        out.extend(
+            Record(f"{_key(sheet.name)}:{key}", text, named, f"{sheet.name}:{n}")
+            for key, n, text in rows
+        )
     return out, book.title or title

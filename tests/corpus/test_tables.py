@@ -51,7 +51,7 @@ def test_a_csv_row_is_a_document_its_cells_named_by_the_header(tmp_path):
             "Answer: Ask support for anything else.\nProduct: All\ncolumn 4: extra cell",
         ),
     ]
-    assert {d.source for d in docs} == {str(tmp_path / "faq.csv")}
+    assert [d.source for d in docs] == [f"{tmp_path / 'faq.csv'}:{n}" for n in (2, 6, 7)]
     # A record longer than the chunk size is cut as any document is.
     chunks = chunk_documents(docs, chunk_size=60, chunk_overlap=0)
     assert [c.chunk_id for c in chunks][:3] == ["faq.csv:2#0", "faq.csv:2#38", "faq.csv:2#90"]
@@ -268,3 +268,43 @@ def test_a_workbook_shows_dates_times_and_percentages_as_formatted(
     )
     (doc,) = load_documents(path)
     assert doc.text == f"Plan: Team\nValue: {shown}"
+
+
+def test_an_id_column_names_the_records_when_its_values_are_unique(tmp_path):
+    """A help desk's article id keeps a record's document id when rows are added above
+    it; an id repeated on each of an article's sections does not name a record."""
+    (tmp_path / "articles.csv").write_text("Article ID,Title\nKB 7,Refunds\nKB-8,Limits\n")
+    (tmp_path / "sections.csv").write_text("article_id,Section\n7,Intro\n7,Details\n")
+    assert [(d.doc_id, d.source.rsplit("/", 1)[1]) for d in load_documents(tmp_path)] == [
+        ("articles.csv:KB_7", "articles.csv:2"),
+        ("articles.csv:KB-8", "articles.csv:3"),
+        ("sections.csv:2", "sections.csv:2"),
+        ("sections.csv:3", "sections.csv:3"),
+    ]
+
+
+def test_a_sheet_name_with_spaces_makes_an_id_a_labels_file_can_hold(tmp_path):
+    from harness.analysis.validate import read_qrels
+
+    path = xlsx(
+        tmp_path / "kb.xlsx",
+        {
+            "Billing FAQ 2026": f'<row r="1">{cell("A1", "Q")}</row><row r="2">{cell("A2", "Refunds?")}</row>'
+        },
+    )
+    (doc,) = load_documents(path)
+    assert doc.doc_id == "kb.xlsx:Billing_FAQ_2026:2"
+    assert doc.source == f"{path}:Billing FAQ 2026:2"
+    labels = tmp_path / "labels.tsv"
+    labels.write_text(f"query_id\tdoc_id\trelevance\nq1\t{doc.doc_id}#0\t2\nq2\tmy notes.md\t1\n")
+    assert read_qrels(labels) == {"q1": {f"{doc.doc_id}#0": 2}, "q2": {"my notes.md": 1}}
+
+
+def test_a_one_column_csv_keeps_its_semicolons(tmp_path):
+    path = tmp_path / "q.csv"
+    path.write_text("question\nWhich plan; team or start?\nWho signs; and when?\nWhy?\n")
+    assert [q.text for q in load_questions(path)] == [
+        "Which plan; team or start?",
+        "Who signs; and when?",
+        "Why?",
+    ]
