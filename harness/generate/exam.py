@@ -5,7 +5,8 @@ For each kept question with one source passage, two items:
 - `source`: the question with its own source passage; a judge must call it relevant and
   complete (the passage was written to answer it);
 - `unrelated`: the question with a passage from another document (the least similar of
-  the sampled passages of other documents); a judge must call it neither.
+  the sampled passages of other documents; in a corpus of one document, of its passages
+  at least a passage's length away from the source); a judge must call it neither.
 
 `exam_rates` gives, per criterion, the true-positive rate (source items judged yes) and
 the true-negative rate (unrelated items judged no). The exam is also written as labels

@@ -76,7 +76,7 @@ from harness.judge.parsing import parse_extract, says_none, split_sentences
 from harness.judge.prompts import extract_max_tokens, grammar_extract
 from harness.llm.client import ChatFailed
 from harness.metrics.overlap import content_words, word_overlap
-from harness.types import Document
+from harness.types import Document, SourceSpan
 
 CRITIQUE_MAX_TOKENS = 150
 """Three reasons of at most 80 characters and three digits fit in this."""
@@ -667,7 +667,9 @@ def _exam(
     kept: Sequence[Candidate], candidates: Sequence[Candidate], embed: Embed
 ) -> list[ExamItem]:
     """Two exam items per kept question with one source passage: its source, and the
-    least similar sampled passage of another document."""
+    least similar sampled passage of another document; where none was sampled (a
+    corpus of one document: a manual as one PDF), of the same document, away from the
+    source (`_far`)."""
     single = [c for c in kept if c.qtype != "unanswerable" and len(c.passages) == 1]
     if not single:
         return []
@@ -681,6 +683,8 @@ def _exam(
         assert c.draft is not None
         src = c.passages[0]
         others = [i for i, p in enumerate(pool) if p.span.doc_id != src.span.doc_id]
+        if not others:  # no other document sampled
+            others = [i for i, p in enumerate(pool) if _far(p.span, src.span)]
         items.append(
             ExamItem(
                 item_id=f"{c.question_id}-source",
@@ -705,6 +709,16 @@ def _exam(
                 )
             )
     return items
+
+
+def _far(span: SourceSpan, source: SourceSpan) -> bool:
+    """Whether `span` lies in `source`'s document at least a passage's length away from
+    it: the exam's unrelated passage where the corpus has no other document (neighbours
+    often carry on the source's topic)."""
+    gap = source.end - source.start
+    return span.doc_id == source.doc_id and (
+        span.end + gap <= source.start or span.start >= source.end + gap
+    )
 
 
 def generate_questions(

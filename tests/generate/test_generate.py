@@ -879,3 +879,32 @@ def test_a_long_topic_is_cut_in_the_breakdown_table():
     lines = format_breakdown(rows, "topic", 4).splitlines()
     assert lines[1].startswith(long[: GROUP_WIDTH - 1] + "…  ")
     assert lines[2].startswith("Short" + " " * (GROUP_WIDTH - 5) + "  ")
+
+
+def test_the_exam_of_a_one_document_corpus_draws_its_unrelated_passage_from_afar():
+    """A corpus of one document (a manual as one PDF) has no other document to draw the
+    exam's unrelated passage from: it is the least similar passage of the same document
+    at least a passage's length away from the source, never its neighbour."""
+    from harness.generate.critique import Draft
+    from harness.generate.pipeline import Candidate, _exam
+    from harness.generate.sampler import Passage
+
+    def passage(start: int, text: str) -> Passage:
+        return Passage(SourceSpan("manual.pdf", start, start + 100), text, "Manual")
+
+    source, near, far, farther = (
+        passage(1000, "leave"),
+        passage(1100, "leave too"),
+        passage(1300, "printers"),
+        passage(5000, "parking"),
+    )
+    kept = Candidate(0, "simple", (source,), Draft("How long is leave?", "27 days"))
+    others = [Candidate(i, "simple", (p,)) for i, p in enumerate((near, far, farther), 1)]
+    vectors = {"How long is leave?": [1.0, 0.0], "leave": [1.0, 0.0], "leave too": [0.0, 1.0]}
+    vectors |= {"printers": [0.6, 0.8], "parking": [0.8, 0.6]}
+
+    def embed(texts):
+        return [vectors[t] for t in texts]
+
+    items = _exam([kept], [kept, *others], embed)
+    assert [(i.kind, i.passage) for i in items] == [("source", "leave"), ("unrelated", "printers")]
