@@ -567,8 +567,8 @@ def load_documents(
     `sources`: paths (strings or `Path`s) and URLs, or one of them. `leave_out`: files
     that are not documents, each with the setting that names it, left out with a
     warning where a source holds them: the questions file kept beside the documents (a
-    table or a text file, which harness now reads as a document) would let every
-    question retrieve itself.
+    table or a text file, which harness reads as documents) would let every question
+    retrieve itself.
 
     Raises ConfigError for a missing path, an empty folder, an empty corpus, a binary
     file, or a URL that gives no answer within `timeout_s` seconds.

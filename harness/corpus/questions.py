@@ -9,8 +9,8 @@
 - .csv / .tsv, as a spreadsheet or a log export writes them: a header row naming the
   question's column (one of TEXT_FIELDS) and optionally `id`, `type`, `topic`,
   `answer`; other columns go to `extra`, an empty cell is an absent field; a quoted CSV
-  cell may hold line breaks; a CSV whose header holds more semicolons than commas is
-  read as Excel writes one where the decimal mark is a comma (`harness.corpus.table`).
+  cell may hold line breaks; a CSV separated by semicolons, as Excel writes one where
+  the decimal mark is a comma, is read as such (`harness.corpus.table.delimiter`).
 - .xlsx (an Excel workbook): its first visible sheet whose first row names the
   questions' column, read as that sheet's CSV export (`harness.corpus.spreadsheet`).
 - .txt, or any other file whose text does not start with `{` or `[`: one question a

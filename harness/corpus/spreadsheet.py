@@ -224,7 +224,8 @@ def read_workbook(path: Path, field: str) -> Workbook:
         strings = package.part("xl/sharedStrings.xml")
         shared = [_text(si) for si in _children(strings, "si")]
         date1904 = any(
-            pr.get("date1904") in ("1", "true") for pr in _children(workbook, "workbookPr")
+            (pr.get("date1904") or "").lower() in ("1", "true")
+            for pr in _children(workbook, "workbookPr")
         )
         formats = Formats(package.part("xl/styles.xml"), date1904)
         sheets: list[Sheet] = []

@@ -29,8 +29,9 @@ holding one cell above a row holding several is the table's title (a spreadsheet
 names its first column alone reads as a title. A record's title is the table's (the
 workbook's document title, else its title row, else the file's name), with the sheet's
 name in a workbook that shows several. Rows are read as `read_rows` reads them for a
-questions file (the delimiter, comma or semicolon, by which reads the first lines as a
-table more consistently): a broken quote is an error naming the line.
+questions file (the delimiter a comma, or a semicolon where the first line holds one
+and it reads the first lines as a table more consistently): a broken quote is an error
+naming the line.
 """
 
 from __future__ import annotations
@@ -177,10 +178,10 @@ def records(
     rows: Sequence[tuple[int, Sequence[str]]],
 ) -> tuple[list[tuple[str, int, str]], str]:
     """(each record's key, row number and text, the table's title or "") of a table's
-    numbered rows,
-    header first (see the module docstring); empty rows are skipped. A record's key is
-    its id column's value where the header names one and its values are unique
-    (`id_column`), else its row number. A table of a header alone has no records."""
+    numbered rows, header first (see the module docstring); empty rows are skipped. A
+    record's key is its id column's value where the header names one and its values are
+    unique (`id_column`), else its row number. A table of a header alone has no
+    records."""
     rows = [(n, r) for n, r in rows if _filled(r)]
     title = ""
     if len(rows) > 1 and _filled(rows[0][1]) == 1 and _filled(rows[1][1]) > 1:
