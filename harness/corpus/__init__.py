@@ -1,8 +1,8 @@
 """The corpus: documents from files, folders, BEIR JSONL and URLs; questions; chunks.
 
 load_documents(sources, ...)   Document records, ids stable across runs and machines
-                               (Word and PowerPoint files: word.py, slides.py;
-                               CSV and Excel tables: table.py)
+                               (Word, OpenDocument and PowerPoint files: word.py,
+                               odf.py, slides.py; CSV and Excel tables: table.py)
 load_questions(path)           Question records (JSONL, JSON, CSV/TSV, an Excel workbook
                                (spreadsheet.py) or one per line)
 read_text_file(path, field)    a UTF-8 text file, binary or undecodable ones refused

@@ -1,7 +1,7 @@
 """Load documents from files, folders and URLs into `Document` records.
 
 Local: markdown (.md, .markdown, .mdx, .qmd, .rmd), Jupyter notebooks (.ipynb), .txt,
-.rst, .adoc (.asciidoc), .html, .pdf, .docx, .pptx, and tables (.csv, .xlsx) files, or
+.rst, .adoc (.asciidoc), .html, .pdf, .docx, .odt, .pptx, and tables (.csv, .xlsx) files, or
 folders searched recursively for them (a folder's other files are skipped, and the run
 says which kinds; so are links whose target is gone, Office's owner files, a table it
 cannot read, with a warning naming it, and the files `leave_out` names; a file a page
@@ -14,7 +14,8 @@ without its attribute entries, block markup and macros, with its includes read i
 (`harness.corpus.antora`); a notebook as its markdown and code cells
 (`harness.corpus.notebook`). A PDF's text is what pypdf extracts, page after page; a PDF
 without text (scanned pages) is refused. A Word document (.docx) is read as it reads,
-headings as markdown's, lists and tables in lines (`harness.corpus.word`); a PowerPoint
+headings as markdown's, lists and tables in lines (`harness.corpus.word`), and an
+OpenDocument text (.odt) alike (`harness.corpus.odf`); a PowerPoint
 deck (.pptx) slide by slide, each under its title, with its speaker notes
 (`harness.corpus.slides`); a table's rows a document each, each cell named by its
 column (`harness.corpus.table`). URLs are fetched by LangChain's WebBaseLoader.
@@ -41,6 +42,7 @@ from harness.corpus.antora import Component, Components
 from harness.corpus.asciidoc import XrefTitle, asciidoc_text, asciidoc_title
 from harness.corpus.headings import first_heading
 from harness.corpus.markdown import MARKDOWN_SUFFIXES, Include, IncludeRaw, markdown_text
+from harness.corpus.odf import odt_text
 from harness.corpus.slides import slides_text
 from harness.corpus.table import TABLE_SUFFIXES, csv_records, workbook_records
 from harness.corpus.word import word_text
@@ -59,6 +61,7 @@ SUFFIXES = (
     ".pdf",
     ".docx",
     ".pptx",
+    ".odt",
     *TABLE_SUFFIXES,
 )
 """Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
@@ -170,7 +173,7 @@ def _pdf_text(path: Path) -> tuple[str, str]:
     return text, title
 
 
-_BINARY = {".pdf": _pdf_text, ".docx": word_text, ".pptx": slides_text}
+_BINARY = {".pdf": _pdf_text, ".docx": word_text, ".pptx": slides_text, ".odt": odt_text}
 """Files that are no text, and the function that reads each kind: its text and title."""
 
 MAX_INCLUDE_DEPTH = 8

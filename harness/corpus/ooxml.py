@@ -1,6 +1,6 @@
-"""Office Open XML packages (Word's .docx, Excel's .xlsx, PowerPoint's .pptx): zips of
-XML parts, read with the standard library, each part bounded in size before it is
-unpacked.
+"""Office Open XML packages (Word's .docx, Excel's .xlsx, PowerPoint's .pptx), and
+OpenDocument text (.odt), which is packed the same way: zips of XML parts, read with
+the standard library, each part bounded in size before it is unpacked.
 
 Errors name the file and the setting that named it: a file that is no such package (a
 legacy .doc, .xls or .ppt renamed, or a password-protected document, which Office saves
@@ -63,6 +63,7 @@ _APPS = {
     ".docx": ("Word", ".doc", "a Word Document"),
     ".xlsx": ("Excel", ".xls", "an Excel Workbook"),
     ".pptx": ("PowerPoint", ".ppt", "a PowerPoint Presentation"),
+    ".odt": ("LibreOffice Writer", ".doc", "an ODF Text Document"),
 }
 
 
@@ -79,7 +80,7 @@ def number(value: str | None, default: int | None) -> int | None:
 class Package:
     """An Office file opened for reading its parts (a context manager).
 
-    `kind` is ".docx", ".xlsx" or ".pptx" (for the messages); `field` the setting that
+    `kind` is ".docx", ".xlsx", ".pptx" or ".odt" (for the messages); `field` the setting that
     named the file. Raises ConfigError when `path` is no zip."""
 
     def __init__(self, path: Path, *, kind: str, field: str) -> None:

@@ -1,0 +1,147 @@
+"""OpenDocument text (.odt) read as its reader reads it."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+
+from harness.corpus import load_documents
+from harness.corpus.odf import odt_text
+from harness.errors import ConfigError
+
+NS = (
+    'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+    'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+    'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+    'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" '
+    'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+    'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" '
+    'xmlns:dc="http://purl.org/dc/elements/1.1/" '
+    'xmlns:xml="http://www.w3.org/XML/1998/namespace"'
+)
+
+STYLES = (
+    '<style:style style:name="P1" style:family="paragraph" style:parent-style-name="Title"/>'
+    '<text:list-style style:name="L1">'
+    '<text:list-level-style-number text:level="1" style:num-format="1" style:num-suffix="."/>'
+    '<text:list-level-style-number text:level="2" style:num-format="a" '
+    'style:num-prefix="(" style:num-suffix=")"/>'
+    "</text:list-style>"
+    '<text:list-style style:name="L2"><text:list-level-style-bullet text:level="1" '
+    'text:bullet-char="•"/></text:list-style>'
+)
+
+
+def odt(path, body, *, styles=STYLES, title=None, manifest=None):
+    """An .odt written by hand as LibreOffice lays it out: `body` is the XML inside
+    office:text, `styles` content.xml's automatic styles."""
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("mimetype", "application/vnd.oasis.opendocument.text")
+        z.writestr(
+            "content.xml",
+            f"<office:document-content {NS}><office:automatic-styles>{styles}"
+            f"</office:automatic-styles><office:body><office:text>{body}</office:text>"
+            "</office:body></office:document-content>",
+        )
+        if title is not None:
+            z.writestr(
+                "meta.xml",
+                f"<office:document-meta {NS}><office:meta><dc:title>{title}</dc:title>"
+                "</office:meta></office:document-meta>",
+            )
+        if manifest is not None:
+            z.writestr("META-INF/manifest.xml", manifest)
+    return path
+
+
+def test_an_odt_reads_as_a_word_document_does(tmp_path):
+    """Title and headings (with their stored numbers) as markdown's; lists numbered as
+    their style shows them, nested and continued; footnotes after their paragraph; tables
+    as rows; text boxes in place; line breaks and spaces."""
+    body = (
+        '<text:p text:style-name="P1">Leave policy</text:p>'
+        "<text:table-of-content><text:index-body><text:p>Annual leave 1</text:p>"
+        "</text:index-body></text:table-of-content>"
+        '<text:h text:outline-level="1"><text:number>1.</text:number>Annual leave</text:h>'
+        '<text:p>Full-time staff get 27 days<text:note text:note-class="footnote">'
+        "<text:note-citation>1</text:note-citation><text:note-body><text:p>Pro rata "
+        "part-time.</text:p></text:note-body></text:note> a year.</text:p>"
+        '<text:list xml:id="a" text:style-name="L1">'
+        "<text:list-item><text:p>Ask your manager</text:p></text:list-item>"
+        "<text:list-item><text:p>Then:</text:p><text:list>"
+        "<text:list-item><text:p>book it</text:p></text:list-item>"
+        "<text:list-item><text:p>relax</text:p></text:list-item></text:list></text:list-item>"
+        "</text:list>"
+        "<text:p>Between the lists.</text:p>"
+        '<text:list text:style-name="L1" text:continue-numbering="true">'
+        "<text:list-item><text:p>Come back</text:p></text:list-item></text:list>"
+        '<text:list text:style-name="L2"><text:list-item><text:p>Carry over 5 days'
+        "</text:p></text:list-item></text:list>"
+        "<table:table><table:table-column/><table:table-header-rows><table:table-row>"
+        "<table:table-cell><text:p>Country</text:p></table:table-cell>"
+        "<table:table-cell><text:p>Days</text:p></table:table-cell></table:table-row>"
+        "</table:table-header-rows><table:table-row><table:table-cell><text:p>UK</text:p>"
+        "</table:table-cell><table:covered-table-cell/><table:table-cell><text:p>8"
+        "</text:p></table:table-cell></table:table-row></table:table>"
+        "<text:p>See<draw:frame><draw:text-box><text:p>Boxed note</text:p></draw:text-box>"
+        '</draw:frame> below:<text:line-break/>one<text:s text:c="3"/>two<text:tab/>three'
+        "</text:p>"
+    )
+    text, title = odt_text(odt(tmp_path / "leave.odt", body, title="From the template"))
+    assert title == "Leave policy"
+    assert text.split("\n") == [
+        "# Leave policy",
+        "## 1. Annual leave",
+        "Full-time staff get 27 days[1] a year.",
+        "[1] Pro rata part-time.",
+        "1. Ask your manager",
+        "2. Then:",
+        "  (a) book it",
+        "  (b) relax",
+        "Between the lists.",
+        "3. Come back",
+        "- Carry over 5 days",
+        "Country | Days",
+        "UK | 8",
+        "See below:",
+        "one two three",
+        "Boxed note",
+    ]
+
+
+def test_what_a_reader_does_not_see_is_not_read(tmp_path):
+    body = (
+        "<text:tracked-changes><text:changed-region><text:deletion><text:p>Old rule"
+        "</text:p></text:deletion></text:changed-region></text:tracked-changes>"
+        "<text:p>Kept<office:annotation><dc:creator>Ann</dc:creator><text:p>a comment"
+        "</text:p></office:annotation> text.</text:p>"
+        "<text:hidden-paragraph>secret</text:hidden-paragraph>"
+        '<text:p>Shown<text:hidden-text text:string-value="x">hidden</text:hidden-text>.'
+        "</text:p>"
+        "<text:p><draw:frame><svg:title>Logo</svg:title><draw:image/></draw:frame></text:p>"
+    )
+    text, title = odt_text(odt(tmp_path / "a.odt", body, title="Props title"))
+    assert text == "Kept text.\nShown."
+    assert title == "Props title"
+
+
+def test_bad_odt_files_are_refused_in_one_line_and_an_empty_one_has_no_text(tmp_path):
+    renamed = tmp_path / "old.odt"
+    renamed.write_bytes(b"\xd0\xcf\x11\xe0 a legacy binary document")
+    with pytest.raises(ConfigError, match=r"not a \.odt \(a legacy \.doc, or password-protect"):
+        odt_text(renamed)
+    locked = odt(
+        tmp_path / "locked.odt",
+        "<text:p>x</text:p>",
+        manifest='<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:'
+        'manifest:1.0"><manifest:file-entry manifest:full-path="content.xml">'
+        "<manifest:encryption-data/></manifest:file-entry></manifest:manifest>",
+    )
+    with pytest.raises(ConfigError, match=r"locked\.odt: corpus\.sources: the document is passw"):
+        odt_text(locked)
+    (tmp_path / "new.odt").write_bytes(b"")
+    (tmp_path / "b.md").write_text("# B\n\nText.\n")
+    (tmp_path / "old.odt").unlink()
+    (tmp_path / "locked.odt").unlink()
+    assert [d.doc_id for d in load_documents(tmp_path)] == ["b.md"]
