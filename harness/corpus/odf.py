@@ -7,19 +7,23 @@ files share (`harness.corpus.ooxml.Package`: each part bounded in size, damaged 
 and DTDs refused), laid out as a Word document is (`harness.corpus.word`):
 
 - each paragraph is a line; a heading (`text:h`) is markdown's, its outline level + 1
-  #'s (`## 3.2 Carrying leave over`, with the number LibreOffice stores beside a
-  numbered heading), a Title-styled paragraph `#`;
-- a list item is `- item`, or `1.`, `a)`, `(iv)` where its list style numbers that
-  level (counted per list, continuing a list that says so; `harness.corpus.wordml`'s
-  letters and roman numbers), indented two spaces a level;
-- a table row is a line, its cells joined by " | ";
-- read: text in links, spans and fields (a field's shown value), text boxes in place,
-  footnotes and endnotes (labelled `[1]`, `[i]` where they are cited, their text after
-  that paragraph), a ruby's base text;
+  #'s, with its number where the document's outline style numbers headings (LibreOffice's
+  chapter numbering: `## 3.2 Carrying leave over`), a Title-styled paragraph `#`;
+- a list item is `- item`, or `1.`, `a)`, `(iv)`, `1.2.` where its list style numbers
+  that level (counted per list and level, continuing a list that says so, by
+  `continue-numbering` or `continue-list`; letters `a..z, aa, ab`), indented two spaces
+  a level;
+- a table row is a line, its non-empty cells joined by " | " (a heading in a cell is
+  text);
+- read: text in links, spans and fields (a field's shown value), text boxes and shapes'
+  text after their paragraph (a page's frames where they stand), footnotes and endnotes
+  (labelled `[1]`, `[i]` where they are cited, their text after that paragraph), a
+  ruby's base text;
 - not read: tracked deletions (kept apart in `text:tracked-changes`), comments
-  (`office:annotation`), hidden paragraphs and text, the tables of contents and indexes
-  LibreOffice generates, drawings' titles and descriptions, headers and footers (in
-  `styles.xml`).
+  (`office:annotation`), hidden paragraphs, sections and text (a hidden-paragraph or
+  hidden-text field, a style's `text:display="none"`, a section shown on a condition),
+  the tables of contents and indexes LibreOffice generates, drawings' titles and
+  descriptions, headers and footers (in `styles.xml`).
 
 The title is the first Title-styled paragraph's, else the document properties', else
 the first heading (the caller falls back to the file's name). A password-protected
@@ -62,157 +66,282 @@ _SKIPPED = frozenset(
         "sequence-decls",
         "variable-decls",
         "user-field-decls",
-        "hidden-paragraph",
-        "hidden-text",
         "note-citation",
         "ruby-text",
+        "number",
     )
 ) | {f"{{{OFFICE}}}annotation", f"{{{OFFICE}}}annotation-end", f"{{{OFFICE}}}forms"}
-"""Elements whose text is not the document's as a reader sees it."""
+"""Elements whose text is not the document's as a reader sees it (a `text:number` is
+a stored list or heading number, which the reader counts itself)."""
+_FRAMES = frozenset(f"{{{DRAW}}}{name}" for name in ("frame", "custom-shape", "a", "g"))
+"""Drawing elements whose text boxes or paragraphs hold text."""
+_FORMATS = {
+    "1": "decimal",
+    "a": "lowerLetter",
+    "A": "upperLetter",
+    "i": "lowerRoman",
+    "I": "upperRoman",
+}
+"""ODF's num-format as Word's number formats, which `wordml.shown` writes."""
+_XML = "http://www.w3.org/XML/1998/namespace"
 
 
 def _t(name: str) -> str:
     return f"{{{TEXT}}}{name}"
 
 
+def _s(name: str) -> str:
+    return f"{{{STYLE}}}{name}"
+
+
+@dataclass(frozen=True)
+class _Level:
+    """A numbered level of a list or outline style."""
+
+    fmt: str  # ODF's num-format: "1", "a", "A", "i", "I", or "" (no number)
+    prefix: str
+    suffix: str
+    start: int
+    display: int  # how many levels the number shows: 2 gives "1.2"
+    sync: bool  # letters past z as "aa, bb" (num-letter-sync) rather than "aa, ab"
+
+
 @dataclass
 class _ListStyle:
-    """A list style's levels: (num-format, prefix, suffix, start) where a level is
-    numbered, None where it is a bullet."""
+    """A list (or outline) style's levels: a `_Level` where a level is numbered, None
+    where it is a bullet."""
 
-    levels: dict[int, tuple[str, str, str, int] | None] = field(default_factory=dict)
-
-
-def _list_styles(*roots: ElementTree.Element | None) -> dict[str, _ListStyle]:
-    """The list styles of `styles.xml` and `content.xml`'s automatic styles, by name."""
-    out: dict[str, _ListStyle] = {}
-    for root in roots:
-        if root is None:
-            continue
-        for ls in root.iter(_t("list-style")):
-            style = _ListStyle()
-            for level in ls:
-                n = number(level.get(_t("level")), 1)
-                if level.tag == _t("list-level-style-number"):
-                    style.levels[n] = (
-                        level.get(f"{{{STYLE}}}num-format") or "",
-                        level.get(f"{{{STYLE}}}num-prefix") or "",
-                        level.get(f"{{{STYLE}}}num-suffix") or "",
-                        number(level.get(_t("start-value")), 1),
-                    )
-                else:
-                    style.levels[n] = None
-            out[ls.get(f"{{{STYLE}}}name") or ""] = style
-    return out
+    levels: dict[int, _Level | None] = field(default_factory=dict)
 
 
-def _paragraph_parents(*roots: ElementTree.Element | None) -> dict[str, str]:
-    """Each paragraph style's parent style (an automatic `P1` based on `Title`)."""
-    out: dict[str, str] = {}
-    for root in roots:
-        if root is None:
-            continue
-        for st in root.iter(f"{{{STYLE}}}style"):
-            name, parent = st.get(f"{{{STYLE}}}name"), st.get(f"{{{STYLE}}}parent-style-name")
-            if name and parent:
-                out[name] = parent
-    return out
+def _level(el: ElementTree.Element) -> _Level:
+    return _Level(
+        fmt=el.get(_s("num-format")) or "",
+        prefix=el.get(_s("num-prefix")) or "",
+        suffix=el.get(_s("num-suffix")) or "",
+        start=number(el.get(_t("start-value")), 1),
+        display=max(1, number(el.get(_t("display-levels")), 1)),
+        sync=el.get(_s("num-letter-sync")) == "true",
+    )
 
 
-class _Reader:
-    """Walks `office:text`, collecting lines (see the module docstring)."""
+@dataclass
+class _Styles:
+    """What the reader needs of a document's styles (`styles.xml` and `content.xml`'s
+    automatic styles)."""
 
-    def __init__(self, lists: dict[str, _ListStyle], parents: dict[str, str]) -> None:
-        self.lists = lists
-        self.parents = parents
-        self.lines: list[str] = []
-        self.title = ""
-        self.notes: list[str] = []  # the notes cited in the paragraph being read
-        self.counts: dict[str, list[int]] = {}  # a list's count per level, by its id
-        self.last: list[int] = []  # the last list's counts, for continue-numbering
+    lists: dict[str, _ListStyle] = field(default_factory=dict)
+    parents: dict[str, str] = field(default_factory=dict)
+    hidden: set[str] = field(default_factory=set)  # styles whose text is not shown
+    outline: _ListStyle = field(default_factory=_ListStyle)  # how headings are numbered
 
-    def _styles(self, name: str | None) -> Iterator[str]:
-        """A paragraph style and the styles it is based on."""
+    @classmethod
+    def read(cls, *roots: ElementTree.Element | None) -> _Styles:
+        styles = cls()
+        for root in (r for r in roots if r is not None):
+            for ls in root.iter(_t("list-style")):
+                styles.lists[ls.get(_s("name")) or ""] = _read_list_style(ls)
+            for outline in root.iter(_t("outline-style")):
+                styles.outline = _read_list_style(outline)
+            for st in root.iter(_s("style")):
+                name, parent = st.get(_s("name")), st.get(_s("parent-style-name"))
+                if name and parent:
+                    styles.parents[name] = parent
+                props = st.find(_s("text-properties"))
+                if name and props is not None and props.get(_t("display")) == "none":
+                    styles.hidden.add(name)
+        return styles
+
+    def chain(self, name: str | None) -> Iterator[str]:
+        """A style and the styles it is based on."""
         seen: set[str] = set()
         while name and name not in seen:
             seen.add(name)
             yield name
             name = self.parents.get(name)
 
+    def hides(self, el: ElementTree.Element) -> bool:
+        """Whether `el`'s style (or one it is based on) hides its text."""
+        return any(s in self.hidden for s in self.chain(el.get(_t("style-name"))))
+
+
+def _read_list_style(ls: ElementTree.Element) -> _ListStyle:
+    style = _ListStyle()
+    for level in ls:
+        n = number(level.get(_t("level")), 1)
+        numbered = level.tag in (_t("list-level-style-number"), _t("outline-level-style"))
+        style.levels[n] = _level(level) if numbered else None
+    return style
+
+
+def _letters(n: int, sync: bool) -> str:
+    """`n` in letters as ODF counts them: a..z, aa, ab, ... (bijective base 26), or
+    a..z, aa, bb, ... where the style says num-letter-sync (Word's way)."""
+    if sync:
+        return shown(n, "lowerLetter")
+    out = ""
+    while n > 0 and len(out) < 8:  # past 8 letters (208 billion): digits
+        n, r = divmod(n - 1, 26)
+        out = chr(ord("a") + r) + out
+    return out if n == 0 else str(n)
+
+
+def _shown(n: int, level: _Level) -> str:
+    """The count `n` in `level`'s number format."""
+    if level.fmt in ("a", "A"):
+        letters = _letters(n, level.sync)
+        return letters.upper() if level.fmt == "A" else letters
+    return shown(n, _FORMATS.get(level.fmt, "decimal"))
+
+
+def _number(style: _ListStyle, counts: list[int], level: int) -> str | None:
+    """The number of an item at `level` whose counts per level are `counts`, as
+    `style` writes it (`1.`, `(a)`, `1.2.`); "" where the level is numbered with no
+    number; None where it is a bullet."""
+    own = style.levels.get(level)
+    if own is None:
+        return None
+    if not own.fmt:
+        return ""
+    parts = []
+    for at in range(max(1, level - own.display + 1), level + 1):
+        fmt = style.levels.get(at) or own
+        parts.append(_shown(counts[at - 1], fmt if fmt.fmt else own))
+    return f"{own.prefix}{'.'.join(parts)}{own.suffix}"
+
+
+def _count(counts: list[int], level: int, start: int, restart: int | None) -> None:
+    """Count an item at `level` (1-based): its level's count moves on (or restarts at
+    `restart`), the deeper levels' start again."""
+    counts.extend([0] * (level - len(counts)))
+    counts[level - 1] = restart if restart is not None else max(counts[level - 1] + 1, start)
+    del counts[level:]
+
+
+class _Reader:
+    """Walks `office:text`, collecting lines (see the module docstring). In a table
+    cell (`cell`), headings and the title are text."""
+
+    def __init__(self, styles: _Styles, cell: bool = False) -> None:
+        self.styles = styles
+        self.cell = cell
+        self.lines: list[str] = []
+        self.title = ""
+        self.notes: list[str] = []  # the notes cited in the paragraph being read
+        self.lists: dict[str, list[int]] = {}  # a list's counts per level, by its xml:id
+        self.last: list[int] = []  # the last list's counts, for continue-numbering
+        self.outline: list[int] = []  # the headings' counts per level
+
     def blocks(
         self, elements: Iterable[ElementTree.Element], marker: str = "", depth: int = 0
     ) -> None:
-        """Read block elements: paragraphs, headings, lists, tables, sections; `marker`
-        leads the first line written (a list item's number)."""
+        """Read block elements: paragraphs, headings, lists, tables, sections, a page's
+        frames; `marker` leads the first line written (a list item's number)."""
         for el in elements:
             before = len(self.lines)
             if el.tag in _SKIPPED:
                 continue
             if el.tag == _t("p"):
-                title = "Title" in self._styles(el.get(_t("style-name")))
+                title = not self.cell and "Title" in self.styles.chain(el.get(_t("style-name")))
                 self.paragraph(el, "# " if title else marker, depth, title)
             elif el.tag == _t("h"):
-                level = min(number(el.get(_t("outline-level")), 1), 5)
-                self.paragraph(el, "#" * (level + 1) + " ", 0)
+                self.heading(el, marker, depth)
             elif el.tag == _t("list"):
-                self.list(el, depth, None)
+                self.list(el, depth, None, None)
             elif el.tag == f"{{{TABLE}}}table":
                 self.table(el)
-            elif el.tag in (_t("section"), _t("index-body")):
+            elif el.tag == _t("section"):
+                if el.get(_t("display")) not in ("none", "condition"):
+                    self.blocks(el, marker, depth)
+            elif el.tag == _t("index-body"):
                 self.blocks(el, marker, depth)
+            elif el.tag in _FRAMES:
+                for box in _boxes(el):
+                    self.blocks(box, "", depth)
             if len(self.lines) > before:
                 marker = ""
 
+    def heading(self, h: ElementTree.Element, marker: str, depth: int) -> None:
+        """A heading: markdown's (its outline level + 1 #'s) with its number where the
+        outline style numbers its level; in a list or a table cell, a paragraph."""
+        level = min(number(h.get(_t("outline-level")), 1), 9)
+        if self.cell or marker:
+            self.paragraph(h, marker, depth)
+            return
+        numbered = ""
+        if h.get(_t("is-list-header")) != "true":
+            restart = number(h.get(_t("start-value")), None)
+            own = self.styles.outline.levels.get(level)
+            if h.get(_t("restart-numbering")) == "true" and restart is None:
+                restart = own.start if own else 1
+            _count(self.outline, level, own.start if own else 1, restart)
+            numbered = _number(self.styles.outline, self.outline, level) or ""
+        self.paragraph(h, "#" * (min(level, 5) + 1) + " ", 0, lead=numbered)
+
     def paragraph(
-        self, p: ElementTree.Element, marker: str, depth: int, title: bool = False
+        self,
+        p: ElementTree.Element,
+        marker: str,
+        depth: int,
+        title: bool = False,
+        lead: str = "",
     ) -> None:
-        """`p`'s text, a line per line break, then its text boxes' paragraphs, then the
-        notes it cites."""
+        """`p`'s text, a line per line break (a heading's in one), then the notes it
+        cites, then its text boxes' and shapes' paragraphs; a hidden paragraph (its
+        style, a hidden-paragraph field) is not read."""
+        if self.styles.hides(p) or any(
+            f.get(_t("is-hidden")) != "false" for f in p.iter(_t("hidden-paragraph"))
+        ):
+            return
         boxes: list[ElementTree.Element] = []
         text = "".join(self._inline(p, boxes))
-        heading = marker.startswith("#")
-        shown_number = p.find(_t("number"))
-        if heading and shown_number is not None and (shown_number.text or "").strip():
-            text = f"{(shown_number.text or '').strip()} {text}"
         lines = [LINE_SPACE.sub(" ", line).strip() for line in text.split("\n")]
         lines = [line for line in lines if line]
+        heading = marker.startswith("#")
         if heading:
-            lines = [" ".join(lines)] if lines else []
+            lines = [" ".join([lead, *lines]).strip()] if lines else []
         for i, line in enumerate(lines):
-            lead = marker if i == 0 else " " * len(marker)
-            self.lines.append("  " * depth + lead + line if not heading else marker + line)
+            lead_ = marker if i == 0 else " " * len(marker)
+            self.lines.append(marker + line if heading else "  " * depth + lead_ + line)
         if title and lines and not self.title:
             self.title = lines[0]
-        for box in boxes:
-            self.blocks(box, "", depth)
         self.lines.extend(self.notes)
         self.notes = []
+        for box in boxes:
+            self.blocks(box, "", depth)
 
     def _inline(self, el: ElementTree.Element, boxes: list[ElementTree.Element]) -> Iterator[str]:
+        """The text of `el`'s inline content; its frames' text boxes added to `boxes`.
+        A line feed or tab in the XML's text is white space, as ODF reads it."""
         if el.text:
-            yield el.text
+            yield _white(el.text)
         for child in el:
             tag = child.tag
-            if tag in _SKIPPED or tag == _t("number"):
+            if tag in _SKIPPED or self.styles.hides(child):
                 pass
+            elif tag in (_t("hidden-text"), _t("hidden-paragraph")):
+                if tag == _t("hidden-text") and child.get(_t("is-hidden")) == "false":
+                    yield _white(child.get(_t("string-value")) or "")
             elif tag in (_t("s"), _t("tab")):
-                yield " "  # spaces are one space in a line
+                yield " "
             elif tag == _t("line-break"):
                 yield "\n"
             elif tag == _t("note"):
                 yield from self._note(child)
-            elif tag == f"{{{DRAW}}}frame":
-                boxes.extend(child.iter(f"{{{DRAW}}}text-box"))
-            elif not tag.startswith(f"{{{DRAW}}}"):  # shapes, images: no text of theirs
+            elif tag in _FRAMES:
+                boxes.extend(_boxes(child))
+            elif not tag.startswith(f"{{{DRAW}}}"):  # images and the like: no text
                 yield from self._inline(child, boxes)
             if child.tail:
-                yield child.tail
+                yield _white(child.tail)
 
     def _note(self, note: ElementTree.Element) -> Iterator[str]:
         """A footnote's or endnote's label where it is cited; its text kept for after
         the paragraph."""
         citation = note.find(_t("note-citation"))
-        label = (citation.text or "").strip() if citation is not None else ""
+        label = ""
+        if citation is not None:
+            label = (citation.get(_t("label")) or citation.text or "").strip()
         label = label or str(len(self.notes) + 1)
         yield f"[{label}]"
         body = note.find(_t("note-body"))
@@ -225,79 +354,84 @@ class _Reader:
         if said:
             self.notes.append(f"[{label}] {said}")
 
-    def list(self, lst: ElementTree.Element, depth: int, inherited: _ListStyle | None) -> None:
-        """A list's items, each marked as its list style shows it (a nested list without
-        a style of its own has its parent's)."""
-        own = self.lists.get(lst.get(_t("style-name")) or "")
-        style = own or inherited or _ListStyle()
-        key = lst.get(f"{{{_XML}}}id") or f"list-{id(lst)}"
-        counts = self.counts.setdefault(key, [])
-        if lst.get(_t("continue-numbering")) == "true" and not counts:
-            counts.extend(self.last)
+    def list(
+        self,
+        lst: ElementTree.Element,
+        depth: int,
+        inherited: _ListStyle | None,
+        counts: list[int] | None,
+    ) -> None:
+        """A list's items, each marked as its list style shows it. A nested list counts
+        on its parent's levels and, without a style of its own, has its parent's; a
+        list that continues another (`continue-list`, `continue-numbering`) counts on
+        from it."""
+        style = self.styles.lists.get(lst.get(_t("style-name")) or "") or inherited
+        style = style or _ListStyle()
+        if counts is None:
+            continued = lst.get(_t("continue-list"))
+            if continued in self.lists:
+                counts = self.lists[continued]
+            elif lst.get(_t("continue-numbering")) == "true":
+                counts = self.last
+            else:
+                counts = []
+            own_id = lst.get(f"{{{_XML}}}id")
+            if own_id:
+                self.lists[own_id] = counts
+            self.last = counts
         level = depth + 1
         for item in lst:
             if item.tag not in (_t("list-item"), _t("list-header")):
                 continue
             marker = ""
             if item.tag == _t("list-item"):
-                fmt = style.levels.get(level)
-                counts.extend([0] * (level - len(counts)))
-                restart = number(item.get(_t("start-value")), None)
-                start = fmt[3] if fmt else 1
-                counts[level - 1] = (
-                    restart if restart is not None else max(counts[level - 1] + 1, start)
+                own = style.levels.get(level)
+                _count(
+                    counts,
+                    level,
+                    own.start if own else 1,
+                    number(item.get(_t("start-value")), None),
                 )
-                del counts[level:]
-                marker = _marker(fmt, counts[level - 1])
+                shown_ = _number(style, counts, level)
+                marker = "- " if shown_ is None else f"{shown_} " if shown_ else ""
             for el in item:
                 if el.tag == _t("list"):
-                    self.list(el, depth + 1, style)
+                    self.list(el, depth + 1, style, counts)
                 else:
                     before = len(self.lines)
                     self.blocks([el], marker, depth)
                     if len(self.lines) > before:
                         marker = ""
-        self.last = counts
 
     def table(self, table: ElementTree.Element) -> None:
-        """Each row a line, its cells' text joined by " | "."""
+        """Each row a line, its non-empty cells' text joined by " | "."""
         for row in _table_rows(table):
             cells = []
             for cell in row:
                 if cell.tag != f"{{{TABLE}}}table-cell":
                     continue  # a cell merged into another, or a column's declaration
-                inner = _Reader(self.lists, self.parents)
+                inner = _Reader(self.styles, cell=True)
                 inner.blocks(cell)
                 cells.append(" ".join(line.strip() for line in inner.lines))
-            while cells and not cells[-1]:
-                cells.pop()
+            cells = [c for c in cells if c]
             if cells:
                 self.lines.append(" | ".join(cells))
 
 
-_XML = "http://www.w3.org/XML/1998/namespace"
+def _white(text: str) -> str:
+    """Text of the XML with its line feeds and tabs as spaces (ODF's white space)."""
+    return text.replace("\n", " ").replace("\t", " ").replace("\r", " ")
 
 
-def _marker(fmt: tuple[str, str, str, int] | None, n: int) -> str:
-    """A list item's marker: `- ` for a bullet, its number as its level's style writes
-    it (`1.`, `a)`, `(iv)`) for a numbered level, nothing for a level numbered with no
-    number (num-format "")."""
-    if fmt is None:
-        return "- "
-    kind, prefix, suffix, _ = fmt
-    if not kind:
-        return ""
-    return f"{prefix}{shown(n, _FORMATS.get(kind, 'decimal'))}{suffix} "
-
-
-_FORMATS = {
-    "1": "decimal",
-    "a": "lowerLetter",
-    "A": "upperLetter",
-    "i": "lowerRoman",
-    "I": "upperRoman",
-}
-"""ODF's num-format as Word's number formats, which `wordml.shown` writes."""
+def _boxes(el: ElementTree.Element) -> list[ElementTree.Element]:
+    """What holds the text of a frame, a shape, a link around them or a group: a
+    frame's own text boxes (not the ones nested in their paragraphs, which those
+    paragraphs read), a shape itself (its paragraphs)."""
+    if el.tag == f"{{{DRAW}}}frame":
+        return el.findall(f"{{{DRAW}}}text-box")
+    if el.tag == f"{{{DRAW}}}custom-shape":
+        return [el]
+    return [box for child in el if child.tag in _FRAMES for box in _boxes(child)]
 
 
 def _table_rows(table: ElementTree.Element) -> Iterator[ElementTree.Element]:
@@ -337,9 +471,8 @@ def odt_text(path: Path) -> tuple[str, str]:
                 "the document is password-protected: save it without a password",
             )
         content = package.main("content.xml")
-        styles = package.part("styles.xml")
+        reader = _Reader(_Styles.read(package.part("styles.xml"), content))
         meta = package.part("meta.xml")
-        reader = _Reader(_list_styles(styles, content), _paragraph_parents(styles, content))
         body = next(content.iter(f"{{{OFFICE}}}text"), None)
         if body is not None:
             package.walk(reader.blocks, body)
