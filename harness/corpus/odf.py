@@ -39,7 +39,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from harness.corpus.headings import first_heading
-from harness.corpus.ooxml import LINE_SPACE, Package, number
+from harness.corpus.ooxml import LINE_SPACE, Package, number, properties_title
 from harness.corpus.wordml import shown
 from harness.errors import ConfigError
 
@@ -48,9 +48,7 @@ TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
 OFFICE = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
 STYLE = "urn:oasis:names:tc:opendocument:xmlns:style:1.0"
 DRAW = "urn:oasis:names:tc:opendocument:xmlns:drawing:1.0"
-META = "urn:oasis:names:tc:opendocument:xmlns:meta:1.0"
 MANIFEST = "urn:oasis:names:tc:opendocument:xmlns:manifest:1.0"
-_DC = "http://purl.org/dc/elements/1.1/"
 
 _SKIPPED = frozenset(
     f"{{{TEXT}}}{name}"
@@ -472,12 +470,9 @@ def odt_text(path: Path) -> tuple[str, str]:
             )
         content = package.main("content.xml")
         reader = _Reader(_Styles.read(package.part("styles.xml"), content))
-        meta = package.part("meta.xml")
         body = next(content.iter(f"{{{OFFICE}}}text"), None)
         if body is not None:
             package.walk(reader.blocks, body)
-        properties = ""
-        if meta is not None:
-            properties = " ".join((meta.findtext(f".//{{{_DC}}}title") or "").split())
+        properties = properties_title(package, "meta.xml")
     text = "\n".join(reader.lines)
     return text, reader.title or properties or first_heading(text)

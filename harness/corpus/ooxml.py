@@ -217,9 +217,10 @@ def rel_id(el: ElementTree.Element) -> str | None:
     return None
 
 
-def properties_title(package: Package) -> str:
-    """The title in the package's document properties (`docProps/core.xml`), or ""."""
-    core = package.part("docProps/core.xml")
-    if core is None:
+def properties_title(package: Package, part: str = "docProps/core.xml") -> str:
+    """The Dublin Core title in the package's document properties (`docProps/core.xml`;
+    an OpenDocument file's `meta.xml`), or ""."""
+    properties = package.part(part)
+    if properties is None:
         return ""
-    return _SPACE.sub(" ", core.findtext(f"{{{_DC}}}title") or "").strip()
+    return _SPACE.sub(" ", properties.findtext(f".//{{{_DC}}}title") or "").strip()
