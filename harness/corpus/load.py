@@ -593,7 +593,10 @@ def load_documents(
                 for p in found
                 if p.suffix.lower() in SUFFIXES and p.is_file() and not _hidden(p, path)
             ]
-            named = [p for p in files if p.resolve() in kept_out]
+            # The experiment's own files here (not warned of as unread), each path
+            # resolved once, and only when the experiment names any.
+            own = {p for p in found if p.resolve() in kept_out} if kept_out else set()
+            named = [p for p in files if p in own]
             _warn_left_out(named, kept_out)
             files = [p for p in files if p not in named]
             components = Components(path)
@@ -624,7 +627,6 @@ def load_documents(
                     # one it cannot read (data, not a document) does not stop the rest.
                     logger.warning("skipped {}: {}", doc_id, _reason(exc, f))
                     unreadable.append(f)
-            own = [p for p in found if p.resolve() in kept_out]  # not warned of as unread
             _warn_skipped(path, found, [*files, *own, *unreadable, *includes.read], components)
             partial = [includes.partial(f) for f, _ in loaded]
             docs.extend(d for (_, ds), p in zip(loaded, partial, strict=True) if not p for d in ds)
