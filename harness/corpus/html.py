@@ -90,9 +90,12 @@ NOT_TEXT = frozenset(
         "object",
         "select",
         "textarea",
+        "rt",
+        "rp",
     ]
 )
-"""Elements dropped with everything inside them, always."""
+"""Elements dropped with everything inside them, always (a ruby's reading, `<rt>`, too:
+its base text is read)."""
 CHROME = frozenset(["nav", "aside", "footer"])
 """A site's menus, sidebars and footers: dropped with everything inside them when a
 page is read for its main content (not from the elements `html_classes` names)."""
@@ -120,6 +123,9 @@ HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 markdown file's are (generated questions' topics, the judge's reading)."""
 ANCHOR_CLASSES = frozenset(("headerlink", "hash-link", "anchor"))
 """Classes of the permalink anchors documentation generators put beside headings."""
+PAGE_BREAK = "pagebreak"
+"""`epub:type` (and `role="doc-pagebreak"`) of the markers e-books put where a printed
+page ended, some with its number as text: no part of the sentence they stand in."""
 _SPACE = re.compile(r"\s+")
 _HEADING_GAP = re.compile(r"^(#{1,6})  +")
 _CELL = "\x1f"
@@ -128,11 +134,16 @@ _LINE = "\n"
 
 
 def _dropped(tag: Tag, chrome: bool) -> bool:
-    """Whether `tag` and what it holds are left out: NOT_TEXT, hidden elements and
-    heading anchors; with `chrome`, also CHROME (by element or ARIA role), breadcrumbs,
+    """Whether `tag` and what it holds are left out: NOT_TEXT, hidden elements, heading
+    anchors and page-break markers; with `chrome`, also CHROME (by element or ARIA role), breadcrumbs,
     CHROME_CLASSES and a header (or banner) outside an article, section, main, aside or
     nav (where HTML's rules make it the page's banner)."""
     if tag.name in NOT_TEXT or tag.has_attr("hidden") or tag.get("aria-hidden") == "true":
+        return True
+    if (
+        tag.get("role") == f"doc-{PAGE_BREAK}"
+        or PAGE_BREAK in str(tag.get("epub:type", "")).split()
+    ):
         return True
     classes = tag.get("class") or ()
     if tag.name == "a" and ANCHOR_CLASSES.intersection(classes):

@@ -1,12 +1,11 @@
 """Load documents from files, folders and URLs into `Document` records.
 
 Local: markdown (.md, .markdown, .mdx, .qmd, .rmd), Jupyter notebooks (.ipynb), .txt,
-.rst, .adoc (.asciidoc), .html, .pdf, .docx, .odt, .pptx, and tables (.csv, .xlsx) files, or
-folders searched recursively for them (a folder's other files are skipped, and the run
-says which kinds; so are links whose target is gone, Office's owner files, a table it
-cannot read, with a warning naming it, and the files `leave_out` names; a file a page
-includes is no document of its own). Markdown is read as
-its pages show it, without front matter, admonition markers or MDX imports
+.rst, .adoc (.asciidoc), .html, .pdf, .docx, .odt, .pptx, .epub, and tables (.csv, .xlsx)
+files, or folders searched recursively for them (a folder's other files are skipped, and
+the run says which kinds; so are links whose target is gone, Office's owner files, a
+table or book it cannot read, with a warning naming it, and the files `leave_out` names;
+a file a page includes is no document of its own). Markdown is read as its pages show it, without front matter, admonition markers or MDX imports
 (`harness.corpus.markdown`), with Quarto's includes read in; a Sphinx
 page without its directives' and roles' markup (`harness.corpus.rst`); an AsciiDoc page
 without its attribute entries, block markup and macros, with its includes read in
@@ -18,7 +17,8 @@ headings as markdown's, lists and tables in lines (`harness.corpus.word`), and a
 OpenDocument text (.odt) alike (`harness.corpus.odf`); a PowerPoint
 deck (.pptx) slide by slide, each under its title, with its speaker notes
 (`harness.corpus.slides`); a table's rows a document each, each cell named by its
-column (`harness.corpus.table`). URLs are fetched by LangChain's WebBaseLoader.
+column (`harness.corpus.table`); an EPUB book chapter after chapter, without its table
+of contents (`harness.corpus.epub`). URLs are fetched by LangChain's WebBaseLoader.
 An HTML page, saved or fetched, gives its main content in lines, without the site's
 menus, header and footer (`harness.corpus.html`). With `html_classes`, only the elements
 with those CSS classes (a blog's post-title / post-header / post-content, say); a URL's
@@ -40,6 +40,7 @@ from loguru import logger
 
 from harness.corpus.antora import Component, Components
 from harness.corpus.asciidoc import XrefTitle, asciidoc_text, asciidoc_title
+from harness.corpus.epub import epub_text
 from harness.corpus.headings import first_heading
 from harness.corpus.markdown import MARKDOWN_SUFFIXES, Include, IncludeRaw, markdown_text
 from harness.corpus.odf import odt_text
@@ -62,6 +63,7 @@ SUFFIXES = (
     ".docx",
     ".pptx",
     ".odt",
+    ".epub",
     *TABLE_SUFFIXES,
 )
 """Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
@@ -173,7 +175,13 @@ def _pdf_text(path: Path) -> tuple[str, str]:
     return text, title
 
 
-_BINARY = {".pdf": _pdf_text, ".docx": word_text, ".pptx": slides_text, ".odt": odt_text}
+_BINARY = {
+    ".pdf": _pdf_text,
+    ".docx": word_text,
+    ".pptx": slides_text,
+    ".odt": odt_text,
+    ".epub": epub_text,
+}
 """Files that are no text, and the function that reads each kind: its text and title."""
 
 MAX_INCLUDE_DEPTH = 8
@@ -621,10 +629,11 @@ def load_documents(
                 try:
                     loaded.append((f, _load(f, doc_id, html_classes, includes, components)))
                 except ConfigError as exc:
-                    if f.suffix.lower() not in TABLE_SUFFIXES:
+                    if f.suffix.lower() not in (*TABLE_SUFFIXES, ".epub"):
                         raise
-                    # A folder's spreadsheets were skipped before harness read tables:
-                    # one it cannot read (data, not a document) does not stop the rest.
+                    # A folder's spreadsheets and books were skipped before harness read
+                    # them: one it cannot read (data; a book with DRM) does not stop the
+                    # rest.
                     logger.warning("skipped {}: {}", doc_id, _reason(exc, f))
                     unreadable.append(f)
             _warn_skipped(path, found, [*files, *own, *unreadable, *includes.read], components)

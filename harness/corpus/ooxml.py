@@ -1,6 +1,7 @@
 """Office Open XML packages (Word's .docx, Excel's .xlsx, PowerPoint's .pptx), and
-OpenDocument text (.odt), which is packed the same way: zips of XML parts, read with
-the standard library, each part bounded in size before it is unpacked.
+OpenDocument text (.odt) and EPUB books (.epub), which are packed the same way: zips of
+XML parts, read with the standard library, each part bounded in size before it is
+unpacked.
 
 Errors name the file and the setting that named it: a file that is no such package (a
 legacy .doc, .xls or .ppt renamed, or a password-protected document, which Office saves
@@ -65,6 +66,15 @@ _APPS = {
     ".pptx": ("PowerPoint", ".ppt", "a PowerPoint Presentation"),
     ".odt": ("LibreOffice Writer", ".doc", "an ODF Text Document"),
 }
+_NOT_A = {
+    kind: f"not a {kind} (a legacy {legacy}, or password-protected?): save it from {app} "
+    f"as {saved} ({kind}) without a password"
+    for kind, (app, legacy, saved) in _APPS.items()
+} | {
+    ".epub": "not an EPUB (a zip; a Kindle .mobi or .azw renamed?): convert it to EPUB, "
+    "with Calibre for one"
+}
+"""What a file that is no zip is told, by the kind it was named as."""
 
 
 @overload
@@ -80,8 +90,8 @@ def number(value: str | None, default: int | None) -> int | None:
 class Package:
     """An Office file opened for reading its parts (a context manager).
 
-    `kind` is ".docx", ".xlsx", ".pptx" or ".odt" (for the messages); `field` the setting that
-    named the file. Raises ConfigError when `path` is no zip."""
+    `kind` is ".docx", ".xlsx", ".pptx", ".odt" or ".epub" (for the messages); `field` the
+    setting that named the file. Raises ConfigError when `path` is no zip."""
 
     def __init__(self, path: Path, *, kind: str, field: str) -> None:
         self.path = path
@@ -90,19 +100,13 @@ class Package:
         self._left = MAX_UNPACKED_BYTES  # bytes of XML still to be read
         self._zip: zipfile.ZipFile | None = None
         self._names: dict[str, zipfile.ZipInfo] = {}
-        app, legacy, saved = _APPS[kind]
         try:
             if path.stat().st_size == 0:
                 return
             self._zip = zipfile.ZipFile(path)
             self._names = {info.filename.lower(): info for info in self._zip.infolist()}
         except zipfile.BadZipFile:
-            raise ConfigError(
-                str(path),
-                field,
-                f"not a {kind} (a legacy {legacy}, or password-protected?): save it from {app} "
-                f"as {saved} ({kind}) without a password",
-            ) from None
+            raise ConfigError(str(path), field, _NOT_A[kind]) from None
         except DAMAGED as exc:
             raise ConfigError(
                 str(path), field, f"cannot read it ({type(exc).__name__}: {exc})"
@@ -128,6 +132,14 @@ class Package:
     def part(self, name: str) -> ElementTree.Element | None:
         """The XML part `name` parsed, or None when the package has none (or is empty).
         Each part read takes its unpacked size from the file's allowance."""
+        return self._read(name, _parse)
+
+    def data(self, name: str) -> bytes | None:
+        """The bytes of part `name` (an EPUB's XHTML, which a DTD may head and an HTML
+        parser reads), or None when the package has none; bounded as `part` is."""
+        return self._read(name, bytes)
+
+    def _read(self, name: str, parse: Callable[[bytes], T]) -> T | None:
         info = self._names.get(name.lower())
         if info is None or self._zip is None:
             return None
@@ -140,7 +152,7 @@ class Package:
                 "than harness reads from one file: split the document",
             )
         try:
-            return _parse(self._zip.read(info))
+            return parse(self._zip.read(info))
         except DAMAGED as exc:
             raise ConfigError(
                 str(self.path),
