@@ -10,14 +10,17 @@ inline tags (`<code>`, `<a>`, `<em>`) falls apart into one line per tag.
 
 - the content: the elements `html_classes` name when given; otherwise the page's first
   shown `<main>` (or `role="main"`), else its only `<article>`, else its `<body>`;
+- never: scripts, styles, form fields, hidden elements, heading anchors (`a.headerlink`,
+  `a.hash-link`, `a.anchor`, `aria-hidden`), the markers e-books put where a printed
+  page ended, a ruby's reading (its base text is read) and a book's table of contents
+  (`<nav epub:type="toc">`);
 - without what is not content inside it: `nav`, `aside` (but footnotes, which
   docutils and Sphinx write as asides), `footer` and the same ARIA
   landmarks on other elements (`role="navigation"`, `"contentinfo"`, ...), breadcrumb
   trails, a header (or `role="banner"`) outside an article, section, main, aside or nav
   (the page's banner), and what Confluence's HTML export puts around a page (its
   "Created by" line, attachments and comments lists; these only when no
-  `html_classes` are given), scripts, styles, form fields, hidden elements and heading
-  anchors (`a.headerlink`, `a.hash-link`, `a.anchor`, `aria-hidden`);
+  `html_classes` are given);
 - in lines: a block element (paragraph, heading, list item, table row, ...) starts a
   line, inline elements stay in their sentence, white space runs become one space; a
   heading is written as markdown's (`## Keys`); a table row's cells are joined by
@@ -28,9 +31,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from bs4 import BeautifulSoup, NavigableString, SoupStrainer, Tag
 from bs4.element import Comment, Declaration, Doctype, PageElement, ProcessingInstruction
+from bs4.exceptions import ParserRejectedMarkup
 
 BLOCKS = frozenset(
     [
@@ -90,12 +95,16 @@ NOT_TEXT = frozenset(
         "object",
         "select",
         "textarea",
-        "rt",
-        "rp",
     ]
 )
-"""Elements dropped with everything inside them, always (a ruby's reading, `<rt>`, too:
-its base text is read)."""
+"""Elements dropped with everything inside them, always."""
+RUBY_READINGS = ("rt", "rp")
+"""A ruby's reading and its fallback parentheses, left out: its base text is read. HTML
+lets `</rt>` go unwritten before the next `<rp>` or `<rt>`, which the parser then nests
+inside it, so a nested one ends the one around it (and the base text after it is read)."""
+TOC_TYPES = frozenset(["toc", "landmarks", "page-list"])
+"""`epub:type`s of a `<nav>` that lists a book's chapters, landmarks or pages (and
+`role="doc-toc"`): left out always, as it names every chapter."""
 CHROME = frozenset(["nav", "aside", "footer"])
 """A site's menus, sidebars and footers: dropped with everything inside them when a
 page is read for its main content (not from the elements `html_classes` names)."""
@@ -135,15 +144,17 @@ _LINE = "\n"
 
 def _dropped(tag: Tag, chrome: bool) -> bool:
     """Whether `tag` and what it holds are left out: NOT_TEXT, hidden elements, heading
-    anchors and page-break markers; with `chrome`, also CHROME (by element or ARIA role), breadcrumbs,
+    anchors, page-break markers and a book's table of contents (TOC_TYPES); with
+    `chrome`, also CHROME (by element or ARIA role), breadcrumbs,
     CHROME_CLASSES and a header (or banner) outside an article, section, main, aside or
     nav (where HTML's rules make it the page's banner)."""
     if tag.name in NOT_TEXT or tag.has_attr("hidden") or tag.get("aria-hidden") == "true":
         return True
-    if (
-        tag.get("role") == f"doc-{PAGE_BREAK}"
-        or PAGE_BREAK in str(tag.get("epub:type", "")).split()
-    ):
+    roles = str(tag.get("role") or "").split()
+    types = str(tag.get("epub:type") or "").split()
+    if f"doc-{PAGE_BREAK}" in roles or PAGE_BREAK in types:
+        return True
+    if tag.name == "nav" and ("doc-toc" in roles or TOC_TYPES.intersection(types)):
         return True
     classes = tag.get("class") or ()
     if tag.name == "a" and ANCHOR_CLASSES.intersection(classes):
@@ -219,6 +230,9 @@ def _render(root: Tag, chrome: bool) -> list[str]:
             out.append(_SPACE.sub(" ", str(node)))
         elif not isinstance(node, Tag) or _dropped(node, chrome):
             continue
+        elif node.name in RUBY_READINGS:
+            ended = [i for i, c in enumerate(node.contents) if _reading(c)]
+            stack.extend(reversed(node.contents[ended[0] :]) if ended else ())
         elif node.name == "pre":
             lines = ["```", *node.get_text().strip("\n").splitlines(), "```"]
             out.append(_LINE)
@@ -233,6 +247,10 @@ def _render(root: Tag, chrome: bool) -> list[str]:
                 out.append("#" * HEADINGS.index(node.name) + "# ")
             stack.extend(reversed(node.contents))
     return out
+
+
+def _reading(node: PageElement) -> bool:
+    return isinstance(node, Tag) and node.name in RUBY_READINGS
 
 
 def _lines(pieces: list[str]) -> list[str]:
@@ -260,22 +278,65 @@ def html_text(html: str, html_classes: Sequence[str] = ()) -> tuple[str, str]:
 
     With `html_classes`, the text of the elements with those classes, in page order;
     otherwise the page's main content (see the module docstring). "" when the page (or
-    its classed elements) holds no text.
+    its classed elements) holds no text. Raises RejectedMarkup for markup the parser
+    gives up on.
     """
-    soup = BeautifulSoup(html, "html.parser")
+    soup = _soup(html)
     title = _title(soup)
     if html_classes:
-        strainer = SoupStrainer(class_=tuple(html_classes))
-        classed = BeautifulSoup(html, "html.parser", parse_only=strainer)
+        classed = _soup(html, SoupStrainer(class_=tuple(html_classes)))
         return _text(classed, chrome=False), title
     return _text(_content_root(soup), chrome=True) or _text(soup, chrome=True), title
 
 
 def fragment_text(html: str) -> str:
     """The readable text of an HTML fragment (an article's body a help desk's export
-    holds in a cell), every element's text kept: no part of it is a page's menu or
-    footer."""
-    return _text(BeautifulSoup(html, "html.parser"), chrome=False)
+    holds in a cell, a book's chapter), every element's text kept: no part of it is a
+    page's menu or footer. Raises RejectedMarkup for markup the parser gives up on."""
+    return _text(_soup(html), chrome=False)
+
+
+def link_share(html: str) -> float:
+    """The share of a page's text (its characters but white space and its headings', in
+    its body) that lies inside links: near 1 for a table of contents, near 0 for a
+    chapter; 1 for a page without text. Raises RejectedMarkup as `html_text` does."""
+    soup = _soup(html)
+    body = soup.find("body") or soup
+
+    def size(tags: list[Any]) -> int:
+        return sum(len("".join(t.get_text().split())) for t in tags)
+
+    total = size([body]) - size(body.find_all(HEADINGS))
+    linked = size([a for a in body.find_all("a") if a.find_parent(HEADINGS) is None])
+    return linked / total if total > 0 else 1.0
+
+
+def toc_links(html: str) -> list[str]:
+    """The pages an EPUB 3 navigation document's landmarks name as the book's table of
+    contents (`<nav epub:type="landmarks">`'s `<a epub:type="toc" href=...>`), those
+    without a fragment (a whole page). Raises RejectedMarkup as `html_text` does."""
+    out: list[str] = []
+    for nav in _soup(html).find_all("nav"):
+        if "landmarks" not in str(nav.get("epub:type") or "").split():
+            continue
+        for a in nav.find_all("a"):
+            href = str(a.get("href") or "")
+            if "toc" in str(a.get("epub:type") or "").split() and href and "#" not in href:
+                out.append(href)
+    return out
+
+
+class RejectedMarkup(ValueError):
+    """Markup the HTML parser gives up on (a damaged `<![` section): `html_text` and
+    `fragment_text` raise it, for the caller to name the file."""
+
+
+def _soup(html: str, strainer: SoupStrainer | None = None) -> BeautifulSoup:
+    try:
+        return BeautifulSoup(html, "html.parser", parse_only=strainer)
+    except ParserRejectedMarkup as exc:
+        cause = str(exc).rsplit("\n", 1)[-1].strip()  # the parser's own words
+        raise RejectedMarkup(f"the HTML parser rejected it ({cause})") from None
 
 
 def _text(root: Tag, chrome: bool) -> str:

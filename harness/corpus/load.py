@@ -135,10 +135,13 @@ def _checked_text(text: str, path: Path, field: str) -> str:
 
 def _html_text(html: str, html_classes: Sequence[str], where: str) -> tuple[str, str]:
     """`html_text` of a page, refused in one line naming `where` when `html_classes`
-    match no element with text."""
-    from harness.corpus.html import html_text  # bs4 only when a page is read
+    match no element with text or the HTML parser gives up on it."""
+    from harness.corpus.html import RejectedMarkup, html_text  # bs4 only when a page is read
 
-    text, title = html_text(html, html_classes)
+    try:
+        text, title = html_text(html, html_classes)
+    except RejectedMarkup as exc:
+        raise ConfigError(where, "corpus.sources", f"cannot read this page: {exc}") from None
     if html_classes and not text:
         raise ConfigError(
             where, "corpus.html_classes", f"no element with classes {list(html_classes)} found"

@@ -29,10 +29,11 @@ from xml.etree import ElementTree
 from harness.errors import ConfigError
 
 MAX_UNPACKED_BYTES = 64 * 1024 * 1024
-"""XML one file may unpack to, all parts read together: several times what a
-thousand-page document's body takes, while its parsed tree takes some 17 times as much
-memory (about 1 GB at the bound). A small zip that unpacks to gigabytes is refused
-before it is read."""
+"""XML (and an EPUB's XHTML) one file may unpack to, all parts read together: several
+times what a thousand-page document's body takes, while its parsed tree takes some 17
+times as much memory (about 1 GB at the bound; an EPUB's chapters, read by an HTML
+parser, are bounded one by one as well). A small zip that unpacks to gigabytes is
+refused before it is read."""
 DAMAGED = (
     zipfile.BadZipFile,
     zlib.error,
@@ -71,7 +72,7 @@ _NOT_A = {
     f"as {saved} ({kind}) without a password"
     for kind, (app, legacy, saved) in _APPS.items()
 } | {
-    ".epub": "not an EPUB (a zip; a Kindle .mobi or .azw renamed?): convert it to EPUB, "
+    ".epub": "not an EPUB (no zip: a Kindle .mobi or .azw renamed?): convert it to EPUB, "
     "with Calibre for one"
 }
 """What a file that is no zip is told, by the kind it was named as."""
@@ -88,10 +89,10 @@ def number(value: str | None, default: int | None) -> int | None:
 
 
 class Package:
-    """An Office file opened for reading its parts (a context manager).
+    """An Office file (or an EPUB) opened for reading its parts (a context manager).
 
-    `kind` is ".docx", ".xlsx", ".pptx", ".odt" or ".epub" (for the messages); `field` the
-    setting that named the file. Raises ConfigError when `path` is no zip."""
+    `kind` is ".docx", ".xlsx", ".pptx", ".odt" or ".epub" (for the messages); `field`
+    the setting that named the file. Raises ConfigError when `path` is no zip."""
 
     def __init__(self, path: Path, *, kind: str, field: str) -> None:
         self.path = path
@@ -104,7 +105,7 @@ class Package:
             if path.stat().st_size == 0:
                 return
             self._zip = zipfile.ZipFile(path)
-            self._names = {info.filename.lower(): info for info in self._zip.infolist()}
+            self._names = {_name(info).lower(): info for info in self._zip.infolist()}
         except zipfile.BadZipFile:
             raise ConfigError(str(path), field, _NOT_A[kind]) from None
         except DAMAGED as exc:
@@ -131,12 +132,22 @@ class Package:
 
     def part(self, name: str) -> ElementTree.Element | None:
         """The XML part `name` parsed, or None when the package has none (or is empty).
-        Each part read takes its unpacked size from the file's allowance."""
-        return self._read(name, _parse)
+        Each part read takes its unpacked size from the file's allowance. An EPUB's
+        part may name the DTD its EPUB 2 writer followed (one that declares nothing)."""
+        return self._read(name, _parse_epub if self.kind == ".epub" else _parse)
 
-    def data(self, name: str) -> bytes | None:
-        """The bytes of part `name` (an EPUB's XHTML, which a DTD may head and an HTML
-        parser reads), or None when the package has none; bounded as `part` is."""
+    def data(self, name: str, limit: int) -> bytes | None:
+        """The bytes of part `name` (an EPUB's XHTML, which an HTML parser reads), or
+        None when the package has none; bounded as `part` is, and refused past `limit`
+        bytes (an HTML parser's tree takes far more memory than ElementTree's)."""
+        info = self._names.get(name.lower())
+        if info is not None and info.file_size > limit:
+            raise ConfigError(
+                str(self.path),
+                self.field,
+                f"{name} holds {info.file_size:,} bytes, more than harness reads of one part "
+                f"({limit:,}): split it",
+            )
         return self._read(name, bytes)
 
     def _read(self, name: str, parse: Callable[[bytes], T]) -> T | None:
@@ -181,11 +192,36 @@ class Package:
             ) from None
 
 
+def _name(info: zipfile.ZipInfo) -> str:
+    """An entry's name as its writer meant it: a zip without the UTF-8 flag (what
+    Info-ZIP's `zip` writes, which EPUB recipes use) holds UTF-8 names that zipfile
+    decodes as code page 437."""
+    if info.flag_bits & 0x800:
+        return info.filename
+    try:
+        return info.filename.encode("cp437").decode("utf-8")
+    except UnicodeError:
+        return info.filename
+
+
 class _NoDoctype(ElementTree.TreeBuilder):
     """A tree builder that refuses a DTD as soon as the parser meets one."""
 
     def doctype(self, name: str, pubid: str | None, system: str | None) -> None:
-        raise ValueError("it declares a DTD, which Office files never do")
+        raise ValueError("it declares a DTD, which these files never need")
+
+
+_PLAIN_DOCTYPE = re.compile(rb"<!DOCTYPE[^\[>]*>")
+"""A document type declaration that names a DTD and declares nothing itself (no
+internal subset, so no entity)."""
+
+
+def _parse_epub(data: bytes) -> ElementTree.Element:
+    """`_parse`, after a plain DOCTYPE at the start (EPUB 2's OPF and NCX name theirs)
+    is taken out: expat would not fetch the DTD, and one that declares entities is still
+    refused."""
+    head = _PLAIN_DOCTYPE.sub(b"", data[:4096], count=1)
+    return _parse(head + data[4096:])
 
 
 def _parse(data: bytes) -> ElementTree.Element:

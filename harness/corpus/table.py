@@ -36,6 +36,7 @@ naming the line.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import re
@@ -227,13 +228,14 @@ def _key(cell: str) -> str:
 def _cell_text(cell: str) -> str:
     """A cell's text, stripped, blank lines closed up: a cell that starts with a tag and
     holds text markup (`_HTML`) read as an HTML fragment, every element's text kept (a
-    note in an `<aside>` too), where a cell that mentions a tag (`wrap it in <b>`) is
-    text."""
+    note in an `<aside>` too), where a cell that mentions a tag (`wrap it in <b>`), or
+    one the HTML parser gives up on, is text."""
     cell = cell.strip()
     if cell.startswith("<") and _HTML.search(cell):
-        from harness.corpus.html import fragment_text  # bs4 only for a table that needs it
+        from harness.corpus.html import RejectedMarkup, fragment_text  # bs4 only if needed
 
-        cell = fragment_text(cell)
+        with contextlib.suppress(RejectedMarkup):  # else no HTML after all: as written
+            cell = fragment_text(cell)
     return _BLANK_LINES.sub("\n", cell)
 
 

@@ -57,14 +57,14 @@ def epub(path, chapters, *, spine=None, title="Router Manual", extra="", guide="
         z.writestr("mimetype", "application/epub+zip")
         z.writestr("META-INF/container.xml", CONTAINER.format(opf="OEBPS/content.opf"))
         z.writestr("OEBPS/content.opf", opf)
-        z.writestr("OEBPS/nav.xhtml", nav)
+        files = {"OEBPS/nav.xhtml": nav, **(files or {})}
         z.writestr(
             "OEBPS/toc.ncx", "<ncx><navMap><navPoint><text>Intro</text></navPoint></navMap></ncx>"
         )
         z.writestr("OEBPS/style.css", "h1 { color: red }")
         for name, body in chapters.items():
             z.writestr(f"OEBPS/{name}", body)
-        for name, data in (files or {}).items():
+        for name, data in files.items():
             z.writestr(name, data)
     return path
 
@@ -103,30 +103,77 @@ def test_an_epub_reads_its_chapters_in_spine_order_without_its_table_of_contents
     assert (doc.doc_id, doc.title, doc.text) == ("router.epub", "Router Manual", text)
 
 
-def test_an_epub_2_book_skips_the_page_its_guide_names_as_contents(tmp_path):
+def test_an_epub_2_book_skips_the_page_its_guide_names_as_contents(tmp_path, warnings):
     """Calibre's and older writers' books have no navigation document: a contents page
-    in the spine, named by the guide. A non-linear chapter (end notes) is read; a spine
-    entry whose file is missing is passed over; without a title, the first heading."""
+    in the spine, named by the guide, left out when links make most of its text. A
+    non-linear chapter (end notes) is read; a spine entry whose file is missing is
+    passed over with a warning; without a title, the first heading. An item of another
+    type in the spine is read through its fallback; an absolute href and a name the zip
+    stores without its UTF-8 flag (Info-ZIP's) find their files."""
     chapters = {
-        "toc.html": xhtml("<h1>Contents</h1><p>Intro ... 1</p><p>Reset ... 2</p>"),
+        "toc.html": xhtml(
+            '<h1>Contents</h1><p><a href="a.xhtml">Intro</a></p><p><a href="b.xhtml">Reset</a></p>'
+        ),
         "a.xhtml": CHAPTERS["a.xhtml"],
         "notes.xhtml": xhtml("<h2>Notes</h2><p>Firmware 2.1 or later.</p>"),
     }
-    guide = '<guide><reference type="toc" title="Contents" href="toc.html#top"/></guide>'
+    guide = '<guide><reference type="toc" title="Contents" href="toc.html"/></guide>'
+    extra = (
+        '<item id="gone" href="missing.xhtml" media-type="application/xhtml+xml"/>'
+        '<item id="dtb" href="x.dtb" media-type="application/x-dtbook+xml" fallback="bad"/>'
+        '<item id="bad" href="/OEBPS/Caf%C3%A9.xhtml" media-type="application/xhtml+xml"/>'
+    )
     path = epub(
         tmp_path / "old.epub",
         chapters,
-        spine=["c0", "c1", "gone", "c2"],
+        spine=["c0", "c1", "gone", "dtb", "c2"],
         title=None,
         guide=guide,
-        extra='<item id="gone" href="missing.xhtml" media-type="application/xhtml+xml"/>',
+        extra=extra,
     )
+    with zipfile.ZipFile(path, "a") as z:  # an ASCII name, for its UTF-8 bytes below
+        z.writestr("OEBPS/CafXX.xhtml", xhtml("<p>Appendix.</p>"))
+    path.write_bytes(path.read_bytes().replace(b"CafXX", "Café".encode()))
+    with zipfile.ZipFile(path) as z:
+        assert "OEBPS/Caf\u251c\u2310.xhtml" in z.namelist()  # as zipfile decodes it
     text, title = epub_text(path)
     assert text == (
         "# Intro\nThe router has four gigabit ports.1\n1. Two on the back.\n\n"
-        "## Notes\nFirmware 2.1 or later."
+        "Appendix.\n\n## Notes\nFirmware 2.1 or later."
     )
     assert title == "Intro"
+    assert warnings == [
+        f"{path}: its spine names 1 file the book lacks (OEBPS/missing.xhtml): read without it"
+    ]
+
+
+def test_a_contents_page_is_left_out_only_when_it_is_one(tmp_path):
+    """A guide can point at a page's anchor in a book of one file, or at a prologue: a
+    page named as the contents is left out only when it names a whole page and links
+    make most of its text. The landmarks of an EPUB 3 navigation document name one too,
+    and a navigation document in the spine is read without its lists."""
+    one = xhtml('<h1>Router</h1><p id="toc"><a href="#a">Intro</a></p><p>Ports: four.</p>')
+    guide = '<guide><reference type="toc" href="book.xhtml#toc"/></guide>'
+    path = epub(tmp_path / "one.epub", {"book.xhtml": one}, spine=["c0"], guide=guide)
+    assert epub_text(path)[0] == "# Router\nIntro\nPorts: four."
+    prologue = {
+        "prologue.xhtml": xhtml("<h1>Prologue</h1><p>It began with a <a href='#x'>router</a>.</p>"),
+        "a.xhtml": CHAPTERS["a.xhtml"],
+    }
+    guide = '<guide><reference type="toc" href="prologue.xhtml"/></guide>'
+    path = epub(tmp_path / "p.epub", prologue, spine=["c0", "c1"], guide=guide)
+    assert epub_text(path)[0].startswith("# Prologue\nIt began with a router.\n\n# Intro")
+    landmarks = xhtml(
+        '<p>Router Manual, 2nd edition</p><nav epub:type="toc"><ol><li><a href="a.xhtml">'
+        'Intro</a></li></ol></nav><nav epub:type="landmarks"><ol><li><a epub:type="toc" '
+        'href="contents.xhtml">Contents</a></li></ol></nav>'
+    )
+    book = {
+        "contents.xhtml": xhtml('<h1>Contents</h1><p><a href="a.xhtml">1. Intro</a></p>'),
+        "a.xhtml": CHAPTERS["a.xhtml"],
+    }
+    path = epub(tmp_path / "l.epub", book, files={"OEBPS/nav.xhtml": landmarks})
+    assert epub_text(path)[0].startswith("Router Manual, 2nd edition\n\n# Intro\nThe router")
 
 
 def test_a_book_with_drm_is_refused_but_one_with_obfuscated_fonts_is_read(tmp_path, warnings):
@@ -157,7 +204,7 @@ def test_a_book_with_drm_is_refused_but_one_with_obfuscated_fonts_is_read(tmp_pa
     epub(tmp_path / "locked.epub", {"a.xhtml": "\x8f\x02 ciphertext"}, files=locked)
     assert [d.doc_id for d in load_documents(tmp_path)] == ["fonts.epub"]
     assert warnings == [
-        "skipped locked.epub: its text is encrypted (1 of its 1 chapters listed in "
+        "skipped locked.epub: its text is encrypted (every chapter listed in "
         "META-INF/encryption.xml: DRM): harness reads DRM-free books only"
     ]
     with pytest.raises(ConfigError, match=r"locked\.epub: corpus\.sources: its text is encrypt"):
@@ -169,12 +216,16 @@ def test_files_that_are_no_epub_are_refused_in_one_line_and_an_empty_one_has_no_
 ):
     mobi = tmp_path / "book.epub"
     mobi.write_bytes(b"BOOKMOBI a Kindle book renamed")
-    with pytest.raises(ConfigError, match=r"book\.epub: corpus\.sources: not an EPUB \(a zip; a K"):
+    with pytest.raises(
+        ConfigError, match=r"book\.epub: corpus\.sources: not an EPUB \(no zip: a K"
+    ):
         epub_text(mobi)
     bare = tmp_path / "bare.epub"
     with zipfile.ZipFile(bare, "w") as z:
         z.writestr("mimetype", "application/epub+zip")
-    with pytest.raises(ConfigError, match=r"a \.epub without META-INF/container\.xml"):
+    with pytest.raises(
+        ConfigError, match=r"bare\.epub: corpus\.sources: no META-INF/container\.xml, which every"
+    ):
         epub_text(bare)
     nowhere = tmp_path / "nowhere.epub"
     with zipfile.ZipFile(nowhere, "w") as z:
@@ -199,3 +250,61 @@ def test_a_chapter_in_utf_16_or_with_an_xhtml_1_1_doctype_reads(tmp_path):
         title=" Router\n Handbuch ",
     )
     assert epub_text(path) == ("# Größe\nVier Anschlüsse.", "Router Handbuch")
+
+
+def test_an_epub_2_package_document_may_name_its_dtd_and_a_chapter_its_encoding(tmp_path):
+    """OEB 1.2's package DOCTYPE (which epubcheck accepts) reads; one that declares
+    entities of its own is refused. A chapter that is not UTF-8 is read in the encoding
+    its XML declaration names (old books declare ISO-8859-1)."""
+    latin = xhtml("<p>Caf\u00e9 cr\u00e8me.</p>").replace("UTF-8", "ISO-8859-1").encode("latin-1")
+    path = epub(tmp_path / "old.epub", {"a.xhtml": latin})
+    with zipfile.ZipFile(path) as z:
+        parts = {n: z.read(n) for n in z.namelist()}
+    doctype = (
+        b'<!DOCTYPE package PUBLIC "+//ISBN 0-9673008-1-9//DTD OEB 1.2 Package//EN" '
+        b'"http://openebook.org/dtds/oeb-1.2/oebpkg12.dtd">'
+    )
+    for name, declared in (
+        ("dtd.epub", doctype),
+        ("bomb.epub", b'<!DOCTYPE p [<!ENTITY a "aaaa">]>'),
+    ):
+        with zipfile.ZipFile(tmp_path / name, "w") as z:
+            for part, data in parts.items():
+                z.writestr(
+                    part,
+                    data.replace(b"<package", declared + b"<package", 1)
+                    if part.endswith(".opf")
+                    else data,
+                )
+    assert epub_text(tmp_path / "dtd.epub") == ("Café crème.", "Router Manual")
+    with pytest.raises(
+        ConfigError,
+        match=r"bomb\.epub: corpus\.sources: cannot read this \.epub: OEBPS/content\.opf is damaged \(ValueError: it declares a DTD",
+    ):
+        epub_text(tmp_path / "bomb.epub")
+
+
+def test_a_damaged_or_huge_chapter_is_refused_and_skipped_in_a_folder(tmp_path, warnings):
+    """A chapter Python's HTML parser gives up on, or one past MAX_CHAPTER_BYTES (an HTML
+    tree takes some 150 times its size in memory), refuses the book in one line; in a
+    folder the book is skipped with a warning and the rest is read."""
+    from harness.corpus.epub import MAX_CHAPTER_BYTES
+
+    epub(tmp_path / "damaged.epub", {"a.xhtml": xhtml("<p>a</p><![ xx<p>b</p>")})
+    epub(tmp_path / "huge.epub", {"a.xhtml": xhtml("<b>x</b>" * (MAX_CHAPTER_BYTES // 8 + 1))})
+    epub(tmp_path / "fine.epub", {"a.xhtml": CHAPTERS["a.xhtml"]})
+    with pytest.raises(
+        ConfigError,
+        match=r"damaged\.epub: corpus\.sources: cannot read this \.epub: OEBPS/a\.xhtml is damaged \(the HTML parser rejected it",
+    ):
+        epub_text(tmp_path / "damaged.epub")
+    with pytest.raises(
+        ConfigError,
+        match=r"huge\.epub: corpus\.sources: OEBPS/a\.xhtml holds [\d,]+ bytes, more than harness reads of one part \(8,388,608\): split it",
+    ):
+        epub_text(tmp_path / "huge.epub")
+    assert [d.doc_id for d in load_documents(tmp_path)] == ["fine.epub"]
+    assert sorted(w.split(":")[0] for w in warnings) == [
+        "skipped damaged.epub",
+        "skipped huge.epub",
+    ]

@@ -227,3 +227,33 @@ def test_a_page_without_text_is_left_out_with_a_warning(tmp_path, warnings):
     assert warnings == [
         "left out 1 document without text: app.html (a page its scripts draw holds no text when saved)"
     ]
+
+
+def test_page_numbers_ruby_readings_and_a_book_s_contents_are_no_text():
+    """The markers e-books (and DAISY pages) put where a printed page ended, some with
+    its number as text; a ruby's reading, also where `</rt>` is left unwritten (HTML
+    allows it, and the parser then nests what follows inside it); a `<nav>` listing a
+    book's chapters, which `fragment_text` (every element kept) leaves out too."""
+    from harness.corpus.html import fragment_text
+
+    page = (
+        "<main><p>Hold the<span epub:type='pagebreak' title='12'>12</span> button, see"
+        "<span role='doc-pagebreak presentation'>13</span> below.</p>"
+        "<p><ruby>漢<rp>(</rp><rt>かん<rp>)</rp>字<rp>(</rp><rt>じ<rp>)</rp></ruby>を読む</p>"
+        "<p><ruby>東京<rp>(</rp><rt>とうきょう</rt><rp>)</rp></ruby>へ</p></main>"
+    )
+    assert html_text(page)[0] == "Hold the button, see below.\n漢字を読む\n東京へ"
+    toc = "<nav role='doc-toc'><h2>Contents</h2><ol><li>Intro</li></ol></nav><p>Body.</p>"
+    assert fragment_text(toc) == "Body."
+    assert fragment_text("<nav><a href='/'>Home</a></nav><p>Body.</p>") == "Home\nBody."
+
+
+def test_markup_the_parser_gives_up_on_is_refused_naming_the_page(tmp_path):
+    """A damaged marked section (`<![ x`) stops Python's HTML parser: the page is
+    refused in one line; a table's cell that starts like HTML is then its text."""
+    (tmp_path / "bad.html").write_text("<p>a</p><![ xx<p>b</p>")
+    with pytest.raises(ConfigError, match=r"bad\.html: corpus\.sources: cannot read this page: t"):
+        load_documents(tmp_path)
+    (tmp_path / "bad.html").unlink()
+    (tmp_path / "kb.csv").write_text("q,a\nOdd?,<p>a</p><![ xx<p>b</p>\n")
+    assert [d.text for d in load_documents(tmp_path)] == ["q: Odd?\na: <p>a</p><![ xx<p>b</p>"]
