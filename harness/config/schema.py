@@ -66,9 +66,9 @@ class CorpusConfig:
 
     sources: tuple[str, ...] = ()
     """Files, folders (.md, .mdx, .qmd, .rmd, .ipynb, .txt, .rst, .adoc, .asciidoc,
-    .html, .pdf, .docx, .odt, .pptx, .epub, and tables, .csv, .xlsx, read a document a row;
-    a .jsonl file is a BEIR corpus) or http(s) URLs. The questions and labels files are left out
-    where a folder holds them."""
+    .html, .pdf, .docx, .odt, .pptx, .epub, and tables, .csv, .xlsx, .ods, read a
+    document a row; a .jsonl file is a BEIR corpus) or http(s) URLs. The questions and
+    labels files are left out where a folder holds them."""
     html_classes: tuple[str, ...] = ()
     """Keep only elements with these CSS classes from HTML pages. Empty: a page keeps
     its main content (its main element, else its one article, else its body) without
@@ -87,9 +87,9 @@ class QuestionsConfig:
     user_input as in a RAGAS test set, or input as in DeepEval's; an id left out is q1,
     q2, ...), a JSON array of such objects or of strings, a .csv (commas, or semicolons
     as Excel writes them in some languages) or .tsv with a header row naming one of
-    those columns (and optionally id, type, topic, answer), an Excel
-    workbook (.xlsx; its first visible sheet with such a header row), or a .txt file
-    with one question per line."""
+    those columns (and optionally id, type, topic, answer), an Excel or LibreOffice
+    workbook (.xlsx, .ods; its first visible sheet with such a header row), or a .txt
+    file with one question per line."""
     qrels: str = ""
     """Optional human labels (BEIR qrels.tsv or TREC qrels) that `harness validate` uses."""
     limit: int = 0

@@ -1,11 +1,12 @@
 """Load documents from files, folders and URLs into `Document` records.
 
 Local: markdown (.md, .markdown, .mdx, .qmd, .rmd), Jupyter notebooks (.ipynb), .txt,
-.rst, .adoc (.asciidoc), .html, .pdf, .docx, .odt, .pptx, .epub, and tables (.csv, .xlsx)
-files, or folders searched recursively for them (a folder's other files are skipped, and
-the run says which kinds; so are links whose target is gone, Office's owner files, a
-table or book it cannot read, with a warning naming it, and the files `leave_out` names;
-a file a page includes is no document of its own). Markdown is read as its pages show it, without front matter, admonition markers or MDX imports
+.rst, .adoc (.asciidoc), .html, .pdf, .docx, .odt, .pptx, .epub, and tables (.csv,
+.xlsx, .ods) files, or folders searched recursively for them (a folder's other files are
+skipped, and the run says which kinds; so are links whose target is gone, Office's
+owner files, a table or book it cannot read, with a warning naming it, and the files
+`leave_out` names; a file a page includes is no document of its own). Markdown is read
+as its pages show it, without front matter, admonition markers or MDX imports
 (`harness.corpus.markdown`), with Quarto's includes read in; a Sphinx
 page without its directives' and roles' markup (`harness.corpus.rst`); an AsciiDoc page
 without its attribute entries, block markup and macros, with its includes read in
@@ -508,7 +509,7 @@ def _load_table(path: Path, doc_id: str) -> list[Document]:
     (its id column's value, `faq.csv:KB-12`, else its place, `faq.csv:12`,
     `kb.xlsx:Billing:5`), their source the file's path with the place; a table without
     records is one document without text (left out with the others, and said so)."""
-    if path.suffix.lower() == ".xlsx":
+    if path.suffix.lower() in (".xlsx", ".ods"):
         rows, title = workbook_records(path)
     else:
         rows, title = csv_records(read_text_file(path, "corpus.sources"), path)

@@ -29,10 +29,15 @@ The title is the first Title-styled paragraph's, else the document properties', 
 the first heading (the caller falls back to the file's name). A password-protected
 document (its parts encrypted) is refused in one line naming the file; an empty file
 has no text.
+
+An OpenDocument spreadsheet (.ods: LibreOffice Calc's) is read as cells, sheet by
+sheet, for `harness.corpus.table` to read as an Excel workbook's (`read_ods`): a cell's
+paragraphs read as above, a line each.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +45,7 @@ from xml.etree import ElementTree
 
 from harness.corpus.headings import first_heading
 from harness.corpus.ooxml import LINE_SPACE, Package, number, properties_title
+from harness.corpus.spreadsheet import Sheet, Workbook
 from harness.corpus.wordml import shown
 from harness.errors import ConfigError
 
@@ -444,12 +450,16 @@ def _table_rows(table: ElementTree.Element) -> Iterator[ElementTree.Element]:
             yield from _table_rows(el)
 
 
-def _encrypted(package: Package) -> bool:
-    """Whether the manifest says the parts are encrypted (a password-protected file)."""
+def _refuse_encrypted(package: Package) -> None:
+    """ConfigError naming the file when its manifest says its parts are encrypted (a
+    password-protected file)."""
     manifest = package.part("META-INF/manifest.xml")
-    return manifest is not None and any(
-        True for _ in manifest.iter(f"{{{MANIFEST}}}encryption-data")
-    )
+    if manifest is not None and any(True for _ in manifest.iter(f"{{{MANIFEST}}}encryption-data")):
+        raise ConfigError(
+            str(package.path),
+            package.field,
+            "the document is password-protected: save it without a password",
+        )
 
 
 def odt_text(path: Path) -> tuple[str, str]:
@@ -462,12 +472,7 @@ def odt_text(path: Path) -> tuple[str, str]:
     with Package(path, kind=".odt", field="corpus.sources") as package:
         if package.empty:
             return "", ""
-        if _encrypted(package):
-            raise ConfigError(
-                str(path),
-                "corpus.sources",
-                "the document is password-protected: save it without a password",
-            )
+        _refuse_encrypted(package)
         content = package.main("content.xml")
         reader = _Reader(_Styles.read(package.part("styles.xml"), content))
         body = next(content.iter(f"{{{OFFICE}}}text"), None)
@@ -476,3 +481,127 @@ def odt_text(path: Path) -> tuple[str, str]:
         properties = properties_title(package, "meta.xml")
     text = "\n".join(reader.lines)
     return text, reader.title or properties or first_heading(text)
+
+
+MAX_CELLS = 4_000_000
+"""Cells one spreadsheet may give once its repeated rows and columns are written out
+(a row LibreOffice stores once with `number-rows-repeated`): a few bytes of XML can
+repeat a row a million times over."""
+MAX_COLUMNS = 16_384
+"""Columns a sheet has (LibreOffice's and Excel's limit): a cell past it is not read."""
+_TIME = re.compile(r"PT(\d+)H(\d+)M(\d+(?:\.\d+)?)S")
+
+
+def _t_(name: str) -> str:
+    return f"{{{TABLE}}}{name}"
+
+
+def _cell_value(cell: ElementTree.Element, styles: _Styles) -> str:
+    """A spreadsheet cell's text as its sheet shows it (its paragraphs, a line each),
+    but a date as `2026-11-28` (with its time, `2026-11-28 14:30`) and a time as
+    `14:30`, whatever the locale's format shows; a cell without paragraphs (some
+    writers leave them out) by its stored value."""
+    kind = cell.get(f"{{{OFFICE}}}value-type")
+    if kind == "date":
+        value = cell.get(f"{{{OFFICE}}}date-value") or ""
+        day, _, clock = value.partition("T")
+        hours, _, minutes = clock.partition(":")
+        if clock and (hours, minutes[:2]) != ("00", "00"):
+            return f"{day} {hours}:{minutes[:2]}"
+        return day
+    if kind == "time":
+        found = _TIME.fullmatch(cell.get(f"{{{OFFICE}}}time-value") or "")
+        if found:
+            return f"{int(found.group(1)):02d}:{found.group(2)}"
+    reader = _Reader(styles, cell=True)
+    reader.blocks(cell)
+    if reader.lines:
+        return "\n".join(line.strip() for line in reader.lines)
+    for name in ("string-value", "value", "boolean-value"):
+        stored = cell.get(f"{{{OFFICE}}}{name}")
+        if stored is not None:
+            return stored.upper() if name == "boolean-value" else stored
+    return ""
+
+
+class _Cells:
+    """What a spreadsheet's repeated rows and columns have written out so far, against
+    MAX_CELLS."""
+
+    def __init__(self, path: Path, field: str) -> None:
+        self.path, self.field, self.left = path, field, MAX_CELLS
+
+    def take(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise ConfigError(
+                str(self.path),
+                self.field,
+                f"its repeated rows and columns make over {MAX_CELLS:,} cells, more than "
+                "harness reads from one file: split the spreadsheet",
+            )
+
+
+def _sheet_rows(
+    table: ElementTree.Element, styles: _Styles, cells: _Cells
+) -> list[tuple[int, list[str]]]:
+    """A sheet's non-empty rows, numbered as the sheet shows them (repeated rows
+    counted), each cell placed in its column (repeated cells counted)."""
+    rows: list[tuple[int, list[str]]] = []
+    at = 0
+    for row in _table_rows(table):
+        repeat = max(1, number(row.get(_t_("number-rows-repeated")), 1))
+        values: dict[int, str] = {}
+        column = 0
+        for cell in row:
+            if cell.tag not in (_t_("table-cell"), _t_("covered-table-cell")):
+                continue
+            span = max(1, number(cell.get(_t_("number-columns-repeated")), 1))
+            covered = cell.tag == _t_("covered-table-cell")  # merged into another
+            value = _cell_value(cell, styles) if column < MAX_COLUMNS and not covered else ""
+            if value.strip():
+                for c in range(column, min(column + span, MAX_COLUMNS)):
+                    values[c] = value
+            column += span
+        if values:
+            width = max(values) + 1
+            cells.take(width * repeat)
+            line = [values.get(i, "") for i in range(width)]
+            rows.extend((at + k + 1, list(line)) for k in range(repeat))
+        at += repeat
+    return rows
+
+
+def read_ods(path: Path, field: str) -> Workbook:
+    """The visible sheets of the OpenDocument spreadsheet (.ods: LibreOffice Calc's) at
+    `path`, in its order, and its title (`meta.xml`'s, else ""): each sheet's non-empty
+    rows numbered as Calc shows them, a cell's text as the sheet shows it, dates and
+    times as ISO's (`_cell_value`). Merged-away cells, comments and hidden text are not
+    read; a hidden row is, as an .xlsx's is.
+
+    Raises ConfigError naming the file (and `field`) when it is no .ods, is
+    password-protected, a part is damaged, its repeats make over MAX_CELLS cells, or it
+    has no visible sheet; an empty file has no sheets.
+    """
+    with Package(path, kind=".ods", field=field) as package:
+        if package.empty:
+            return Workbook([], "")
+        _refuse_encrypted(package)
+        content = package.main("content.xml")
+        styles = _Styles.read(package.part("styles.xml"), content)
+        hidden = {
+            st.get(_s("name"))
+            for st in content.iter(_s("style"))
+            if any(p.get(_t_("display")) == "false" for p in st.iter(_s("table-properties")))
+        }
+        cells = _Cells(path, field)
+        sheets = [
+            Sheet(table.get(_t_("name")) or "", package.walk(_sheet_rows, table, styles, cells))
+            for body in content.iter(f"{{{OFFICE}}}spreadsheet")
+            for table in body
+            if table.tag == _t_("table") and table.get(_t_("style-name")) not in hidden
+        ]
+        title = properties_title(package, "meta.xml")
+    if not sheets:
+        raise ConfigError(str(path), field, "the spreadsheet has no visible sheet")
+    return Workbook(sheets, title)

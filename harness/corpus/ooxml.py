@@ -1,7 +1,7 @@
 """Office Open XML packages (Word's .docx, Excel's .xlsx, PowerPoint's .pptx), and
-OpenDocument text (.odt) and EPUB books (.epub), which are packed the same way: zips of
-XML parts, read with the standard library, each part bounded in size before it is
-unpacked.
+OpenDocument text and spreadsheets (.odt, .ods) and EPUB books (.epub), which are packed
+the same way: zips of XML parts, read with the standard library, each part bounded in
+size before it is unpacked.
 
 Errors name the file and the setting that named it: a file that is no such package (a
 legacy .doc, .xls or .ppt renamed, or a password-protected document, which Office saves
@@ -66,6 +66,7 @@ _APPS = {
     ".xlsx": ("Excel", ".xls", "an Excel Workbook"),
     ".pptx": ("PowerPoint", ".ppt", "a PowerPoint Presentation"),
     ".odt": ("LibreOffice Writer", ".doc", "an ODF Text Document"),
+    ".ods": ("LibreOffice Calc", ".xls", "an ODF Spreadsheet"),
 }
 _NOT_A = {
     kind: f"not a {kind} (a legacy {legacy}, or password-protected?): save it from {app} "
@@ -91,8 +92,8 @@ def number(value: str | None, default: int | None) -> int | None:
 class Package:
     """An Office file (or an EPUB) opened for reading its parts (a context manager).
 
-    `kind` is ".docx", ".xlsx", ".pptx", ".odt" or ".epub" (for the messages); `field`
-    the setting that named the file. Raises ConfigError when `path` is no zip."""
+    `kind` is ".docx", ".xlsx", ".pptx", ".odt", ".ods" or ".epub" (for the messages);
+    `field` the setting that named the file. Raises ConfigError when `path` is no zip."""
 
     def __init__(self, path: Path, *, kind: str, field: str) -> None:
         self.path = path

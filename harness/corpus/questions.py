@@ -11,8 +11,9 @@
   `answer`; other columns go to `extra`, an empty cell is an absent field; a quoted CSV
   cell may hold line breaks; a CSV separated by semicolons, as Excel writes one where
   the decimal mark is a comma, is read as such (`harness.corpus.table.delimiter`).
-- .xlsx (an Excel workbook): its first visible sheet whose first row names the
-  questions' column, read as that sheet's CSV export (`harness.corpus.spreadsheet`).
+- .xlsx (an Excel workbook; `harness.corpus.spreadsheet`), .ods (a LibreOffice Calc
+  one; `harness.corpus.odf`): its first visible sheet whose first row names the
+  questions' column, read as that sheet's CSV export.
 - .txt, or any other file whose text does not start with `{` or `[`: one question a
   line; lines starting with `#` are comments.
 
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.corpus.load import read_text_file
-from harness.corpus.table import read_rows
+from harness.corpus.table import read_book, read_rows
 from harness.errors import ConfigError
 from harness.types import Document, Question, SourceSpan, span_digest
 
@@ -204,9 +205,7 @@ def _from_workbook(p: Path, field: str) -> list[Question]:
     """An Excel workbook's first visible sheet whose first row names the questions'
     column, read as its CSV export would be (`harness.corpus.spreadsheet`); a message
     names the sheet and Excel's row number."""
-    from harness.corpus.spreadsheet import read_workbook
-
-    sheets = read_workbook(p, field).sheets
+    sheets = read_book(p, field).sheets
     if not sheets:
         return []  # an empty file
     for sheet in sheets:
@@ -238,7 +237,8 @@ def load_questions(path: str | os.PathLike[str], field: str = "questions.file") 
     if not p.is_file():
         raise ConfigError(str(p), field, "questions file not found")
     suffix = p.suffix.lower()
-    questions = _from_workbook(p, field) if suffix == ".xlsx" else _from_text(p, field)
+    workbook = suffix in (".xlsx", ".ods")
+    questions = _from_workbook(p, field) if workbook else _from_text(p, field)
     if not questions:
         raise ConfigError(str(p), field, "the file holds no questions")
     ids = [q.question_id for q in questions]

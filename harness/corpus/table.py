@@ -2,9 +2,10 @@
 
 A team's FAQ or knowledge base kept in a spreadsheet (question, answer, product, ...) is
 a corpus as much as a folder of pages. Each row of a CSV file, or of each visible sheet
-of an Excel workbook (.xlsx; `harness.corpus.spreadsheet`), after the header is a
-record, read as a document of its own, a line per non-empty cell named by its column's
-header (`column 3` where the header cell is empty or the row runs past it):
+of an Excel workbook (.xlsx; `harness.corpus.spreadsheet`) or an OpenDocument
+spreadsheet (.ods; `harness.corpus.odf`), after the header is a record, read as a
+document of its own, a line per non-empty cell named by its column's header (`column
+3` where the header cell is empty or the row runs past it):
 
     Question: How do I reset my password?
     Answer: Open Settings > Account and choose "Reset password".
@@ -44,11 +45,14 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import ConfigError
 
-TABLE_SUFFIXES = (".csv", ".xlsx")
+if TYPE_CHECKING:
+    from harness.corpus.spreadsheet import Workbook
+
+TABLE_SUFFIXES = (".csv", ".xlsx", ".ods")
 """Tables read as documents in a corpus. Not .tsv, which is what labels (BEIR's
 `qrels/test.tsv`, `harness label`'s output), run files and logs are written as: a
 folder of them beside the documents is skipped with a warning, as before."""
@@ -250,14 +254,25 @@ def csv_records(raw: str, p: Path) -> tuple[list[Record], str]:
     return [Record(key, text, title, str(n)) for key, n, text in rows], title
 
 
-def workbook_records(path: Path) -> tuple[list[Record], str]:
-    """(the records of each visible sheet, the title) of an Excel workbook in a corpus.
-    The title is the workbook's document title, else a single sheet's title row, else
-    ""; a record's is the title (or the sheet's title row), with its sheet's name when
-    the workbook shows several."""
+def read_book(path: Path, field: str) -> Workbook:
+    """The visible sheets and the title of a spreadsheet: an OpenDocument .ods
+    (`harness.corpus.odf.read_ods`), else an Excel .xlsx
+    (`harness.corpus.spreadsheet.read_workbook`)."""
+    if path.suffix.lower() == ".ods":
+        from harness.corpus.odf import read_ods
+
+        return read_ods(path, field)
     from harness.corpus.spreadsheet import read_workbook
 
-    book = read_workbook(path, "corpus.sources")
+    return read_workbook(path, field)
+
+
+def workbook_records(path: Path) -> tuple[list[Record], str]:
+    """(the records of each visible sheet, the title) of a spreadsheet (.xlsx, .ods) in
+    a corpus. The title is the workbook's document title, else a single sheet's title
+    row, else ""; a record's is the title (or the sheet's title row), with its sheet's
+    name when the workbook shows several."""
+    book = read_book(path, "corpus.sources")
     title = ""
     out: list[Record] = []
     for sheet in book.sheets:
