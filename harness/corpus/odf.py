@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -488,8 +489,13 @@ MAX_CELLS = 4_000_000
 (a row LibreOffice stores once with `number-rows-repeated`): a few bytes of XML can
 repeat a row a million times over."""
 MAX_COLUMNS = 16_384
-"""Columns a sheet has (LibreOffice's and Excel's limit): a cell past it is not read."""
-_TIME = re.compile(r"PT(\d+)H(\d+)M(\d+(?:\.\d+)?)S")
+MAX_ROWS = 1_048_576
+"""Columns and rows a sheet has (LibreOffice's and Excel's limits): a cell past them is
+not read."""
+_TIME = re.compile(r"PT(\d{1,9})H(\d{1,2})M(\d{1,2})(?:\.\d+)?S")
+_DATE = re.compile(
+    r"(-?\d{4,9}-\d{2}-\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:\d{2})?"
+)
 
 
 def _t_(name: str) -> str:
@@ -498,30 +504,51 @@ def _t_(name: str) -> str:
 
 def _cell_value(cell: ElementTree.Element, styles: _Styles) -> str:
     """A spreadsheet cell's text as its sheet shows it (its paragraphs, a line each),
-    but a date as `2026-11-28` (with its time, `2026-11-28 14:30`) and a time as
-    `14:30`, whatever the locale's format shows; a cell without paragraphs (some
-    writers leave them out) by its stored value."""
+    but as an .xlsx's reads: a date as `2026-11-28` (with its time to the nearest
+    minute, `2026-11-28 14:30`), a time of day as `14:30`, whatever the locale's format
+    shows, and TRUE or FALSE; a cell whose paragraphs hold no text (some writers leave
+    them out) by its stored value. Drawings anchored to the cell (LibreOffice writes
+    them inside it) are not its text."""
     kind = cell.get(f"{{{OFFICE}}}value-type")
-    if kind == "date":
-        value = cell.get(f"{{{OFFICE}}}date-value") or ""
-        day, _, clock = value.partition("T")
-        hours, _, minutes = clock.partition(":")
-        if clock and (hours, minutes[:2]) != ("00", "00"):
-            return f"{day} {hours}:{minutes[:2]}"
-        return day
+    shown = _date(cell.get(f"{{{OFFICE}}}date-value") or "") if kind == "date" else None
     if kind == "time":
         found = _TIME.fullmatch(cell.get(f"{{{OFFICE}}}time-value") or "")
-        if found:
-            return f"{int(found.group(1)):02d}:{found.group(2)}"
+        if found and int(found.group(1)) < 24:  # else a duration, or a date's time: as shown
+            minutes = int(found.group(1)) * 60 + int(found.group(2)) + (int(found.group(3)) >= 30)
+            shown = f"{min(minutes, 1439) // 60:02d}:{min(minutes, 1439) % 60:02d}"
+    if kind == "boolean":
+        shown = "TRUE" if cell.get(f"{{{OFFICE}}}boolean-value") == "true" else "FALSE"
+    if shown:
+        return shown
     reader = _Reader(styles, cell=True)
-    reader.blocks(cell)
+    reader.blocks(c for c in cell if not c.tag.startswith(f"{{{DRAW}}}"))
     if reader.lines:
         return "\n".join(line.strip() for line in reader.lines)
-    for name in ("string-value", "value", "boolean-value"):
+    for name in ("string-value", "value"):
         stored = cell.get(f"{{{OFFICE}}}{name}")
         if stored is not None:
-            return stored.upper() if name == "boolean-value" else stored
+            return stored
     return ""
+
+
+def _date(value: str) -> str | None:
+    """An ODF date value (`2026-11-28`, `2026-11-28T14:30:45.12+02:00`) as an .xlsx's
+    date reads, its time rounded to the minute and shown where it is not midnight;
+    None for one it cannot read."""
+    found = _DATE.fullmatch(value)
+    if found is None:
+        return None
+    day, hours, minutes, seconds = found.groups()
+    if hours is None:
+        return day
+    total = int(hours) * 60 + int(minutes) + (int(seconds or 0) >= 30)
+    if total >= 1440:  # 23:59:30 and later: the next day, which only datetime counts
+        try:
+            moment = datetime.fromisoformat(day) + timedelta(minutes=total)
+        except ValueError:
+            return day
+        return moment.strftime("%Y-%m-%d")
+    return day if total == 0 else f"{day} {total // 60:02d}:{total % 60:02d}"
 
 
 class _Cells:
@@ -537,8 +564,8 @@ class _Cells:
             raise ConfigError(
                 str(self.path),
                 self.field,
-                f"its repeated rows and columns make over {MAX_CELLS:,} cells, more than "
-                "harness reads from one file: split the spreadsheet",
+                f"its rows (repeated ones written out) make over {MAX_CELLS:,} cells, more "
+                "than harness reads from one file: split the spreadsheet",
             )
 
 
@@ -553,6 +580,9 @@ def _sheet_rows(
         repeat = max(1, number(row.get(_t_("number-rows-repeated")), 1))
         values: dict[int, str] = {}
         column = 0
+        if at >= MAX_ROWS:
+            break
+        repeat = min(repeat, MAX_ROWS - at)
         for cell in row:
             if cell.tag not in (_t_("table-cell"), _t_("covered-table-cell")):
                 continue
@@ -590,14 +620,21 @@ def read_ods(path: Path, field: str) -> Workbook:
         content = package.main("content.xml")
         styles = _Styles.read(package.part("styles.xml"), content)
         hidden = {
-            st.get(_s("name"))
+            name
             for st in content.iter(_s("style"))
             if any(p.get(_t_("display")) == "false" for p in st.iter(_s("table-properties")))
+            for name in [st.get(_s("name"))]
+            if name
         }
+        bodies = list(content.iter(f"{{{OFFICE}}}spreadsheet"))
+        if not bodies:
+            raise ConfigError(
+                str(path), field, "not a spreadsheet (an OpenDocument text renamed .ods?)"
+            )
         cells = _Cells(path, field)
         sheets = [
             Sheet(table.get(_t_("name")) or "", package.walk(_sheet_rows, table, styles, cells))
-            for body in content.iter(f"{{{OFFICE}}}spreadsheet")
+            for body in bodies
             for table in body
             if table.tag == _t_("table") and table.get(_t_("style-name")) not in hidden
         ]

@@ -71,6 +71,8 @@ _APPS = {
 _NOT_A = {
     kind: f"not a {kind} (a legacy {legacy}, or password-protected?): save it from {app} "
     f"as {saved} ({kind}) without a password"
+    if kind.startswith((".doc", ".xls", ".ppt"))  # Office encrypts into another kind of file
+    else f"not a {kind} (a legacy {legacy} renamed?): save it from {app} as {saved} ({kind})"
     for kind, (app, legacy, saved) in _APPS.items()
 } | {
     ".epub": "not an EPUB (no zip: a Kindle .mobi or .azw renamed?): convert it to EPUB, "
@@ -84,9 +86,10 @@ def number(value: str | None, default: int) -> int: ...
 @overload
 def number(value: str | None, default: None) -> int | None: ...
 def number(value: str | None, default: int | None) -> int | None:
-    """A whole number attribute (ASCII digits only: `"²".isdigit()` holds), else
-    `default`."""
-    return int(value) if value is not None and value.isascii() and value.isdigit() else default
+    """A whole number attribute (ASCII digits only: `"²".isdigit()` holds; at most 18 of
+    them, as Python refuses to read thousands), else `default`."""
+    ok = value is not None and value.isascii() and value.isdigit() and len(value) <= 18
+    return int(value) if ok and value is not None else default
 
 
 class Package:

@@ -202,9 +202,9 @@ def _from_table(raw: str, p: Path) -> list[Question]:
 
 
 def _from_workbook(p: Path, field: str) -> list[Question]:
-    """An Excel workbook's first visible sheet whose first row names the questions'
-    column, read as its CSV export would be (`harness.corpus.spreadsheet`); a message
-    names the sheet and Excel's row number."""
+    """A workbook's (.xlsx, .ods) first visible sheet whose first row names the
+    questions' column, read as its CSV export would be (`harness.corpus.table.read_book`);
+    a message names the sheet and the row number the spreadsheet shows."""
     sheets = read_book(p, field).sheets
     if not sheets:
         return []  # an empty file

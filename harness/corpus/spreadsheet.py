@@ -37,7 +37,8 @@ literal `_x` that would read as one (`_x005F_x0041_`: "_x0041_")."""
 
 @dataclass(frozen=True)
 class Sheet:
-    """One worksheet's name and its non-empty rows: (Excel's row number, cells)."""
+    """One worksheet's name and its non-empty rows: (the row number the spreadsheet
+    shows, cells)."""
 
     name: str
     rows: list[tuple[int, list[str]]]

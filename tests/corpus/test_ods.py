@@ -8,7 +8,7 @@ import zipfile
 import pytest
 
 from harness.corpus import load_documents, load_questions
-from harness.corpus.odf import MAX_CELLS, read_ods
+from harness.corpus.odf import MAX_CELLS, MAX_ROWS, read_ods
 from harness.errors import ConfigError
 
 NS = (
@@ -16,6 +16,7 @@ NS = (
     'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
     'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
     'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" '
+    'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
     'xmlns:dc="http://purl.org/dc/elements/1.1/"'
 )
 HIDDEN = (
@@ -169,7 +170,10 @@ def test_bad_ods_files_are_refused_in_one_line(tmp_path, warnings):
     sheets."""
     legacy = tmp_path / "old.ods"
     legacy.write_bytes(b"\xd0\xcf\x11\xe0 a legacy workbook")
-    with pytest.raises(ConfigError, match=r"not a \.ods \(a legacy \.xls, or password-prot"):
+    with pytest.raises(
+        ConfigError,
+        match=r"not a \.ods \(a legacy \.xls renamed\?\): save it from LibreOffice Calc",
+    ):
         read_ods(legacy, "corpus.sources")
     locked = ods(
         tmp_path / "locked.ods",
@@ -184,7 +188,10 @@ def test_bad_ods_files_are_refused_in_one_line(tmp_path, warnings):
         tmp_path / "bomb.ods",
         ("A", row(cell("Q")) + row(cell("spam", repeat=1000), repeat=MAX_CELLS), "ta1"),
     )
-    with pytest.raises(ConfigError, match=r"bomb\.ods: corpus\.sources: its repeated rows and col"):
+    with pytest.raises(
+        ConfigError,
+        match=r"bomb\.ods: corpus\.sources: its rows \(repeated ones written out\) make over",
+    ):
         read_ods(bomb, "corpus.sources")
     (tmp_path / "new.ods").write_bytes(b"")
     assert read_ods(tmp_path / "new.ods", "corpus.sources").sheets == []
@@ -194,4 +201,49 @@ def test_bad_ods_files_are_refused_in_one_line(tmp_path, warnings):
         "skipped bomb.ods",
         "skipped locked.ods",
         "skipped old.ods",
+    ]
+
+
+def test_what_calc_writes_beside_a_cell_s_value_reads_as_an_xlsx_s_would(tmp_path):
+    """A shape anchored to a cell (LibreOffice writes it inside the cell) is not its
+    text; a boolean reads TRUE whatever the locale shows; a date-time rounds to the
+    minute and a timezone is no part of a date; a time of day past 24 hours (a
+    date-time shown as a time, or a duration) reads as shown; a value written with
+    more digits than Python reads is no number; rows past Calc's last are not read."""
+    shape = (
+        '<table:table-cell office:value-type="string"><draw:custom-shape><text:p>Callout: '
+        "do not edit</text:p></draw:custom-shape><text:p>Reset it.</text:p></table:table-cell>"
+    )
+    values = [
+        shape,
+        '<table:table-cell office:value-type="boolean" office:boolean-value="true">'
+        "<text:p>WAHR</text:p></table:table-cell>",
+        '<table:table-cell office:value-type="date" office:date-value="2026-11-28T14:30:45">'
+        "<text:p>28.11.26</text:p></table:table-cell>",
+        '<table:table-cell office:value-type="date" office:date-value="2026-11-28Z">'
+        "<text:p>28.11.26</text:p></table:table-cell>",
+        '<table:table-cell office:value-type="time" office:time-value="PT1117254H37M12.12S">'
+        "<text:p>14:37</text:p></table:table-cell>",
+        '<table:table-cell office:value-type="time" office:time-value="PT9H5M0S">'
+        "<text:p>09:05:00</text:p></table:table-cell>",
+    ]
+    header = row(*(cell(f"c{i}") for i in range(len(values))))
+    digits = f'table:number-rows-repeated="{"9" * 5000}"'
+    rows = "".join(
+        [
+            header,
+            row(*values),
+            row(cell("once")).replace("<table:table-row", f"<table:table-row {digits}"),
+            row('<table:table-cell table:number-columns-repeated="9"/>', repeat=MAX_ROWS - 4),
+            row(cell("last")),
+            row(cell("past Calc's last row")),
+        ]
+    )
+    nameless = '<style:style style:family="table"><style:table-properties table:display="false"/></style:style>'
+    path = ods(tmp_path / "calc.ods", ("A", rows, "ta1"), styles=HIDDEN + nameless)
+    assert read_ods(path, "corpus.sources").sheets[0].rows == [
+        (1, [f"c{i}" for i in range(len(values))]),
+        (2, ["Reset it.", "TRUE", "2026-11-28 14:31", "2026-11-28", "14:37", "09:05"]),
+        (3, ["once"]),
+        (MAX_ROWS, ["last"]),
     ]
