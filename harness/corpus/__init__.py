@@ -2,8 +2,8 @@
 
 load_documents(sources, ...)   Document records, ids stable across runs and machines
                                (Word, OpenDocument and PowerPoint files: word.py,
-                               odf.py, slides.py; EPUB books: epub.py; CSV and Excel
-                               tables: table.py)
+                               odf.py, slides.py; EPUB books: epub.py; email:
+                               mail.py; CSV and Excel tables: table.py)
 load_questions(path)           Question records (JSONL, JSON, CSV/TSV, an Excel workbook
                                (spreadsheet.py) or one per line)
 read_text_file(path, field)    a UTF-8 text file, binary or undecodable ones refused

@@ -1,11 +1,11 @@
 """Load documents from files, folders and URLs into `Document` records.
 
 Local: markdown (.md, .markdown, .mdx, .qmd, .rmd), Jupyter notebooks (.ipynb), .txt,
-.rst, .adoc (.asciidoc), .html, .pdf, .docx, .odt, .pptx, .epub, and tables (.csv,
-.xlsx, .ods) files, or folders searched recursively for them (a folder's other files are
-skipped, and the run says which kinds; so are links whose target is gone, Office's
-owner files, a table or book it cannot read, with a warning naming it, and the files
-`leave_out` names; a file a page includes is no document of its own). Markdown is read
+.rst, .adoc (.asciidoc), .html, .pdf, .docx, .odt, .pptx, .epub, .eml, mailboxes (.mbox)
+and tables (.csv, .xlsx, .ods) files, or folders searched recursively for them (a
+folder's other files are skipped, and the run says which kinds; so are links whose
+target is gone, Office's owner files, a table, book or mailbox it cannot read, with a
+warning naming it, and the files `leave_out` names; a file a page includes is no document of its own). Markdown is read
 as its pages show it, without front matter, admonition markers or MDX imports
 (`harness.corpus.markdown`), with Quarto's includes read in; a Sphinx
 page without its directives' and roles' markup (`harness.corpus.rst`); an AsciiDoc page
@@ -19,7 +19,9 @@ OpenDocument text (.odt) alike (`harness.corpus.odf`); a PowerPoint
 deck (.pptx) slide by slide, each under its title, with its speaker notes
 (`harness.corpus.slides`); a table's rows a document each, each cell named by its
 column (`harness.corpus.table`); an EPUB book chapter after chapter, without its table
-of contents (`harness.corpus.epub`). URLs are fetched by LangChain's WebBaseLoader.
+of contents (`harness.corpus.epub`); an email message under its headers, without what
+it quotes, and a mailbox's messages a document each (`harness.corpus.mail`). URLs are
+fetched by LangChain's WebBaseLoader.
 An HTML page, saved or fetched, gives its main content in lines, without the site's
 menus, header and footer (`harness.corpus.html`). With `html_classes`, only the elements
 with those CSS classes (a blog's post-title / post-header / post-content, say); a URL's
@@ -43,6 +45,7 @@ from harness.corpus.antora import Component, Components
 from harness.corpus.asciidoc import XrefTitle, asciidoc_text, asciidoc_title
 from harness.corpus.epub import epub_text
 from harness.corpus.headings import first_heading
+from harness.corpus.mail import eml_text, mailbox_messages
 from harness.corpus.markdown import MARKDOWN_SUFFIXES, Include, IncludeRaw, markdown_text
 from harness.corpus.odf import odt_text
 from harness.corpus.slides import slides_text
@@ -65,6 +68,8 @@ SUFFIXES = (
     ".pptx",
     ".odt",
     ".epub",
+    ".eml",
+    ".mbox",
     *TABLE_SUFFIXES,
 )
 """Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
@@ -185,6 +190,7 @@ _BINARY = {
     ".pptx": slides_text,
     ".odt": odt_text,
     ".epub": epub_text,
+    ".eml": eml_text,
 }
 """Files that are no text, and the function that reads each kind: its text and title."""
 
@@ -497,11 +503,39 @@ def _load(
     includes: _Includes | None = None,
     components: Components | None = None,
 ) -> list[Document]:
-    """The documents of the file at `path`: a table's records (`_load_table`), or the
-    file as one document."""
+    """The documents of the file at `path`: a table's records (`_load_table`), a
+    mailbox's messages (`_load_mailbox`), or the file as one document."""
     if path.suffix.lower() in TABLE_SUFFIXES:
         return _load_table(path, doc_id)
+    if path.suffix.lower() == ".mbox":
+        return _load_mailbox(path, doc_id)
     return [_load_file(path, doc_id, html_classes, includes, components)]
+
+
+def _load_mailbox(path: Path, doc_id: str) -> list[Document]:
+    """A mailbox's messages, a document each, their ids the file's with the message's
+    number in it (`inbox.mbox:12`), their title its subject; a mailbox without a message
+    with text is one document without text (left out with the others, and said so)."""
+    box = mailbox_messages(path)
+    if box.unreadable:
+        n = box.unreadable
+        logger.warning(
+            "{}: left out {} message{} the email package could not take apart",
+            path,
+            n,
+            "s" if n > 1 else "",
+        )
+    if not box.messages:
+        return [Document(doc_id=doc_id, text="", source=str(path), title=path.stem)]
+    return [
+        Document(
+            doc_id=f"{doc_id}:{m.number}",
+            text=m.text,
+            source=f"{path}:{m.number}",
+            title=m.subject or path.stem,
+        )
+        for m in box.messages
+    ]
 
 
 def _load_table(path: Path, doc_id: str) -> list[Document]:
@@ -633,11 +667,11 @@ def load_documents(
                 try:
                     loaded.append((f, _load(f, doc_id, html_classes, includes, components)))
                 except ConfigError as exc:
-                    if f.suffix.lower() not in (*TABLE_SUFFIXES, ".epub"):
+                    if f.suffix.lower() not in (*TABLE_SUFFIXES, ".epub", ".mbox"):
                         raise
-                    # A folder's spreadsheets and books were skipped before harness read
-                    # them: one it cannot read (data; a book with DRM) does not stop the
-                    # rest.
+                    # A folder's spreadsheets, books and mailboxes were skipped before
+                    # harness read them: one it cannot read (data; a book with DRM) does
+                    # not stop the rest.
                     logger.warning("skipped {}: {}", doc_id, _reason(exc, f))
                     unreadable.append(f)
             _warn_skipped(path, found, [*files, *own, *unreadable, *includes.read], components)
