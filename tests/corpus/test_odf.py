@@ -137,7 +137,9 @@ def test_what_a_reader_does_not_see_is_not_read(tmp_path):
 def test_bad_odt_files_are_refused_in_one_line_and_an_empty_one_has_no_text(tmp_path):
     renamed = tmp_path / "old.odt"
     renamed.write_bytes(b"\xd0\xcf\x11\xe0 a legacy binary document")
-    with pytest.raises(ConfigError, match=r"not a \.odt \(a legacy \.doc renamed\?\): save it from LibreOffice"):
+    with pytest.raises(
+        ConfigError, match=r"not a \.odt \(a legacy \.doc renamed\?\): save it from LibreOffice"
+    ):
         odt_text(renamed)
     locked = odt(
         tmp_path / "locked.odt",
