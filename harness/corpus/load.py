@@ -507,32 +507,44 @@ def _load(
     mailbox's messages (`_load_mailbox`), or the file as one document."""
     if path.suffix.lower() in TABLE_SUFFIXES:
         return _load_table(path, doc_id)
-    if path.suffix.lower() == ".mbox":
+    if path.suffix.lower() == ".mbox" or _apple_mailbox(path):
         return _load_mailbox(path, doc_id)
     return [_load_file(path, doc_id, html_classes, includes, components)]
 
 
+def _apple_mailbox(path: Path) -> bool:
+    """Whether `path` is the `mbox` file of a mailbox Apple Mail exports, a folder named
+    `Inbox.mbox`."""
+    return path.name == "mbox" and path.parent.suffix.lower() == ".mbox"
+
+
 def _load_mailbox(path: Path, doc_id: str) -> list[Document]:
     """A mailbox's messages, a document each, their ids the file's with the message's
-    number in it (`inbox.mbox:12`), their title its subject; a mailbox without a message
+    key (its Message-ID, `inbox.mbox:CAF1@mail.gmail.com`, else its number there,
+    `inbox.mbox:12`), their source the file's path with the number, their title the
+    subject; the messages left out are counted in a warning. A mailbox without a message
     with text is one document without text (left out with the others, and said so)."""
     box = mailbox_messages(path)
-    if box.unreadable:
-        n = box.unreadable
-        logger.warning(
-            "{}: left out {} message{} the email package could not take apart",
-            path,
-            n,
-            "s" if n > 1 else "",
+    left = [
+        f"{n} {what}"
+        for n, what in (
+            (box.empty, "without text"),
+            (box.unreadable, "the email package could not take apart"),
+            (box.junk, "Gmail labels spam, trash or chat"),
         )
+        if n
+    ]
+    if left:
+        logger.warning("{}: left out messages: {}", path, "; ".join(left))
+    stem = path.parent.stem if path.name == "mbox" else path.stem  # Apple Mail's Inbox.mbox/
     if not box.messages:
-        return [Document(doc_id=doc_id, text="", source=str(path), title=path.stem)]
+        return [Document(doc_id=doc_id, text="", source=str(path), title=stem)]
     return [
         Document(
-            doc_id=f"{doc_id}:{m.number}",
+            doc_id=f"{doc_id}:{m.key}",
             text=m.text,
             source=f"{path}:{m.number}",
-            title=m.subject or path.stem,
+            title=m.subject or stem,
         )
         for m in box.messages
     ]
@@ -637,7 +649,9 @@ def load_documents(
             files = [
                 p
                 for p in found
-                if p.suffix.lower() in SUFFIXES and p.is_file() and not _hidden(p, path)
+                if (p.suffix.lower() in SUFFIXES or _apple_mailbox(p))
+                and p.is_file()
+                and not _hidden(p, path)
             ]
             # The experiment's own files here (not warned of as unread), each path
             # resolved once, and only when the experiment names any.
@@ -667,7 +681,8 @@ def load_documents(
                 try:
                     loaded.append((f, _load(f, doc_id, html_classes, includes, components)))
                 except ConfigError as exc:
-                    if f.suffix.lower() not in (*TABLE_SUFFIXES, ".epub", ".mbox"):
+                    skippable = (*TABLE_SUFFIXES, ".epub", ".mbox", ".eml")
+                    if f.suffix.lower() not in skippable and not _apple_mailbox(f):
                         raise
                     # A folder's spreadsheets, books and mailboxes were skipped before
                     # harness read them: one it cannot read (data; a book with DRM) does

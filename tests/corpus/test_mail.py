@@ -3,6 +3,8 @@ message, without what a reply quotes."""
 
 from __future__ import annotations
 
+import email
+import email.policy
 from email.message import EmailMessage
 
 import pytest
@@ -81,7 +83,7 @@ def test_a_mailbox_is_a_document_a_message(tmp_path, warnings):
     """Numbered by their place in the mailbox; a message without a body is left out
     (the others keep their numbers); a body line escaped as `>From ` is text, not a
     quote; a Latin-1 message decodes by its charset."""
-    first = message("From the start, it jammed.".replace("From", "From", 1))
+    first = message("From the start, it jammed.")
     empty = EmailMessage()
     empty["Subject"] = "(no body)"
     latin = message("Caf\u00e9 machine broken.", subject="Caf\u00e9")
@@ -96,6 +98,7 @@ def test_a_mailbox_is_a_document_a_message(tmp_path, warnings):
         ("inbox.mbox:1", "Printer on floor 2 jams", f"{tmp_path / 'inbox.mbox'}:1"),
         ("inbox.mbox:3", "Café", f"{tmp_path / 'inbox.mbox'}:3"),
     ]
+    assert warnings == [f"{tmp_path / 'inbox.mbox'}: left out messages: 1 without text"]
     assert docs[0].text.endswith("\n\nFrom the start, it jammed.")
     assert docs[1].text.endswith("\n\nCafé machine broken.")
 
@@ -110,3 +113,110 @@ def test_a_file_that_is_no_mailbox_is_refused_or_skipped_in_a_folder(tmp_path, w
     ]
     with pytest.raises(ConfigError, match=r"notes\.mbox: corpus\.sources: not an mbox mailbox"):
         load_documents(tmp_path / "notes.mbox")
+
+
+def raw_message(headers: str, body: bytes, content_type: str = "text/plain") -> bytes:
+    return f"{headers}\nMIME-Version: 1.0\nContent-Type: {content_type}\n\n".encode() + body + b"\n"
+
+
+def test_a_forward_is_kept_whole_and_the_sender_s_own_text_is_not_taken_for_a_quote():
+    """Outlook writes the same header block above a forward as above a reply, Gmail
+    puts an HTML forward in its quote block: a forward (by its subject) keeps them. A
+    bare `--` with many lines after it, a Python session's `>>>` lines, and a sentence
+    that ends 'wrote:' without a date or an address are the sender's."""
+    outlook = message(
+        "FYI, see below.\n\n________________________________\nFrom: Customer <c@x.com>\n"
+        "Sent: Saturday, 28 November 2026 14:30\nTo: Support\nSubject: Invoice 123\n\n"
+        "The invoice charges us twice for March.\n",
+        subject="FW: Invoice 123",
+    )
+    assert message_text(outlook)[0].endswith("The invoice charges us twice for March.")
+    gmail = EmailMessage()
+    gmail["Subject"] = "Fwd: Printer"
+    gmail.set_content(
+        '<div>FYI</div><div class="gmail_quote"><div class="gmail_attr">---------- '
+        "Forwarded message ---------<br>From: Ana</div><div>It jams.</div></div>",
+        subtype="html",
+    )
+    assert message_text(gmail)[0].endswith(
+        "FYI\n---------- Forwarded message ---------\nFrom: Ana\nIt jams."
+    )
+    own = message(
+        "Steps to reproduce\n--\n1. open the app\n2. tap Print\n3. pick duplex\n4. wait\n"
+        "5. see the jam\n6. restart\n7. again\n\n>>> import printer\n>>> printer.reset()\n\n"
+        "On Monday the server crashed.\nWe checked the logs and the kernel wrote:\n"
+        "> Out of memory\n\nWe then added swap.\n\nGracias, ya está.\n"
+        "El servidor ya arranca después del cambio.\nAna escribió:\n> ¿Arranca?\n"
+    )
+    body = message_text(own)[0].split("\n\n", 1)[1]
+    assert body == (
+        "Steps to reproduce\n--\n1. open the app\n2. tap Print\n3. pick duplex\n4. wait\n"
+        "5. see the jam\n6. restart\n7. again\n\n>>> import printer\n>>> printer.reset()\n\n"
+        "On Monday the server crashed.\nWe checked the logs and the kernel wrote:\n\n"
+        "We then added swap.\n\nGracias, ya está.\nEl servidor ya arranca después del "
+        "cambio.\nAna escribió:"
+    )
+
+
+def test_every_inline_text_part_an_attached_message_and_charsets_as_written():
+    """Apple Mail puts text, an image and text again; a message forwarded as an
+    attachment is read after the body; a logo with a Content-ID is not named; text
+    labelled ASCII that is UTF-8, or Latin-1 that is Windows-1252, and a raw 8-bit
+    subject read as meant; format=flowed lines are joined."""
+    inner = raw_message("Subject: Original\nFrom: c@x.com", b"The printer jams on duplex.")
+    body = (
+        b"--b\nContent-Type: text/plain; charset=us-ascii\n\nCaf\xc3\xa9 first.\n"
+        b"--b\nContent-Type: image/png\nContent-Disposition: inline; filename=shot.png\n\nPNG\n"
+        b"--b\nContent-Type: text/plain; charset=iso-8859-1\n\n\x93Quoted\x94 then.\n"
+        b"--b\nContent-Type: image/png; name=logo.png\nContent-ID: <logo>\n\nPNG\n"
+        b"--b\nContent-Type: text/plain; format=flowed; delsp=yes\n\nIt conti \nnues here.\n"
+        b"--b\nContent-Type: message/rfc822\n\n" + inner + b"\n--b--\n"
+    )
+    raw = (
+        b"Subject: Caf\xe9 note\nFrom: a@x.com\nMIME-Version: 1.0\n"
+        b'Content-Type: multipart/mixed; boundary="b"\n\n' + body
+    )
+    text, subject = message_text(email.message_from_bytes(raw, policy=email.policy.default))
+    assert subject == "Café note"
+    assert text == (
+        "Subject: Café note\nFrom: a@x.com\n\nCafé first.\n\n\u201cQuoted\u201d then.\n\n"
+        "It continues here.\n\nAttachments: shot.png\n\n"
+        "Subject: Original\nFrom: c@x.com\n\nThe printer jams on duplex."
+    )
+
+
+def test_broken_messages_never_stop_a_load(tmp_path, warnings):
+    """A date past any year, multiparts nested a thousand deep, an address group the
+    policy cannot print: a header reads as written, a message that cannot be taken
+    apart is left out of a mailbox (counted) and a folder's .eml skipped with a
+    warning; Gmail's spam and trash are left out; an Apple Mail export (a folder
+    `Inbox.mbox` holding `mbox`, starting with a blank line) reads, keyed by
+    Message-ID."""
+    date = raw_message(
+        "Subject: Late\nDate: Sat, 28 Nov 99999999999999999999 14:30:00 +0000\n"
+        'To: Group: a@x, "b" <b@x>; c@x\nMessage-ID: <m1@x>',
+        b"Still read.",
+    )
+    deep = b"Subject: Deep\nMessage-ID: <m2@x>\nMIME-Version: 1.0\n" + b"".join(
+        f'Content-Type: multipart/mixed; boundary="b{i}"\n\n--b{i}\n'.encode() for i in range(1200)
+    )
+    spam = raw_message("Subject: Win\nX-Gmail-Labels: Spam,Unread\nMessage-ID: <m3@x>", b"Buy.")
+    folder = tmp_path / "Inbox.mbox"
+    folder.mkdir()
+    (folder / "mbox").write_bytes(
+        b"\n".join(b"From x@x Sat Nov 28 14:30:00 2026\n" + m for m in (date, deep, spam)).join(
+            [b"\n", b""]
+        )
+    )
+    (tmp_path / "deep.eml").write_bytes(deep)
+    docs = load_documents(tmp_path)
+    assert [(d.doc_id, d.title) for d in docs] == [("Inbox.mbox/mbox:m1@x", "Late")]
+    assert docs[0].text.startswith(
+        'Subject: Late\nTo: Group: a@x, "b" <b@x>; c@x\nDate: Sat, 28 Nov 99999999999999999999'
+    )
+    mailbox_warning, skipped = sorted(warnings)
+    assert mailbox_warning == (
+        f"{folder / 'mbox'}: left out messages: 1 the email package could not take apart; "
+        "1 Gmail labels spam, trash or chat"
+    )
+    assert skipped.startswith("skipped deep.eml: cannot read this message (RecursionError: ")
