@@ -66,3 +66,38 @@ def xlsx(path, sheets, shared=(), hidden=(), title=None, styles=None, date1904=F
                 f'<worksheet xmlns="{SHEET}"><sheetData>{sheets[n]}</sheetData></worksheet>',
             )
     return path
+
+
+ODF_NS = (
+    'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+    'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+    'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+    'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" '
+    'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+    'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" '
+    'xmlns:dc="http://purl.org/dc/elements/1.1/" '
+    'xmlns:xml="http://www.w3.org/XML/1998/namespace"'
+)
+
+
+def odf(path, kind, body, *, styles="", title=None, manifest=None):
+    """An OpenDocument file written by hand as LibreOffice lays it out: `kind` is "text"
+    or "spreadsheet", `body` the XML inside office:<kind>, `styles` content.xml's
+    automatic styles, `title` meta.xml's, `manifest` META-INF/manifest.xml's XML."""
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("mimetype", f"application/vnd.oasis.opendocument.{kind}")
+        z.writestr(
+            "content.xml",
+            f"<office:document-content {ODF_NS}><office:automatic-styles>{styles}"
+            f"</office:automatic-styles><office:body><office:{kind}>{body}</office:{kind}>"
+            "</office:body></office:document-content>",
+        )
+        if title is not None:
+            z.writestr(
+                "meta.xml",
+                f"<office:document-meta {ODF_NS}><office:meta><dc:title>{title}</dc:title>"
+                "</office:meta></office:document-meta>",
+            )
+        if manifest is not None:
+            z.writestr("META-INF/manifest.xml", manifest)
+    return path

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import zipfile
-
 import pytest
 
 from harness.corpus import load_documents
 from harness.corpus.odf import odt_text
 from harness.errors import ConfigError
-
-NS = (
-    'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
-    'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
-    'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
-    'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" '
-    'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
-    'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" '
-    'xmlns:dc="http://purl.org/dc/elements/1.1/" '
-    'xmlns:xml="http://www.w3.org/XML/1998/namespace"'
-)
+from tests.corpus.office import odf
 
 STYLES = (
     '<text:outline-style style:name="Outline">'
@@ -40,23 +28,7 @@ STYLES = (
 def odt(path, body, *, styles=STYLES, title=None, manifest=None):
     """An .odt written by hand as LibreOffice lays it out: `body` is the XML inside
     office:text, `styles` content.xml's automatic styles."""
-    with zipfile.ZipFile(path, "w") as z:
-        z.writestr("mimetype", "application/vnd.oasis.opendocument.text")
-        z.writestr(
-            "content.xml",
-            f"<office:document-content {NS}><office:automatic-styles>{styles}"
-            f"</office:automatic-styles><office:body><office:text>{body}</office:text>"
-            "</office:body></office:document-content>",
-        )
-        if title is not None:
-            z.writestr(
-                "meta.xml",
-                f"<office:document-meta {NS}><office:meta><dc:title>{title}</dc:title>"
-                "</office:meta></office:document-meta>",
-            )
-        if manifest is not None:
-            z.writestr("META-INF/manifest.xml", manifest)
-    return path
+    return odf(path, "text", body, styles=styles, title=title, manifest=manifest)
 
 
 def test_an_odt_reads_as_a_word_document_does(tmp_path):

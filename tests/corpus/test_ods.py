@@ -3,22 +3,13 @@ records and a questions file, as an Excel workbook is."""
 
 from __future__ import annotations
 
-import zipfile
-
 import pytest
 
 from harness.corpus import load_documents, load_questions
 from harness.corpus.odf import MAX_CELLS, MAX_ROWS, read_ods
 from harness.errors import ConfigError
+from tests.corpus.office import odf
 
-NS = (
-    'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
-    'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
-    'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
-    'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" '
-    'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
-    'xmlns:dc="http://purl.org/dc/elements/1.1/"'
-)
 HIDDEN = (
     '<style:style style:name="ta2" style:family="table">'
     '<style:table-properties table:display="false"/></style:style>'
@@ -33,23 +24,7 @@ def ods(path, *sheets, title=None, styles=HIDDEN, manifest=None):
         f'<table:table-column table:number-columns-repeated="1024"/>{rows}</table:table>'
         for name, rows, style in sheets
     )
-    with zipfile.ZipFile(path, "w") as z:
-        z.writestr("mimetype", "application/vnd.oasis.opendocument.spreadsheet")
-        z.writestr(
-            "content.xml",
-            f"<office:document-content {NS}><office:automatic-styles>{styles}"
-            f"</office:automatic-styles><office:body><office:spreadsheet>{tables}"
-            "</office:spreadsheet></office:body></office:document-content>",
-        )
-        if title is not None:
-            z.writestr(
-                "meta.xml",
-                f"<office:document-meta {NS}><office:meta><dc:title>{title}</dc:title>"
-                "</office:meta></office:document-meta>",
-            )
-        if manifest is not None:
-            z.writestr("META-INF/manifest.xml", manifest)
-    return path
+    return odf(path, "spreadsheet", tables, styles=styles, title=title, manifest=manifest)
 
 
 def cell(text: str, repeat: int = 1) -> str:
