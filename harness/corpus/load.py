@@ -536,7 +536,10 @@ def _load_mailbox(path: Path, doc_id: str) -> list[Document]:
     ]
     if left:
         logger.warning("{}: left out messages: {}", path, "; ".join(left))
-    stem = path.parent.stem if path.name == "mbox" else path.stem  # Apple Mail's Inbox.mbox/
+    stem = path.stem
+    if _apple_mailbox(path):  # Apple Mail's Inbox.mbox/mbox: named by its folder
+        stem = path.parent.stem
+        doc_id = doc_id.removesuffix("/mbox") if "/" in doc_id else path.parent.name
     if not box.messages:
         return [Document(doc_id=doc_id, text="", source=str(path), title=stem)]
     return [
@@ -856,7 +859,7 @@ def _warn_skipped(
     includes (an AsciiDoc page's code examples); ASSETS and an Antora component's files
     (its `antora.yml`, examples, attachments) are counted in an info line only, as no
     one converts a site's scripts, images and configuration to text; links whose target
-    is gone are named."""
+    is gone are named; an Apple Mail export's other files are not counted."""
     taken = {p.resolve() for p in read}
     kinds: dict[str, int] = {}
     assets = 0
@@ -867,8 +870,10 @@ def _warn_skipped(
         if p.is_symlink() and not p.exists():
             broken.append(p.relative_to(folder).as_posix())
             continue
-        if not p.is_file():
-            continue
+        if not p.is_file() or (
+            p.parent.suffix.lower() == ".mbox" and (p.parent / "mbox").is_file()
+        ):
+            continue  # (an Apple Mail export's Info.plist and table of contents)
         kind = p.suffix.lower() or "(no suffix)"
         if kind in ASSETS or components.of(p) is not None:
             assets += 1

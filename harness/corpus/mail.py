@@ -29,40 +29,49 @@ A message's text is a few header lines, then its body:
   header block, and in HTML Gmail's quote, Apple Mail's and Thunderbird's
   `<blockquote type="cite">` and what follows Outlook's `divRplyFwdMsg`;
 - a forwarded message (its subject starts `Fwd:`, `FW:`, `WG:`, `TR:`, `RV:`, ...) is
-  kept whole, its signature too: what it forwards is new to the thread;
+  kept whole, its `>` lines and signature too: what it forwards is new to the thread;
+  so is a signature above a forwarded message's marker;
 - a signature after the `-- ` line is left out (after a bare `--`, where the mail
   program lost its space, when at most SIGNATURE_LINES lines follow; Gmail's and
   Thunderbird's marked in HTML);
 - attachments are named (`Attachments: invoice.pdf`), not read; inline images (a
-  signature's logo) are not named.
+  signature's logo) and a signed message's signature are not named. Of the parts of a
+  multipart/alternative, the first that gives text is read, the plain text first.
 
-In a mailbox, a message's key is its Message-ID where every message has one and no two
-share it (`inbox.mbox:CAF123@mail.gmail.com`, which stays when messages are deleted
-or the mailbox is exported again), else its place (`inbox.mbox:12`); Gmail's spam,
+In a mailbox, a message's key is its Message-ID (`inbox.mbox:CAF123@mail.gmail.com`,
+which stays when messages are deleted or the mailbox is exported again; a second
+message with the same one `...~2`), else its place (`inbox.mbox:12`); Gmail's spam,
 trash and chats (Takeout's "All mail Including Spam and Trash") are left out and
 counted. The title is the subject (the caller falls back to the file's name). A
 message the `email` package cannot take apart is left out of a mailbox and counted
-(`Mailbox.unreadable`), and refused as a message file; a header it cannot parse reads
-as written. A message without a body has no text. A mailbox's body lines that start
-`>From ` are read as mboxrd writes them: escaped `From ` lines, not quotes.
+(`Mailbox.unreadable`), and refused as a message file, as is a file that is no
+message (an Outlook `.msg` renamed); a header it cannot parse reads as written. A
+message without a body has no text. A mailbox's body lines that start `>From ` are
+read as mboxrd writes them: escaped `From ` lines, not quotes; a mailbox that starts
+with a byte-order mark is refused (the `mailbox` package would lose its first
+message).
 """
 
 from __future__ import annotations
 
+import codecs
 import email
 import email.errors
 import email.policy
 import mailbox
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from email.header import decode_header, make_header
 from email.message import Message
 from email.utils import parsedate_to_datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 from harness.errors import ConfigError
+
+T = TypeVar("T")
 
 _QUOTED = re.compile(r"^>")
 _DEPTH_ONE = re.compile(r"^>(?!>)")
@@ -75,22 +84,28 @@ _ATTRIBUTION = re.compile(
 )
 """The line a mail program writes above what a reply quotes, in the languages named in
 the module docstring; it holds a date or an address (`_MARKED`), or it is a sentence."""
-_MARKED = re.compile(r"\d|@")
+_MARKED = re.compile(r"\d{1,2}:\d{2}|\b(?:19|20)\d{2}\b|@")
+"""What an attribution holds and a sentence rarely does: a time, a year, an address."""
 _WRAPPED = re.compile(
-    r"^.{0,120}\b(?:wrote|schrieb|écrit|escribió|scritto|schreef|escreveu)\b\s*:\s*$",
+    r"^[^.!?]{0,80}\b(?:wrote|schrieb|écrit|escribió|scritto|schreef|escreveu)\s*:\s*$",
     re.IGNORECASE,
 )
 """The second line of an attribution Gmail wraps: the verb, perhaps a name, a colon."""
 _ORIGINAL = re.compile(
     r"^\s*-{2,}\s*(?:Original Message|Ursprüngliche Nachricht|Message d'origine|"
-    r"Mensaje original|Messaggio originale|Oorspronkelijk bericht)\s*-{2,}\s*$",
+    r"Mensaje original|Mensagem original|Messaggio originale|Oorspronkelijk bericht)"
+    r"\s*-{2,}\s*$",
     re.IGNORECASE,
 )
 _HEADER_BLOCK = re.compile(r"^\s*\*?(?:From|Von|De|Da|Van)\s*:\*?\s+\S")
-_SENT = re.compile(r"^\s*\*?(?:Sent|Gesendet|Envoyé|Enviado|Inviato|Verzonden)\s*:\*?\s")
-_FORWARD = re.compile(
-    r"^\s*[\[(]?\s*(?:Fwd?|FW|WG|TR|RV|I|Enc|Doorst|Wtr|VS|VB)\s*:", re.IGNORECASE
+_SENT = re.compile(
+    r"^\s*\*?(?:Sent|Date|Gesendet|Datum|Envoyé|Enviado(?: el| em)?|Enviada|Inviato|"
+    r"Verzonden)\s*:\*?\s",
+    re.IGNORECASE,
 )
+"""The line after From in the header block Outlook writes above an earlier message
+(Outlook for Mac and iOS write Date)."""
+_FORWARD = re.compile(r"^\s*[\[(]?\s*(?:Fwd?|FW|WG|TR|RV|I|Enc|Doorst|VB|PD)\s*:", re.IGNORECASE)
 """A forwarded message's subject."""
 _FORWARD_LINE = re.compile(
     r"^\s*(?:-+\s*Forwarded message\s*-+|Begin forwarded message:)\s*$", re.IGNORECASE
@@ -104,7 +119,10 @@ _SKIPPED_LABELS = frozenset(["spam", "trash", "chat"])
 """Gmail labels (Takeout's `X-Gmail-Labels`) of messages that are no team's knowledge."""
 _NESTED = 8
 """How deep attached messages are read."""
-_LATIN = frozenset(["us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "windows-1252"])
+_LATIN = frozenset(["ascii", "iso8859-1", "cp1252"])
+"""Charsets (Python's names) that mail programs write on UTF-8 and Windows-1252 text."""
+_SIGNED = frozenset(["application/pgp-signature", "application/pkcs7-signature"])
+"""A signed message's signature part: no attachment a reader sees."""
 
 
 @dataclass(frozen=True)
@@ -144,21 +162,28 @@ _READ_ERRORS = (
 )
 """What the `email` package raises on a message it cannot take apart."""
 _FROM_ESCAPE = re.compile(rb"^>(>*From )", re.MULTILINE)
+_OLE = b"\xd0\xcf\x11\xe0"
+"""How a compound file starts: Outlook's .msg, a legacy Office file."""
+_HEADER_LINE = re.compile(rb"[!-9;-~]+[ \t]*:|From ")
+"""A message's first line: a header's name and its colon (or an mbox's `From ` line)."""
 
 
 def _bytes_text(data: bytes, charset: str | None) -> str:
     """Bytes of a part or a header as text: by their charset where it decodes them, but
     a label of ASCII or Latin-1 (or none), which mail programs write on UTF-8 and on
-    Windows-1252 alike, tried as UTF-8 and then Windows-1252; what decodes by none,
-    replaced."""
-    label = (charset or "").lower()
-    tries = ([] if label in _LATIN or not label else [label]) + ["utf-8", "cp1252"]
+    Windows-1252 alike, tried as UTF-8, then Windows-1252, then Latin-1 (which decodes
+    any byte)."""
+    try:
+        label = codecs.lookup(charset).name if charset else ""
+    except (LookupError, ValueError):  # an unknown name, or one with a NUL
+        label = ""
+    tries = ([] if label in _LATIN or not label else [label]) + ["utf-8", "cp1252", "latin-1"]
     for name in tries:
         try:
             return data.decode(name)
         except (LookupError, UnicodeError):
             continue
-    return data.decode("utf-8", errors="replace")
+    return data.decode("latin-1")
 
 
 def _header(msg: Message, name: str) -> str:
@@ -199,7 +224,7 @@ def _part_text(part: Message) -> str:
     data = part.get_payload(decode=True)
     if not isinstance(data, bytes):
         return ""
-    text = _bytes_text(data, part.get_content_charset()).replace("\r\n", "\n")
+    text = _bytes_text(data, _safe(part.get_content_charset)).replace("\r\n", "\n")
     text = text.replace("\r", "\n")
     if _param(part, "format") == "flowed":
         text = _unflow(text, delsp=_param(part, "delsp") == "yes")
@@ -207,26 +232,40 @@ def _part_text(part: Message) -> str:
 
 
 def _param(part: Message, name: str) -> str:
-    """A Content-Type parameter's value, lowercased ("" when absent)."""
-    value = part.get_param(name)
+    """A Content-Type parameter's value, lowercased ("" when absent or unreadable)."""
+    value = _safe(lambda: part.get_param(name))
     return value.lower() if isinstance(value, str) else ""
 
 
 def _unflow(text: str, delsp: bool) -> str:
     """Text sent format=flowed (RFC 3676) as its paragraphs: a line that ends with a
-    space runs on into the next; a leading space (stuffing) taken off."""
+    space runs on into the next of the same quote depth (not into a signature's `-- `);
+    a leading space (stuffing) taken off."""
     out: list[str] = []
     current = ""
-    for line in text.split("\n"):
-        line = line[1:] if line.startswith(" ") else line
-        if line.endswith(" ") and line.rstrip() != "--":
+    lines = [line[1:] if line.startswith(" ") else line for line in text.split("\n")]
+    for i, line in enumerate(lines):
+        after = lines[i + 1] if i + 1 < len(lines) else None
+        runs_on = (
+            line.endswith(" ")
+            and line.rstrip() != "--"
+            and after is not None
+            and after.rstrip() != "--"
+            and _depth(after) == _depth(line)
+        )
+        if runs_on:
             current += line[:-1] if delsp else line
+            if _depth(after or ""):
+                lines[i + 1] = after.lstrip(">").lstrip(" ") if after else ""
         else:
             out.append(current + line)
             current = ""
-    if current:
-        out.append(current)
     return "\n".join(out)
+
+
+def _depth(line: str) -> int:
+    """How many `>` quote a line."""
+    return len(line) - len(line.lstrip(">"))
 
 
 class _Reader:
@@ -240,7 +279,7 @@ class _Reader:
         self.messages: list[str] = []
 
     def walk(self, part: Message, depth: int) -> None:
-        kind = part.get_content_type()
+        kind = _kind(part)
         if kind == "message/rfc822":  # a message attached, or a digest's part
             inner = part.get_payload()
             inner = inner[0] if isinstance(inner, list) and inner else inner
@@ -252,15 +291,17 @@ class _Reader:
         if part.is_multipart():
             subparts = [p for p in part.get_payload() if isinstance(p, Message)]
             if kind == "multipart/alternative":
-                subparts = _preferred(subparts)
+                self.alternative(subparts, depth)
+                return
             for sub in subparts:
                 self.walk(sub, depth)
             return
-        disposition = part.get_content_disposition()
+        disposition = _disposition(part)
         name = _filename(part)
         if disposition == "attachment" or (name and kind not in ("text/plain", "text/html")):
-            if name and not (part.get("Content-ID") and disposition != "attachment"):
-                self.attached.append(name)  # an inline image with an id: a logo
+            logo = kind.startswith("image/") and bool(_safe(lambda: part.get("Content-ID")))
+            if name and kind not in _SIGNED and not (logo and disposition != "attachment"):
+                self.attached.append(name)  # not a signature, nor an inline logo
             return
         if kind in ("text/plain", "text/html"):
             text = _part_text(part)
@@ -270,23 +311,45 @@ class _Reader:
             if own.strip():
                 self.texts.append(own)
 
+    def alternative(self, parts: list[Message], depth: int) -> None:
+        """A multipart/alternative: the first of its parts that gives text, the plain
+        text before the HTML before the others (the last, richest, first); attachments
+        named from every part."""
+        order = {"text/plain": 0, "text/html": 1}
+        ranked = sorted(enumerate(parts), key=lambda ip: (order.get(_kind(ip[1]), 2), -ip[0]))
+        chosen = False
+        for _, part in ranked:
+            reader = _Reader(self.forward)
+            reader.walk(part, depth)
+            for name in reader.attached:
+                if name not in self.attached:
+                    self.attached.append(name)
+            if not chosen and (reader.texts or reader.messages):
+                self.texts += reader.texts
+                self.messages += reader.messages
+                chosen = True
 
-def _preferred(parts: list[Message]) -> list[Message]:
-    """Of a multipart/alternative's parts, the one to read: the plain text, else the
-    HTML, else the last (richest) one, which may be a multipart of its own."""
-    for kind in ("text/plain", "text/html"):
-        found = [p for p in parts if p.get_content_type() == kind]
-        if found:
-            return found[:1]
-    return parts[-1:]
+
+def _safe(read: Callable[[], T | None], default: T | None = None) -> T | None:
+    """`read()`, or `default` where the email package cannot parse the header it reads
+    (a damaged parameter: `filename*` alone raises IndexError in Python 3.11)."""
+    try:
+        return read()
+    except Exception:  # its header parsers raise many kinds
+        return default
+
+
+def _kind(part: Message) -> str:
+    return _safe(part.get_content_type, "") or ""
+
+
+def _disposition(part: Message) -> str:
+    return _safe(part.get_content_disposition, "") or ""
 
 
 def _filename(part: Message) -> str:
-    try:
-        name = part.get_filename()
-    except _READ_ERRORS:
-        return ""
-    return " ".join(name.split()) if name else ""
+    name = _safe(part.get_filename)
+    return " ".join(name.split()) if isinstance(name, str) else ""
 
 
 def _html_text(html: str, forward: bool) -> str:
@@ -301,10 +364,10 @@ def _html_text(html: str, forward: bool) -> str:
     try:
         soup = BeautifulSoup(html, "html.parser")
     except ParserRejectedMarkup:
-        return html  # no HTML after all
-    classes = list(_SIGNATURE_CLASSES) + ([] if forward else list(_QUOTE_CLASSES))
-    dropped = list(soup.find_all(class_=classes))
+        return re.sub(r"<[^>]*>", " ", html)  # the parser gave up: its text, roughly
+    dropped: list[Any] = []
     if not forward:
+        dropped += soup.find_all(class_=[*_SIGNATURE_CLASSES, *_QUOTE_CLASSES])
         dropped += soup.find_all("blockquote", attrs={"type": "cite"})
     for tag in dropped:
         if isinstance(tag, Tag) and not tag.decomposed:
@@ -318,21 +381,24 @@ def _html_text(html: str, forward: bool) -> str:
     try:
         return fragment_text(str(soup))
     except RejectedMarkup:
-        return soup.get_text("\n")
+        return soup.get_text("\n")  # what parsed once but not as written back
 
 
 def _own_lines(lines: list[str], forward: bool) -> Iterator[str]:
     """A body's lines without what it quotes (see the module docstring) and its
-    signature, blank lines run together."""
+    signature, blank lines run together; a forward's lines all kept."""
+    if forward:
+        yield from _closed(line.rstrip() for line in lines)
+        return
     kept: list[str] = []
+    after = _text_after(lines)
     i = 0
     while i < len(lines):
         line = lines[i].rstrip()
-        if not forward and _signature(lines, i):
+        if _signature(lines[i], after[i]):
             break
-        if not forward and (
-            _ORIGINAL.match(line)
-            or (_HEADER_BLOCK.match(line) and any(_SENT.match(n) for n in lines[i + 1 : i + 4]))
+        if _ORIGINAL.match(line) or (
+            _HEADER_BLOCK.match(line) and any(_SENT.match(n) for n in lines[i + 1 : i + 4])
         ):
             while kept and not kept[-1].strip(" _-"):  # and the rule Outlook draws above
                 kept.pop()
@@ -346,29 +412,46 @@ def _own_lines(lines: list[str], forward: bool) -> Iterator[str]:
             block = lines[i:end]
             if any(_DEPTH_ONE.match(b) for b in block):
                 _drop_attribution(kept)
-                i = end
-                continue
-            kept.extend(b.rstrip() for b in block)
+            else:
+                kept.extend(b.rstrip() for b in block)
             i = end
             continue
         kept.append(line)
         i += 1
+    yield from _closed(kept)
+
+
+def _closed(lines: Iterable[str]) -> Iterator[str]:
+    """`lines` with runs of blank lines made one, and none first."""
     blank = True
-    for line in kept:
+    for line in lines:
         if line.strip() or not blank:
             yield line
         blank = not line.strip()
 
 
-def _signature(lines: list[str], i: int) -> bool:
-    """Whether line `i` starts the signature: `-- `, or a bare `--` followed by at most
-    SIGNATURE_LINES lines with text (up to a forwarded message's own, which stays)."""
-    if lines[i] == "-- ":
-        return True
-    if lines[i].rstrip() not in ("--", "-- "):
+def _text_after(lines: list[str]) -> list[tuple[int, bool]]:
+    """For each line, how many lines with text that quote nothing follow it, and
+    whether a forwarded message's marker does (one pass from the end)."""
+    out: list[tuple[int, bool]] = [(0, False)] * len(lines)
+    count, forward = 0, False
+    for i in range(len(lines) - 1, -1, -1):
+        out[i] = (count, forward)
+        line = lines[i]
+        if line.strip() and not _QUOTED.match(line):
+            count += 1
+        forward = forward or bool(_FORWARD_LINE.match(line))
+    return out
+
+
+def _signature(line: str, after: tuple[int, bool]) -> bool:
+    """Whether `line` starts the signature: `-- `, or a bare `--` followed by at most
+    SIGNATURE_LINES lines with text (quotes not counted); neither above a forwarded
+    message, which stays."""
+    lines, forwarded = after
+    if forwarded or line.rstrip() != "--":
         return False
-    rest = [line for line in lines[i + 1 :] if line.strip()]
-    return len(rest) <= SIGNATURE_LINES and not any(_FORWARD_LINE.match(r) for r in rest)
+    return line == "-- " or lines <= SIGNATURE_LINES
 
 
 def _drop_attribution(kept: list[str]) -> None:
@@ -410,18 +493,27 @@ def _message_text(msg: Message, depth: int) -> tuple[str, str]:
     parts += reader.messages
     if not parts:
         return "", subject
-    return "\n".join(lines) + "\n\n" + "\n\n".join(parts), subject
+    return "\n\n".join(["\n".join(lines), *parts] if lines else parts), subject
 
 
 def eml_text(path: Path) -> tuple[str, str]:
     """The text of the message saved at `path` (an .eml) and its subject. Raises
-    ConfigError naming the file when it cannot be read or taken apart."""
+    ConfigError naming the file when it cannot be read, is no message (an Outlook .msg
+    renamed, a file without headers), or cannot be taken apart."""
     try:
-        with path.open("rb") as f:
-            msg = email.message_from_binary_file(f, policy=email.policy.default)
-        return message_text(msg)
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(str(path), "corpus.sources", f"cannot read it ({exc})") from None
+    data = data.lstrip(b"\xef\xbb\xbf \t\r\n")  # a byte-order mark, a blank line first
+    if data and (data.startswith(_OLE) or not _HEADER_LINE.match(data)):
+        what = "an Outlook .msg renamed?" if data.startswith(_OLE) else "it starts with no header"
+        raise ConfigError(
+            str(path),
+            "corpus.sources",
+            f"not an email message ({what}): save the message as .eml from the mail program",
+        )
+    try:
+        return message_text(email.message_from_bytes(data, policy=email.policy.default))
     except _READ_ERRORS as exc:
         raise ConfigError(
             str(path), "corpus.sources", f"cannot read this message ({type(exc).__name__}: {exc})"
@@ -433,15 +525,38 @@ def _key(msg: Message) -> str:
     return "".join(_header(msg, "Message-ID").strip("<> ").split())
 
 
+def _keys(ids: list[str], numbers: list[int]) -> list[str]:
+    """Each message's key: its Message-ID, the second and later with the same one
+    `id~2`, ...; its number in the mailbox where it has none (or only digits, which a
+    number could be)."""
+    seen: dict[str, int] = {}
+    out = []
+    for key, n in zip(ids, numbers, strict=True):
+        if not key or key.isdigit():
+            out.append(str(n))
+            continue
+        seen[key] = seen.get(key, 0) + 1
+        out.append(key if seen[key] == 1 else f"{key}~{seen[key]}")
+    return out
+
+
 def mailbox_messages(path: Path) -> Mailbox:
     """The messages of the mbox mailbox at `path`, in its order, each with its text,
-    subject and key (`message_text`; see the module docstring). Raises ConfigError
-    naming the file when it is no mailbox or cannot be read."""
+    subject and key (`message_text`, `_keys`; see the module docstring). Raises
+    ConfigError naming the file when it is no mailbox or cannot be read."""
     out: list[tuple[str, str, str, int]] = []
     empty = unreadable = junk = 0
     try:
         with path.open("rb") as f:
-            start = f.read(1024).lstrip(b"\xef\xbb\xbf \t\r\n")
+            head = f.read(1024)
+        if head.startswith(b"\xef\xbb\xbf"):
+            raise ConfigError(
+                str(path),
+                "corpus.sources",
+                "the mailbox starts with a byte-order mark, which hides its first message: "
+                "take the mark out (save it as UTF-8 without BOM)",
+            )
+        start = head.lstrip(b" \t\r\n")
         if start and not start.startswith(b"From "):
             raise ConfigError(
                 str(path),
@@ -473,10 +588,9 @@ def mailbox_messages(path: Path) -> Mailbox:
             box.close()
     except OSError as exc:
         raise ConfigError(str(path), "corpus.sources", f"cannot read it ({exc})") from None
-    ids = [key for _, _, key, _ in out]
-    by_id = all(ids) and len(set(ids)) == len(ids)
+    keys = _keys([key for _, _, key, _ in out], [n for _, _, _, n in out])
     return Mailbox(
-        [Mail(text, subject, key if by_id else str(n), n) for text, subject, key, n in out],
+        [Mail(text, subject, key, n) for (text, subject, _, n), key in zip(out, keys, strict=True)],
         empty,
         unreadable,
         junk,

@@ -210,7 +210,7 @@ def test_broken_messages_never_stop_a_load(tmp_path, warnings):
     )
     (tmp_path / "deep.eml").write_bytes(deep)
     docs = load_documents(tmp_path)
-    assert [(d.doc_id, d.title) for d in docs] == [("Inbox.mbox/mbox:m1@x", "Late")]
+    assert [(d.doc_id, d.title) for d in docs] == [("Inbox.mbox:m1@x", "Late")]
     assert docs[0].text.startswith(
         'Subject: Late\nTo: Group: a@x, "b" <b@x>; c@x\nDate: Sat, 28 Nov 99999999999999999999'
     )
@@ -220,3 +220,101 @@ def test_broken_messages_never_stop_a_load(tmp_path, warnings):
         "1 Gmail labels spam, trash or chat"
     )
     assert skipped.startswith("skipped deep.eml: cannot read this message (RecursionError: ")
+
+
+def test_what_a_second_review_found(tmp_path, warnings):
+    """Apple Mail quotes a forwarded message with `>`; a plain part that is empty gives
+    way to the HTML, and attachments are named from every alternative; a damaged
+    `filename*` parameter loses only the name; Outlook for Mac's From/Date block is
+    history; a sentence with a number ending 'wrote:' is the sender's; a bare `--`
+    above a quoted reply is a signature; format=flowed does not run a line into a
+    quote."""
+    apple = message(
+        "FYI\n\nBegin forwarded message:\n\n> From: Bob <bob@x.com>\n> The server is down.\n",
+        subject="Fwd: outage",
+    )
+    assert message_text(apple)[0].endswith(
+        "FYI\n\nBegin forwarded message:\n\n> From: Bob <bob@x.com>\n> The server is down."
+    )
+    alt = (
+        b"--a\nContent-Type: text/plain\n\n \n"
+        b"--a\nContent-Type: multipart/mixed; boundary=m\n\n"
+        b"--m\nContent-Type: text/html\n\n<p>Rich words.</p>\n"
+        b"--m\nContent-Type: application/pdf\nContent-Disposition: attachment; filename=r.pdf\n\n%PDF\n"
+        b"--m--\n--a--\n"
+    )
+    raw = raw_message("Subject: Alt", alt, 'multipart/alternative; boundary="a"')
+    text = message_text(email.message_from_bytes(raw, policy=email.policy.default))[0]
+    assert text == "Subject: Alt\n\nRich words.\n\nAttachments: r.pdf"
+    damaged = (
+        b"--b\nContent-Type: text/plain\n\nSee the file.\n"
+        b"--b\nContent-Type: application/pdf\nContent-Disposition: inline; filename*\n\n%PDF\n"
+        b"--b--\n"
+    )
+    raw = raw_message("Subject: Damaged", damaged, 'multipart/mixed; boundary="b"')
+    text = message_text(email.message_from_bytes(raw, policy=email.policy.default))[0]
+    assert text == "Subject: Damaged\n\nSee the file."
+    mac = message(
+        "Done.\n\nFrom: Ana Costa <ana@x.com>\nDate: Saturday, 28 November 2026\n"
+        "To: IT\nSubject: Printer\n\nIt jams.\n"
+    )
+    assert message_text(mac)[0].endswith("\n\nDone.")
+    own = message(
+        "On Monday I tried the 2 fixes Bob wrote:\n> fix one\n\nNeither worked.\n--\n"
+        "Ben\n\nOn Sat, 28 Nov 2026 at 14:30, Ana <ana@x.com> wrote:\n" + "> a\n" * 8
+    )
+    assert message_text(own)[0].endswith(
+        "\n\nOn Monday I tried the 2 fixes Bob wrote:\n\nNeither worked."
+    )
+    flowed = EmailMessage()
+    flowed["Subject"] = "Flowed"
+    flowed.set_content("My answer runs \non here.\n> their \n> question\n")
+    flowed.set_param("format", "flowed")
+    assert message_text(flowed)[0] == "Subject: Flowed\n\nMy answer runs on here."
+
+
+def test_mailbox_keys_exports_and_files_that_are_no_mail(tmp_path, warnings):
+    """Message-IDs key the messages, a repeated one `~2`, a missing one by place; two
+    Apple Mail exports keep apart by their folders' names, and an export's other files
+    are no unread kinds; a mailbox with a byte-order mark, and an Outlook .msg renamed
+    .eml, are refused; an .eml with a byte-order mark reads."""
+
+    def box(folder, *ids):
+        folder.mkdir()
+        (folder / "mbox").write_bytes(
+            b"".join(
+                b"From x@x Sat Nov 28 14:30:00 2026\n"
+                + raw_message(f"Subject: s{n}" + (f"\nMessage-ID: <{i}>" if i else ""), b"Text.")
+                for n, i in enumerate(ids)
+            )
+        )
+        (folder / "Info.plist").write_text("<plist/>")
+        (folder / "table_of_contents").write_bytes(b"\x00\x01")
+
+    box(tmp_path / "Inbox.mbox", "a@x", "a@x", None)
+    box(tmp_path / "Sent.mbox", "b@x")
+    assert [d.doc_id for d in load_documents(tmp_path)] == [
+        "Inbox.mbox:a@x",
+        "Inbox.mbox:a@x~2",
+        "Inbox.mbox:3",
+        "Sent.mbox:b@x",
+    ]
+    assert [d.doc_id for d in load_documents([tmp_path / "Inbox.mbox", tmp_path / "Sent.mbox"])][
+        -1
+    ] == "Sent.mbox:b@x"
+    assert warnings == []
+    (tmp_path / "bom.mbox").write_bytes(
+        b"\xef\xbb\xbfFrom x@x Sat Nov 28 14:30:00 2026\nSubject: one\n\nText.\n"
+    )
+    with pytest.raises(
+        ConfigError, match=r"bom\.mbox: corpus\.sources: the mailbox starts with a byte-order mark"
+    ):
+        load_documents(tmp_path / "bom.mbox")
+    (tmp_path / "note.eml").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 64)
+    with pytest.raises(
+        ConfigError,
+        match=r"note\.eml: corpus\.sources: not an email message \(an Outlook \.msg renamed\?\)",
+    ):
+        eml_text(tmp_path / "note.eml")
+    (tmp_path / "bom.eml").write_bytes(b"\xef\xbb\xbf" + raw_message("Subject: BOM", b"Read."))
+    assert eml_text(tmp_path / "bom.eml") == ("Subject: BOM\n\nRead.", "BOM")
