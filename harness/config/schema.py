@@ -68,8 +68,8 @@ class CorpusConfig:
     """Files, folders (.md, .mdx, .qmd, .rmd, .ipynb, .txt, .rst, .adoc, .asciidoc,
     .html, .pdf, .docx, .odt, .pptx, .epub, .eml, and mailboxes, .mbox, read a document
     a message, and tables, .csv, .xlsx, .ods, read a document a row; a .jsonl file is a
-    BEIR corpus) or http(s) URLs. The questions and
-    labels files are left out where a folder holds them."""
+    BEIR corpus) or http(s) URLs. The questions and labels files are left out where a
+    folder holds them."""
     html_classes: tuple[str, ...] = ()
     """Keep only elements with these CSS classes from HTML pages. Empty: a page keeps
     its main content (its main element, else its one article, else its body) without

@@ -5,13 +5,13 @@ Local: markdown (.md, .markdown, .mdx, .qmd, .rmd), Jupyter notebooks (.ipynb), 
 and tables (.csv, .xlsx, .ods) files, or folders searched recursively for them (a
 folder's other files are skipped, and the run says which kinds; so are links whose
 target is gone, Office's owner files, a table, book or mailbox it cannot read, with a
-warning naming it, and the files `leave_out` names; a file a page includes is no document of its own). Markdown is read
-as its pages show it, without front matter, admonition markers or MDX imports
-(`harness.corpus.markdown`), with Quarto's includes read in; a Sphinx
-page without its directives' and roles' markup (`harness.corpus.rst`); an AsciiDoc page
-without its attribute entries, block markup and macros, with its includes read in
-(`harness.corpus.asciidoc`), and of an Antora component only its pages
-(`harness.corpus.antora`); a notebook as its markdown and code cells
+warning naming it, and the files `leave_out` names; a file a page includes is no
+document of its own). Markdown is read as its pages show it, without front matter,
+admonition markers or MDX imports (`harness.corpus.markdown`), with Quarto's includes
+read in; a Sphinx page without its directives' and roles' markup
+(`harness.corpus.rst`); an AsciiDoc page without its attribute entries, block markup
+and macros, with its includes read in (`harness.corpus.asciidoc`), and of an Antora
+component only its pages (`harness.corpus.antora`); a notebook as its markdown and code cells
 (`harness.corpus.notebook`). A PDF's text is what pypdf extracts, page after page; a PDF
 without text (scanned pages) is refused. A Word document (.docx) is read as it reads,
 headings as markdown's, lists and tables in lines (`harness.corpus.word`), and an
