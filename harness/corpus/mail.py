@@ -240,27 +240,29 @@ def _param(part: Message, name: str) -> str:
 def _unflow(text: str, delsp: bool) -> str:
     """Text sent format=flowed (RFC 3676) as its paragraphs: a line that ends with a
     space runs on into the next of the same quote depth (not into a signature's `-- `);
-    a leading space (stuffing) taken off."""
+    the space stuffed in front of a line's text taken off."""
     out: list[str] = []
-    current = ""
-    lines = [line[1:] if line.startswith(" ") else line for line in text.split("\n")]
-    for i, line in enumerate(lines):
-        after = lines[i + 1] if i + 1 < len(lines) else None
-        runs_on = (
-            line.endswith(" ")
-            and line.rstrip() != "--"
-            and after is not None
-            and after.rstrip() != "--"
-            and _depth(after) == _depth(line)
-        )
-        if runs_on:
-            current += line[:-1] if delsp else line
-            if _depth(after or ""):
-                lines[i + 1] = after.lstrip(">").lstrip(" ") if after else ""
+    pending: tuple[int, str] | None = None  # a flowed line's depth and text so far
+    for raw in text.split("\n"):
+        depth = _depth(raw)
+        body = raw[depth:]
+        body = body[1:] if body.startswith(" ") else body
+        if pending is not None and pending[0] == depth and body.rstrip() != "--":
+            body = pending[1] + body
+        elif pending is not None:
+            out.append(_requoted(*pending))
+        pending = None
+        if body.endswith(" ") and body.rstrip() != "--":
+            pending = (depth, body[:-1] if delsp else body)
         else:
-            out.append(current + line)
-            current = ""
+            out.append(_requoted(depth, body))
+    if pending is not None:
+        out.append(_requoted(*pending))
     return "\n".join(out)
+
+
+def _requoted(depth: int, body: str) -> str:
+    return f"{'>' * depth} {body}" if depth else body
 
 
 def _depth(line: str) -> int:

@@ -577,12 +577,11 @@ def _sheet_rows(
     rows: list[tuple[int, list[str]]] = []
     at = 0
     for row in _table_rows(table):
-        repeat = max(1, number(row.get(_t_("number-rows-repeated")), 1))
-        values: dict[int, str] = {}
-        column = 0
         if at >= MAX_ROWS:
             break
-        repeat = min(repeat, MAX_ROWS - at)
+        repeat = min(max(1, number(row.get(_t_("number-rows-repeated")), 1)), MAX_ROWS - at)
+        values: dict[int, str] = {}
+        column = 0
         for cell in row:
             if cell.tag not in (_t_("table-cell"), _t_("covered-table-cell")):
                 continue
