@@ -10,7 +10,11 @@ element's text kept: a book has no site menu around it; headings as markdown's, 
 table row a line, page-number markers and ruby readings left out):
 
 - read: the spine's documents in reading order, non-linear ones too (a book's end
-  notes, answer keys), each one's text after a blank line;
+  notes, answer keys), each a chapter (`epub_chapters`; a corpus's document each, as a
+  table's rows and a mailbox's messages are, so a chunk never runs from one chapter
+  into the next and names its chapter), or the book's text with a blank line between
+  them (`epub_text`); a page of headings alone (a title page, a part's divider) is no
+  chapter;
 - not read: the table of contents (a `<nav epub:type="toc">`, in the EPUB 3
   navigation document or any other; the NCX; a contents page the guide or the
   landmarks name, when links make most of its text), which names every chapter and so
@@ -29,6 +33,7 @@ from __future__ import annotations
 import codecs
 import posixpath
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 from xml.etree import ElementTree
@@ -229,17 +234,43 @@ def _chapter(package: Package, name: str) -> str | None:
         ) from None
 
 
+@dataclass(frozen=True)
+class Chapter:
+    """A content document of a book with text: its name in the book (`OEBPS/ch01.xhtml`),
+    its text, and its title (its first heading, "" without one)."""
+
+    name: str
+    text: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Book:
+    """A book's chapters in reading order and its title ("" when it has none)."""
+
+    chapters: list[Chapter]
+    title: str
+
+
 def epub_text(path: Path) -> tuple[str, str]:
-    """The text of the EPUB book at `path` (lines joined by newlines, its content
-    documents by blank lines; see the module docstring) and its title ("" when it has
-    none).
+    """The text of the EPUB book at `path` (its chapters' text, lines joined by newlines,
+    chapters by blank lines; see the module docstring) and its title, else its first
+    heading ("" when it has neither). Raises as `epub_chapters` does."""
+    book = epub_chapters(path)
+    text = "\n\n".join(c.text for c in book.chapters)
+    return text, book.title or first_heading(text)
+
+
+def epub_chapters(path: Path) -> Book:
+    """The chapters of the EPUB book at `path` (see the module docstring) and its title
+    (its first `dc:title`).
 
     Raises ConfigError naming the file when it is no EPUB, its text is encrypted, or a
     part is damaged or too large (`harness.corpus.ooxml`).
     """
     with Package(path, kind=".epub", field=_FIELD) as package:
         if package.empty:
-            return "", ""
+            return Book([], "")
         opf_name = _package_document(package)
         opf = package.main(opf_name)
         book = _Book(opf, posixpath.dirname(opf_name))
@@ -258,7 +289,7 @@ def epub_text(path: Path) -> tuple[str, str]:
                 "reads DRM-free books only",
             )
         contents = book.contents | _landmarks(package, book.nav)
-        chapters: list[str] = []
+        chapters: list[Chapter] = []
         missing: list[str] = []
         for name in book.spine:
             if name in contents and len(book.spine) > 1 and _contents_page(package, name):
@@ -266,8 +297,8 @@ def epub_text(path: Path) -> tuple[str, str]:
             text = _chapter(package, name)
             if text is None:
                 missing.append(name)
-            elif text:
-                chapters.append(text)
+            elif any(not line.startswith("#") for line in text.splitlines()):
+                chapters.append(Chapter(name, text, first_heading(text)))
         titles = [" ".join((el.text or "").split()) for el in opf.iter(_DC_TITLE)]
     if missing:
         shown = ", ".join(missing[:3]) + (
@@ -281,5 +312,4 @@ def epub_text(path: Path) -> tuple[str, str]:
             shown,
             "it" if len(missing) == 1 else "them",
         )
-    text = "\n\n".join(chapters)
-    return text, next((t for t in titles if t), "") or first_heading(text)
+    return Book(chapters, next((t for t in titles if t), ""))

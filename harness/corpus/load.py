@@ -18,8 +18,8 @@ headings as markdown's, lists and tables in lines (`harness.corpus.word`), and a
 OpenDocument text (.odt) alike (`harness.corpus.odf`); a PowerPoint
 deck (.pptx) slide by slide, each under its title, with its speaker notes
 (`harness.corpus.slides`); a table's rows a document each, each cell named by its
-column (`harness.corpus.table`); an EPUB book chapter after chapter, without its table
-of contents (`harness.corpus.epub`); an email message under its headers, without what
+column (`harness.corpus.table`); an EPUB book's chapters a document each, without its
+table of contents (`harness.corpus.epub`); an email message under its headers, without what
 it quotes, and a mailbox's messages a document each (`harness.corpus.mail`). URLs are
 fetched by LangChain's WebBaseLoader.
 An HTML page, saved or fetched, gives its main content in lines, without the site's
@@ -43,7 +43,7 @@ from loguru import logger
 
 from harness.corpus.antora import Component, Components
 from harness.corpus.asciidoc import XrefTitle, asciidoc_text, asciidoc_title
-from harness.corpus.epub import epub_text
+from harness.corpus.epub import epub_chapters
 from harness.corpus.headings import first_heading
 from harness.corpus.mail import eml_text, mailbox_messages
 from harness.corpus.markdown import MARKDOWN_SUFFIXES, Include, IncludeRaw, markdown_text
@@ -189,7 +189,6 @@ _BINARY = {
     ".docx": word_text,
     ".pptx": slides_text,
     ".odt": odt_text,
-    ".epub": epub_text,
     ".eml": eml_text,
 }
 """Files that are no text, and the function that reads each kind: its text and title."""
@@ -504,12 +503,36 @@ def _load(
     components: Components | None = None,
 ) -> list[Document]:
     """The documents of the file at `path`: a table's records (`_load_table`), a
-    mailbox's messages (`_load_mailbox`), or the file as one document."""
+    mailbox's messages (`_load_mailbox`), a book's chapters (`_load_book`), or the file
+    as one document."""
     if path.suffix.lower() in TABLE_SUFFIXES:
         return _load_table(path, doc_id)
     if path.suffix.lower() == ".mbox" or _apple_mailbox(path):
         return _load_mailbox(path, doc_id)
+    if path.suffix.lower() == ".epub":
+        return _load_book(path, doc_id)
     return [_load_file(path, doc_id, html_classes, includes, components)]
+
+
+def _load_book(path: Path, doc_id: str) -> list[Document]:
+    """An EPUB book's chapters, a document each, their ids the file's with the
+    chapter's name in the book (`manual.epub:OEBPS/ch03.xhtml`, white space as `_`),
+    their source the file's path with it, their title the book's with the chapter's
+    heading; a book without text is one document without text (left out with the
+    others, and said so)."""
+    book = epub_chapters(path)
+    title = book.title or path.stem
+    if not book.chapters:
+        return [Document(doc_id=doc_id, text="", source=str(path), title=title)]
+    return [
+        Document(
+            doc_id=f"{doc_id}:{'_'.join(c.name.split())}",
+            text=c.text,
+            source=f"{path}:{c.name}",
+            title=f"{title}: {c.title}" if c.title and c.title != title else title,
+        )
+        for c in book.chapters
+    ]
 
 
 def _apple_mailbox(path: Path) -> bool:

@@ -99,8 +99,36 @@ def test_an_epub_reads_its_chapters_in_spine_order_without_its_table_of_contents
         "# Reset\nHold the reset button for 10 seconds.\nLED | Meaning\nRed | Fault\n"
         "漢字 labels."
     )
-    (doc,) = load_documents(tmp_path)
-    assert (doc.doc_id, doc.title, doc.text) == ("router.epub", "Router Manual", text)
+    docs = load_documents(tmp_path)
+    assert [(d.doc_id, d.title, d.source) for d in docs] == [
+        ("router.epub:OEBPS/a.xhtml", "Router Manual: Intro", f"{path}:OEBPS/a.xhtml"),
+        (
+            "router.epub:OEBPS/part_2/b.xhtml",
+            "Router Manual: Reset",
+            f"{path}:OEBPS/part 2/b.xhtml",
+        ),
+    ]
+    assert "\n\n".join(d.text for d in docs) == text
+
+
+def test_a_book_is_a_document_a_chapter_without_its_title_pages(tmp_path):
+    """As a table's rows and a mailbox's messages, a book's chapters are documents of
+    their own, so no chunk runs from one into the next; a page of headings alone (a
+    title page, a part's divider) is none; a chapter without a heading takes the
+    book's title; a book without text is one document without text, left out."""
+    chapters = {
+        "title.xhtml": xhtml("<h1>Router Manual</h1><h2>Second edition</h2>"),
+        "a.xhtml": xhtml("<p>No heading here.</p>"),
+        "part.xhtml": xhtml("<h1>Part II</h1>"),
+        "b.xhtml": xhtml("<h1>Router Manual</h1><p>Same title as the book.</p>"),
+    }
+    epub(tmp_path / "m.epub", chapters)
+    epub(tmp_path / "pictures.epub", {"cover.xhtml": CHAPTERS["cover.xhtml"]})
+    docs = load_documents(tmp_path)
+    assert [(d.doc_id, d.title) for d in docs] == [
+        ("m.epub:OEBPS/a.xhtml", "Router Manual"),
+        ("m.epub:OEBPS/b.xhtml", "Router Manual"),
+    ]
 
 
 def test_an_epub_2_book_skips_the_page_its_guide_names_as_contents(tmp_path, warnings):
@@ -202,7 +230,7 @@ def test_a_book_with_drm_is_refused_but_one_with_obfuscated_fonts_is_read(tmp_pa
         )
     }
     epub(tmp_path / "locked.epub", {"a.xhtml": "\x8f\x02 ciphertext"}, files=locked)
-    assert [d.doc_id for d in load_documents(tmp_path)] == ["fonts.epub"]
+    assert [d.doc_id for d in load_documents(tmp_path)] == ["fonts.epub:OEBPS/a.xhtml"]
     assert warnings == [
         "skipped locked.epub: its text is encrypted (every chapter listed in "
         "META-INF/encryption.xml: DRM): harness reads DRM-free books only"
@@ -303,7 +331,7 @@ def test_a_damaged_or_huge_chapter_is_refused_and_skipped_in_a_folder(tmp_path, 
         match=r"huge\.epub: corpus\.sources: OEBPS/a\.xhtml holds [\d,]+ bytes, more than harness reads of one part \(8,388,608\): split it",
     ):
         epub_text(tmp_path / "huge.epub")
-    assert [d.doc_id for d in load_documents(tmp_path)] == ["fine.epub"]
+    assert [d.doc_id for d in load_documents(tmp_path)] == ["fine.epub:OEBPS/a.xhtml"]
     assert sorted(w.split(":")[0] for w in warnings) == [
         "skipped damaged.epub",
         "skipped huge.epub",
