@@ -522,16 +522,34 @@ def _load_book(path: Path, doc_id: str) -> list[Document]:
     others, and said so)."""
     book = epub_chapters(path)
     title = book.title or path.stem
-    if not book.chapters:
+    return _parts(
+        path,
+        doc_id,
+        title,
+        [
+            (
+                "_".join(c.name.split()),
+                c.name,
+                c.text,
+                f"{title}: {c.title}" if c.title and c.title != title else title,
+            )
+            for c in book.chapters
+        ],
+    )
+
+
+def _parts(
+    path: Path, doc_id: str, title: str, parts: Sequence[tuple[str, str, str, str]]
+) -> list[Document]:
+    """The documents of a file read in parts (a book's chapters, a mailbox's messages, a
+    table's records), each part's (key, place, text, title): their ids the file's with
+    the key, their source the file's path with the place. A file without parts is one
+    document without text, titled `title` (left out with the others, and said so)."""
+    if not parts:
         return [Document(doc_id=doc_id, text="", source=str(path), title=title)]
     return [
-        Document(
-            doc_id=f"{doc_id}:{'_'.join(c.name.split())}",
-            text=c.text,
-            source=f"{path}:{c.name}",
-            title=f"{title}: {c.title}" if c.title and c.title != title else title,
-        )
-        for c in book.chapters
+        Document(doc_id=f"{doc_id}:{key}", text=text, source=f"{path}:{place}", title=named)
+        for key, place, text, named in parts
     ]
 
 
@@ -563,17 +581,12 @@ def _load_mailbox(path: Path, doc_id: str) -> list[Document]:
     if _apple_mailbox(path):  # Apple Mail's Inbox.mbox/mbox: named by its folder
         stem = path.parent.stem
         doc_id = doc_id.removesuffix("/mbox") if "/" in doc_id else path.parent.name
-    if not box.messages:
-        return [Document(doc_id=doc_id, text="", source=str(path), title=stem)]
-    return [
-        Document(
-            doc_id=f"{doc_id}:{m.key}",
-            text=m.text,
-            source=f"{path}:{m.number}",
-            title=m.subject or stem,
-        )
-        for m in box.messages
-    ]
+    return _parts(
+        path,
+        doc_id,
+        stem,
+        [(m.key, str(m.number), m.text, m.subject or stem) for m in box.messages],
+    )
 
 
 def _load_table(path: Path, doc_id: str) -> list[Document]:
@@ -585,17 +598,12 @@ def _load_table(path: Path, doc_id: str) -> list[Document]:
         rows, title = workbook_records(path)
     else:
         rows, title = csv_records(read_text_file(path, "corpus.sources"), path)
-    if not rows:
-        return [Document(doc_id=doc_id, text="", source=str(path), title=title or path.stem)]
-    return [
-        Document(
-            doc_id=f"{doc_id}:{r.key}",
-            text=r.text,
-            source=f"{path}:{r.place}",
-            title=r.title or path.stem,
-        )
-        for r in rows
-    ]
+    return _parts(
+        path,
+        doc_id,
+        title or path.stem,
+        [(r.key, r.place, r.text, r.title or path.stem) for r in rows],
+    )
 
 
 def _load_url(url: str, html_classes: Sequence[str], timeout_s: float) -> Document:

@@ -119,6 +119,12 @@ def raw_message(headers: str, body: bytes, content_type: str = "text/plain") -> 
     return f"{headers}\nMIME-Version: 1.0\nContent-Type: {content_type}\n\n".encode() + body + b"\n"
 
 
+def read_raw(headers: str, body: bytes, content_type: str) -> str:
+    """The text of a message written as bytes (`raw_message`)."""
+    raw = raw_message(headers, body, content_type)
+    return message_text(email.message_from_bytes(raw, policy=email.policy.default))[0]
+
+
 def test_a_forward_is_kept_whole_and_the_sender_s_own_text_is_not_taken_for_a_quote():
     """Outlook writes the same header block above a forward as above a reply, Gmail
     puts an HTML forward in its quote block: a forward (by its subject) keeps them. A
@@ -243,16 +249,14 @@ def test_what_a_second_review_found(tmp_path, warnings):
         b"--m\nContent-Type: application/pdf\nContent-Disposition: attachment; filename=r.pdf\n\n%PDF\n"
         b"--m--\n--a--\n"
     )
-    raw = raw_message("Subject: Alt", alt, 'multipart/alternative; boundary="a"')
-    text = message_text(email.message_from_bytes(raw, policy=email.policy.default))[0]
+    text = read_raw("Subject: Alt", alt, 'multipart/alternative; boundary="a"')
     assert text == "Subject: Alt\n\nRich words.\n\nAttachments: r.pdf"
     damaged = (
         b"--b\nContent-Type: text/plain\n\nSee the file.\n"
         b"--b\nContent-Type: application/pdf\nContent-Disposition: inline; filename*\n\n%PDF\n"
         b"--b--\n"
     )
-    raw = raw_message("Subject: Damaged", damaged, 'multipart/mixed; boundary="b"')
-    text = message_text(email.message_from_bytes(raw, policy=email.policy.default))[0]
+    text = read_raw("Subject: Damaged", damaged, 'multipart/mixed; boundary="b"')
     assert text == "Subject: Damaged\n\nSee the file."
     mac = message(
         "Done.\n\nFrom: Ana Costa <ana@x.com>\nDate: Saturday, 28 November 2026\n"
