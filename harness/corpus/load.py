@@ -19,9 +19,9 @@ OpenDocument text (.odt) alike (`harness.corpus.odf`); a PowerPoint
 deck (.pptx) slide by slide, each under its title, with its speaker notes
 (`harness.corpus.slides`); a table's rows a document each, each cell named by its
 column (`harness.corpus.table`); an EPUB book's chapters a document each, without its
-table of contents (`harness.corpus.epub`); an email message under its headers, without what
-it quotes, and a mailbox's messages a document each (`harness.corpus.mail`). URLs are
-fetched by LangChain's WebBaseLoader.
+table of contents (`harness.corpus.epub`); an email message under its headers, without
+what it quotes, and a mailbox's messages a document each (`harness.corpus.mail`). URLs
+are fetched by LangChain's WebBaseLoader.
 An HTML page, saved or fetched, gives its main content in lines, without the site's
 menus, header and footer (`harness.corpus.html`). With `html_classes`, only the elements
 with those CSS classes (a blog's post-title / post-header / post-content, say); a URL's
