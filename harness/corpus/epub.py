@@ -158,19 +158,16 @@ class _Book:
     def __init__(self, opf: ElementTree.Element, folder: str) -> None:
         items = {el.get("id", ""): el for el in _elements(opf, "item") if el.get("href")}
         self.spine: list[str] = []
-        self.nav: list[str] = []  # the EPUB 3 navigation documents
         seen: set[str] = set()
         for ref in _elements(opf, "itemref"):
             item = _content(items, items.get(ref.get("idref", "")))
             if item is None:
                 continue
             name = _resolve(folder, item.get("href", ""))
-            if "nav" in (item.get("properties") or "").split():
-                self.nav.append(name)
             if name not in seen:
                 seen.add(name)
                 self.spine.append(name)
-        self.nav += [
+        self.nav = [  # the EPUB 3 navigation documents, in the spine or not
             _resolve(folder, el.get("href", ""))
             for el in items.values()
             if "nav" in (el.get("properties") or "").split()
@@ -212,22 +209,18 @@ def _landmarks(package: Package, navs: list[str]) -> set[str]:
     return out
 
 
-def _contents_page(package: Package, name: str) -> bool:
+def _contents_page(html: str) -> bool:
     """Whether a page named as the contents is one: links make most of its text."""
-    data = package.data(name, MAX_CHAPTER_BYTES)
     try:
-        return data is not None and link_share(_decode(data)) >= CONTENTS_LINK_SHARE
+        return link_share(html) >= CONTENTS_LINK_SHARE
     except RejectedMarkup:
         return False  # refused as a chapter
 
 
-def _chapter(package: Package, name: str) -> str | None:
-    """The text of content document `name` (None when the book lacks it)."""
-    data = package.data(name, MAX_CHAPTER_BYTES)
-    if data is None:
-        return None
+def _chapter(package: Package, name: str, html: str) -> str:
+    """The text of content document `name`, whose markup is `html`."""
     try:
-        return fragment_text(_decode(data))
+        return fragment_text(html)
     except RejectedMarkup as exc:
         raise ConfigError(
             str(package.path), _FIELD, f"cannot read this .epub: {name} is damaged ({exc})"
@@ -292,12 +285,15 @@ def epub_chapters(path: Path) -> Book:
         chapters: list[Chapter] = []
         missing: list[str] = []
         for name in book.spine:
-            if name in contents and len(book.spine) > 1 and _contents_page(package, name):
-                continue
-            text = _chapter(package, name)
-            if text is None:
+            data = package.data(name, MAX_CHAPTER_BYTES)
+            if data is None:
                 missing.append(name)
-            elif any(not line.startswith("#") for line in text.splitlines()):
+                continue
+            html = _decode(data)
+            if name in contents and len(book.spine) > 1 and _contents_page(html):
+                continue
+            text = _chapter(package, name, html)
+            if any(not line.startswith("#") for line in text.splitlines()):
                 chapters.append(Chapter(name, text, first_heading(text)))
         titles = [" ".join((el.text or "").split()) for el in opf.iter(_DC_TITLE)]
     if missing:

@@ -150,12 +150,13 @@ def _dropped(tag: Tag, chrome: bool) -> bool:
     nav (where HTML's rules make it the page's banner)."""
     if tag.name in NOT_TEXT or tag.has_attr("hidden") or tag.get("aria-hidden") == "true":
         return True
-    roles = str(tag.get("role") or "").split()
-    types = str(tag.get("epub:type") or "").split()
-    if f"doc-{PAGE_BREAK}" in roles or PAGE_BREAK in types:
-        return True
-    if tag.name == "nav" and ("doc-toc" in roles or TOC_TYPES.intersection(types)):
-        return True
+    if "role" in tag.attrs or "epub:type" in tag.attrs:  # most tags have neither
+        roles = str(tag.get("role") or "").split()
+        types = str(tag.get("epub:type") or "").split()
+        if f"doc-{PAGE_BREAK}" in roles or PAGE_BREAK in types:
+            return True
+        if tag.name == "nav" and ("doc-toc" in roles or TOC_TYPES.intersection(types)):
+            return True
     classes = tag.get("class") or ()
     if tag.name == "a" and ANCHOR_CLASSES.intersection(classes):
         return True

@@ -73,6 +73,10 @@ SUFFIXES = (
     *TABLE_SUFFIXES,
 )
 """Files read from folders. A `.jsonl` source is a BEIR corpus (one document a line)."""
+SKIPPED_UNREAD = (*TABLE_SUFFIXES, ".epub", ".mbox", ".eml")
+"""Files a folder's load skips with a warning when it cannot read one (a data file, a
+book with DRM, a damaged mailbox), as it skipped these kinds before harness read them;
+named as a source, such a file is refused."""
 USER_AGENT = "harness-retrieval-tuning/0.1 (+https://github.com/; offline-first)"
 CONTROL_SHARE = 0.25
 """A text with more than this share of control characters (other than tab, newline,
@@ -715,8 +719,7 @@ def load_documents(
                 try:
                     loaded.append((f, _load(f, doc_id, html_classes, includes, components)))
                 except ConfigError as exc:
-                    skippable = (*TABLE_SUFFIXES, ".epub", ".mbox", ".eml")
-                    if f.suffix.lower() not in skippable and not _apple_mailbox(f):
+                    if f.suffix.lower() not in SKIPPED_UNREAD and not _apple_mailbox(f):
                         raise
                     # A folder's spreadsheets, books and mailboxes were skipped before
                     # harness read them: one it cannot read (data; a book with DRM) does
@@ -901,10 +904,9 @@ def _warn_skipped(
         if p.is_symlink() and not p.exists():
             broken.append(p.relative_to(folder).as_posix())
             continue
-        if not p.is_file() or (
-            p.parent.suffix.lower() == ".mbox" and (p.parent / "mbox").is_file()
-        ):
-            continue  # (an Apple Mail export's Info.plist and table of contents)
+        export = p.parent / "mbox"  # an Apple Mail export's Info.plist, table of contents
+        if not p.is_file() or (_apple_mailbox(export) and export.is_file()):
+            continue
         kind = p.suffix.lower() or "(no suffix)"
         if kind in ASSETS or components.of(p) is not None:
             assets += 1
