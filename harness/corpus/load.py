@@ -49,7 +49,12 @@ from harness.corpus.mail import eml_text, mailbox_messages
 from harness.corpus.markdown import MARKDOWN_SUFFIXES, Include, IncludeRaw, markdown_text
 from harness.corpus.odf import odt_text
 from harness.corpus.slides import slides_text
-from harness.corpus.table import TABLE_SUFFIXES, csv_records, workbook_records
+from harness.corpus.table import (
+    TABLE_SUFFIXES,
+    WORKBOOK_SUFFIXES,
+    csv_records,
+    workbook_records,
+)
 from harness.corpus.word import word_text
 from harness.errors import ConfigError
 from harness.types import Document
@@ -598,7 +603,7 @@ def _load_table(path: Path, doc_id: str) -> list[Document]:
     (its id column's value, `faq.csv:KB-12`, else its place, `faq.csv:12`,
     `kb.xlsx:Billing:5`), their source the file's path with the place; a table without
     records is one document without text (left out with the others, and said so)."""
-    if path.suffix.lower() in (".xlsx", ".ods"):
+    if path.suffix.lower() in WORKBOOK_SUFFIXES:
         rows, title = workbook_records(path)
     else:
         rows, title = csv_records(read_text_file(path, "corpus.sources"), path)

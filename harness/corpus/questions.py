@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.corpus.load import read_text_file
-from harness.corpus.table import read_book, read_rows
+from harness.corpus.table import WORKBOOK_SUFFIXES, read_book, read_rows
 from harness.errors import ConfigError
 from harness.types import Document, Question, SourceSpan, span_digest
 
@@ -237,7 +237,7 @@ def load_questions(path: str | os.PathLike[str], field: str = "questions.file") 
     if not p.is_file():
         raise ConfigError(str(p), field, "questions file not found")
     suffix = p.suffix.lower()
-    workbook = suffix in (".xlsx", ".ods")
+    workbook = suffix in WORKBOOK_SUFFIXES
     questions = _from_workbook(p, field) if workbook else _from_text(p, field)
     if not questions:
         raise ConfigError(str(p), field, "the file holds no questions")

@@ -52,7 +52,9 @@ from harness.errors import ConfigError
 if TYPE_CHECKING:
     from harness.corpus.spreadsheet import Workbook
 
-TABLE_SUFFIXES = (".csv", ".xlsx", ".ods")
+WORKBOOK_SUFFIXES = (".xlsx", ".ods")
+"""Spreadsheets `read_book` reads, sheet by sheet (a CSV is one table)."""
+TABLE_SUFFIXES = (".csv", *WORKBOOK_SUFFIXES)
 """Tables read as documents in a corpus. Not .tsv, which is what labels (BEIR's
 `qrels/test.tsv`, `harness label`'s output), run files and logs are written as: a
 folder of them beside the documents is skipped with a warning, as before."""
