@@ -23,7 +23,9 @@ the calls and seconds each method cost, and (first collection) the flip rate whe
 telling the grader to answer yes is appended to 30 sampled chunks: masked as harness
 judges them / unmasked. Then, per method, every statistic of the judge a sweep could
 decide on (`RANKING_STATISTICS`) with its tau and regret against the labels' MRR, and
-the same by its worst case over the collections (which the defaults are chosen by).
+the same by its worst case over the collections (which the defaults are chosen by); last,
+each method by its worst case (lowest kappa, lowest tau and highest regret of the default
+objective, calls against the default mode's), the default and the best worst case marked.
 
 A method "MODE+fewshotN" is MODE with judge.few_shot = N from the collection's judge exam:
 the exam `harness generate` writes for EXAM_QUESTIONS questions generated from the
@@ -58,7 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from harness.analysis import fit_platt, injection_check, read_qrels, validate_run
 from harness.analysis.calibrate import labelled_hits
 from harness.analysis.validate import Qrels, max_grade
-from harness.config import parse_experiment
+from harness.config import JudgeConfig, parse_experiment
 from harness.judge import open_judge
 from harness.log import RunLog
 from harness.metrics import auc, bootstrap_ci, cohen_kappa, kendall_tau, regret
@@ -429,6 +431,60 @@ def worst_case(ranking: list[list[Any]]) -> list[list[Any]]:
     return sorted(out, key=lambda row: -float(row[3]))
 
 
+def methods_by_worst_case(rows: list[list[Any]]) -> list[list[Any]]:
+    """Per method, its worst case over the collections measured: the lowest kappa (of
+    either criterion), the lowest Kendall tau and the highest regret of the default
+    objective (soft MRR) against the labels' MRR, and its calls against the default
+    mode's on the same collections. Best worst case first (by tau, then kappa: a sweep
+    decides on the ranking); the default mode and the best worst case are marked."""
+    col = {name: i for i, name in enumerate(HEAD)}
+    by: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        m = by.setdefault(row[col["method"]], {"kappa": [], "tau": [], "regret": [], "calls": {}})
+        where = row[col["collection"]]
+        m["kappa"].append((float(row[col["kappa"]]), f"{row[col['criterion']]}, {where}"))
+        if row[col["tau_soft"]] != "":
+            m["tau"].append((float(row[col["tau_soft"]]), where))
+            m["regret"].append((float(row[col["regret_mrr/soft"]].split("/")[1]), where))
+            m["calls"][where] = int(row[col["calls"]])
+    default = JudgeConfig().effective_mode
+    base = by.get(default, {}).get("calls", {})
+    out = []
+    for method, m in by.items():
+        kappa, tau, regret_ = min(m["kappa"]), min(m["tau"]), max(m["regret"])
+        shared = [c for c in m["calls"] if c in base]
+        ratio = (
+            f"{sum(m['calls'][c] for c in shared) / sum(base[c] for c in shared):.2f}x"
+            if shared
+            else "-"
+        )
+        out.append(
+            [
+                method,
+                len(m["tau"]),
+                f"{kappa[0]:.2f} ({kappa[1]})",
+                f"{tau[0]:.2f} ({tau[1]})",
+                f"{regret_[0]:.3f} ({regret_[1]})",
+                ratio,
+                "default" if method == default else "",
+            ]
+        )
+    out.sort(key=lambda r: (-float(r[3].split()[0]), -float(r[2].split()[0])))
+    if out:
+        out[0][-1] = ", ".join(x for x in (out[0][-1], "best worst case") if x)
+    return out
+
+
+WORST_HEAD = (
+    "method",
+    "collections",
+    "worst kappa",
+    "worst tau soft_mrr",
+    "worst regret soft_mrr",
+    "calls vs default",
+    "",
+)
+
 HEAD = (
     "collection",
     "method",
@@ -522,6 +578,13 @@ def main() -> None:
             "judge statistics by their worst case over the collections",
             ("method", "judge statistic", "tau per collection", "worst"),
             worst_case(ranking),
+        )
+        print()
+        print_table(
+            "judge methods by their worst case over the collections (the default objective, "
+            "soft_mrr@k)",
+            WORST_HEAD,
+            methods_by_worst_case(rows),
         )
 
 
