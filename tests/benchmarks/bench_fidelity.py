@@ -449,8 +449,10 @@ def methods_by_worst_case(rows: list[list[Any]]) -> list[list[Any]]:
             m["calls"][where] = int(row[col["calls"]])
     default = JudgeConfig().effective_mode
     base = by.get(default, {}).get("calls", {})
+    # best worst case first: by the lowest tau, then the lowest kappa
+    ranked = sorted(by.items(), key=lambda mm: (-min(mm[1]["tau"])[0], -min(mm[1]["kappa"])[0]))
     out = []
-    for method, m in by.items():
+    for i, (method, m) in enumerate(ranked):
         kappa, tau, regret_ = min(m["kappa"]), min(m["tau"]), max(m["regret"])
         shared = [c for c in m["calls"] if c in base]
         ratio = (
@@ -458,6 +460,7 @@ def methods_by_worst_case(rows: list[list[Any]]) -> list[list[Any]]:
             if shared
             else "-"
         )
+        marks = ("default" if method == default else "", "best worst case" if i == 0 else "")
         out.append(
             [
                 method,
@@ -466,12 +469,9 @@ def methods_by_worst_case(rows: list[list[Any]]) -> list[list[Any]]:
                 f"{tau[0]:.2f} ({tau[1]})",
                 f"{regret_[0]:.3f} ({regret_[1]})",
                 ratio,
-                "default" if method == default else "",
+                ", ".join(x for x in marks if x),
             ]
         )
-    out.sort(key=lambda r: (-float(r[3].split()[0]), -float(r[2].split()[0])))
-    if out:
-        out[0][-1] = ", ".join(x for x in (out[0][-1], "best worst case") if x)
     return out
 
 
