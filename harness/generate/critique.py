@@ -8,7 +8,11 @@ Filters, in the order a candidate meets them (the first that fails names the dro
 - `standalone`: the question mentions the passage/text/context/document it came from
   ("according to the passage"): dropped without asking, whatever a critic would say;
 - `standalone` also: a definite reference without an antecedent ("the menu", "this
-  company", "the author", "the above"; `dangling_reference`), dropped without asking;
+  company", "the author", "the above"; `dangling_reference`), a query that names the
+  search box (`names_the_search`), the passage or summary it was written from when its
+  source never uses the word (`names_its_source`; a leading "passage about" or trailing
+  "document" is left off first, `without_source_noun`), or repeats four words in a row
+  of its instructions (`echoes_prompt`): dropped without asking;
 - `critique`: the critique call failed or could not be read;
 - `groundedness`, `usefulness`, `standalone`: a score below `min_score` (1-5).
   Unanswerable questions bypass groundedness: a question that is not answered has
@@ -19,6 +23,7 @@ Filters, in the order a candidate meets them (the first that fails names the dro
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import unicodedata
@@ -134,7 +139,8 @@ _QUALIFIERS = frozenset(_QUALIFIER_TEXT.split())
 """Words that, right after a noun, say which one it is ("the menu at Luigi's")."""
 _NOT_QUALIFIED = (
     r"(?:s|es)?(?:'s)?\b"
-    rf"(?!\s+(?:{_QUALIFIER_TEXT.replace(' ', '|')})\b)"
+    # a qualifier that qualifies something: "the menu at Luigi's", not "this guide on?"
+    rf"(?!\s+(?:{_QUALIFIER_TEXT.replace(' ', '|')})\s+[\w\"'`\u201c\u2018$])"
     # a name, a number or a quoted title follows: "the book Dune", "the paper 'Attention'",
     # or code's name: "the function `exec`", "the method generate()", "the parameter max_tokens"
     r"(?!\s+(?-i:[A-Z0-9\"'`\u201c\u2018]|[\w.]+\(|\w*_\w|\w+\.\w))"
@@ -455,6 +461,103 @@ def names_the_search(question: str, passages: Sequence[str]) -> str | None:
     if m is None or any(_NAMES_THE_SEARCH.search(p) for p in passages):
         return None
     return m.group(0)
+
+
+_SHOWN_TEXT = "passage|excerpt|snippet|paragraph|summary"
+"""What the writing model read (a passage) or, in the query style, wrote first (the
+one-line summary the query is written from)."""
+_SHOWN = re.compile(rf"\b(?:{_SHOWN_TEXT})s?\b", re.IGNORECASE)
+_EDGE_NOUNS = f"{_SHOWN_TEXT}|summaries|document|text|article"
+_LEADING_SOURCE = re.compile(
+    rf"^\s*(?P<noun>{_EDGE_NOUNS})s?\s+(?:about|on|of|regarding|for)\s+", re.IGNORECASE
+)
+_TRAILING_SOURCE = re.compile(rf"\s+(?P<noun>{_EDGE_NOUNS})s?\s*(?P<end>[?.!]*)\s*$", re.IGNORECASE)
+
+
+def _source_uses(noun: str, passages: Sequence[str]) -> bool:
+    """Whether any of `passages` has a word starting as `noun` does, a final "y" or "s"
+    left out ("summary" in "summaries", "document" in "documentation")."""
+    stem = re.escape(noun.lower().removesuffix("s").removesuffix("y"))
+    return any(re.search(rf"\b{stem}", p, re.IGNORECASE) for p in passages)
+
+
+def without_source_noun(query: str, passages: Sequence[str]) -> str:
+    """`query` without a leading "passage about", "summary of", "document on" ... or a
+    trailing "document", "passage" ... that none of its source `passages` uses: the
+    writing model named the text it was shown (or, in the query style, the summary it
+    wrote; the query prompt opens "About a document:") before or after the terms a user
+    would type. "passage about the sinking of the lusitania by a german submarine"
+    becomes "the sinking of the lusitania by a german submarine", "forensic anthropology
+    document" becomes "forensic anthropology" (3 of 200 kept TREC DL queries, `--n 100`,
+    seeds 0 and 1). A noun its source uses stays ("tax documents" from a page on tax
+    documents), and so does a query that would keep fewer than two words."""
+    out = query
+    lead = _LEADING_SOURCE.match(out)
+    if lead and not _source_uses(lead.group("noun"), passages):
+        rest = out[lead.end() :]
+        if len(rest.split()) >= 2:
+            out = rest
+    tail = _TRAILING_SOURCE.search(out)
+    if tail and not _source_uses(tail.group("noun"), passages):
+        rest = out[: tail.start()]
+        if len(rest.split()) >= 2 and rest.split()[-1].lower() not in _FUNCTION_WORDS:
+            out = rest + tail.group("end")
+    return out
+
+
+def names_its_source(question: str, passages: Sequence[str]) -> str | None:
+    """The first word of `question` that names what its writer was shown or wrote
+    (passage, excerpt, snippet, paragraph, summary) when none of its source `passages`
+    uses it, else None: the question leans on a text the user never saw. "what is Nelson
+    Mandela's summary about imprisonment?" and "summary of yeast characteristics" were
+    kept on TREC DL before this; "the passage", "this excerpt" and the like are
+    `mentions_source`'s, whatever the source says. Edge case: a source that uses the
+    word ("a summary of benefits" in a handbook) keeps questions that use it too."""
+    for m in _SHOWN.finditer(question):
+        if not _source_uses(m.group(0), passages):
+            return m.group(0)
+    return None
+
+
+ECHO_WORDS = 4
+"""Words in a row a question must share with its instructions (and not with its source)
+to be an echo of them: three would catch "how to write" in a guide on writing."""
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def _word_runs(text: str) -> set[tuple[str, ...]]:
+    """Every ECHO_WORDS words in a row of `text`, lower case."""
+    words = _words(text)
+    return {tuple(words[i : i + ECHO_WORDS]) for i in range(len(words) - ECHO_WORDS + 1)}
+
+
+@functools.lru_cache(maxsize=8)
+def _instruction_runs(instructions: tuple[str, ...]) -> frozenset[tuple[str, ...]]:
+    return frozenset().union(*(_word_runs(t) for t in instructions))
+
+
+def echoes_prompt(
+    question: str, passages: Sequence[str], instructions: Sequence[str]
+) -> str | None:
+    """The first ECHO_WORDS words in a row that `question` shares with its writing
+    prompts' fixed `instructions` (`prompts.writing_instructions`) and none of its
+    source `passages` has, joined by spaces, else None: the model copied its
+    instructions into the query. "what is a fact a reader would look for in a document
+    about Jamaica" (the summary prompt asks for "the one fact a reader would look for")
+    was kept on TREC DL before this."""
+    shared = _word_runs(question) & _instruction_runs(tuple(instructions))
+    if not shared:
+        return None
+    own = set().union(*(_word_runs(p) for p in passages))
+    words = _words(question)
+    for i in range(len(words) - ECHO_WORDS + 1):
+        run = tuple(words[i : i + ECHO_WORDS])
+        if run in shared and run not in own:
+            return " ".join(run)
+    return None
 
 
 def _script(ch: str) -> str:

@@ -52,13 +52,16 @@ from harness.generate.critique import (
     clip_script_drift,
     cut_off,
     dangling_reference,
+    echoes_prompt,
     failed_filters,
     mentions_source,
+    names_its_source,
     names_the_search,
     parse_critique,
     parse_draft,
     points_at_source,
     repeats_question,
+    without_source_noun,
 )
 from harness.generate.dedup import Embed, near_duplicates
 from harness.generate.exam import ExamItem
@@ -338,6 +341,18 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
     return replace(c, draft=draft)
 
 
+def _tidy(draft: Draft, passages: Sequence[Passage]) -> Draft:
+    """The draft with the text it was written from left off its question's and
+    paraphrase's ends (`without_source_noun`)."""
+    texts = [p.text for p in passages]
+    para = draft.paraphrase
+    return replace(
+        draft,
+        question=without_source_noun(draft.question, texts),
+        paraphrase=without_source_noun(para, texts) if para is not None else None,
+    )
+
+
 def _standalone(draft: Draft, passages: Sequence[Passage]) -> str | None:
     """Why the question cannot stand alone (rule-based), or None."""
     if mentions_source(draft.question):
@@ -345,9 +360,16 @@ def _standalone(draft: Draft, passages: Sequence[Passage]) -> str | None:
     ref = dangling_reference(draft.question)
     if ref:
         return f"{ref!r} refers to something the question never names"
-    search = names_the_search(draft.question, [p.text for p in passages])
+    texts = [p.text for p in passages]
+    search = names_the_search(draft.question, texts)
     if search:
         return f"{search!r} names the search, not what it looks for (its source never does)"
+    shown = names_its_source(draft.question, texts)
+    if shown:
+        return f"{shown!r} names the text it was written from (its source never does)"
+    echo = echoes_prompt(draft.question, texts, prompts.writing_instructions())
+    if echo:
+        return f"{echo!r} repeats the instructions it was written with"
     return None
 
 
@@ -372,6 +394,8 @@ def _overlap(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"rewrite failed: {exc.error}")
+    if not isinstance(again, str):
+        again = _tidy(again, c.passages)
     if not isinstance(again, str) and _standalone(again, c.passages) is None:
         ov2 = word_overlap(again.question, text)
         if ov2 <= ctx.max_overlap:
@@ -544,7 +568,9 @@ def process(
     c = _draft(c, gen, settings, ctx)
     if not c.passed or c.draft is None:
         return c
-    why = _standalone(c.draft, c.passages)
+    tidy = _tidy(c.draft, c.passages)
+    c = replace(c, draft=tidy)
+    why = _standalone(tidy, c.passages)
     if why:
         return replace(c, dropped_by=["standalone"], reason=why)
     c = _overlap(c, gen, ctx)

@@ -9,6 +9,8 @@ paying again, never reading answers to an older one.
 
 from __future__ import annotations
 
+import functools
+
 from harness.corpus.language import ENGLISH, WIDE, write_in
 from harness.judge.prompts import NONE_ANSWER
 
@@ -361,6 +363,21 @@ def rewrite_messages(
         'JSON: {"question": "...", "answer": "..."}'
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+@functools.lru_cache(maxsize=1)
+def writing_instructions() -> tuple[str, ...]:
+    """The fixed words of every prompt that writes or rewrites a question, with no
+    passage, summary or example in them: what a query that repeats its instructions
+    echoes (`harness.generate.critique.echoes_prompt`)."""
+    asked = [
+        summary_messages([""]),
+        unanswerable_query_messages("", []),
+        rewrite_messages("", ""),
+        *(query_messages(qtype, "", []) for qtype in QUERY_TYPE_HINTS),
+        *(generation_messages(qtype, ["", ""], 2) for qtype in TYPE_INSTRUCTIONS),
+    ]
+    return tuple(dict.fromkeys(m["content"] for messages in asked for m in messages))
 
 
 def closed_book_messages(question: str) -> list[dict[str, str]]:

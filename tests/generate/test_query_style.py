@@ -18,10 +18,13 @@ from harness.errors import HarnessError
 from harness.generate.critique import (
     clip_script_drift,
     dangling_reference,
+    echoes_prompt,
     mentions_source,
+    names_its_source,
     names_the_search,
     points_at_source,
     repeats_question,
+    without_source_noun,
 )
 from harness.generate.pipeline import (
     closed_book_match,
@@ -131,6 +134,12 @@ class QueryModel:
                 q = f"zzknown {tag}"
             elif kind == "SEARCHBOX":
                 q = f"zzquery {tag} in a search engine"
+            elif kind == "LEADING":  # the text it was shown, before the terms
+                q = f"passage about zzquery {tag}"
+            elif kind == "SHOWN":  # the summary it was written from, among the terms
+                q = f"zzquery {tag} summary highlights"
+            elif kind == "PROMPTECHO":  # its instructions, copied
+                q = f"zzquery {tag} a reader would look for"
             elif _UNANSWERABLE_ASK in prompt:  # no answer asked: the pipeline sets it
                 body = {"missing": "its opening hours", "question": f"zzopening hours {tag}"}
                 return Act(text=json.dumps(body))
@@ -620,6 +629,9 @@ def test_overlap_limit_from_examples():
         "What does the example print?",
         "what does the function return",
         "What type is the parameter?",
+        # a qualifier with nothing after it (kept on TREC DL, --n 100, seed 0)
+        "What is this guide on?",
+        "what is the menu at?",
     ],
 )
 def test_dangling_references_are_found(question):
@@ -791,6 +803,98 @@ def test_a_query_naming_the_search_is_dropped_unless_its_source_does(tmp_path):
     assert "'search engine' names the search, not what it looks for" in named[0]["reason"]
     # the source that speaks of a search engine keeps its query
     assert any(q["text"].startswith("zzquery enginexfact") for q in kept)
+
+
+@pytest.mark.parametrize(
+    ("query", "passage", "terms"),
+    [
+        # kept on TREC DL (--n 100, seeds 0 and 1) before the rule
+        (
+            "passage about the sinking of the lusitania by a german submarine",
+            "The Lusitania was sunk by a U-boat in 1915.",
+            "the sinking of the lusitania by a german submarine",
+        ),
+        ("forensic anthropology document", "Forensic anthropology is ...", "forensic anthropology"),
+        ("summary of yeast characteristics", "Yeast cells are ...", "yeast characteristics"),
+        ("Documents about leave policy?", "Leave: 27 days.", "leave policy?"),
+        # a word its source uses stays
+        ("tax documents", "Keep these tax documents for 7 years.", "tax documents"),
+        (
+            "summary of benefits",
+            "A summary of your benefits is sent yearly.",
+            "summary of benefits",
+        ),
+        # fewer than two words would be left, or a function word at the end
+        ("passage about yeast", "Yeast cells are ...", "passage about yeast"),
+        (
+            "procurement process for documents",
+            "Buy through the portal.",
+            "procurement process for documents",
+        ),
+        # neither at an end
+        (
+            "what document led to the us entering world war i?",
+            "The Zimmermann telegram ...",
+            "what document led to the us entering world war i?",
+        ),
+    ],
+)
+def test_the_text_a_query_was_written_from_is_left_off_its_ends(query, passage, terms):
+    assert without_source_noun(query, [passage]) == terms
+
+
+@pytest.mark.parametrize(
+    ("question", "passage", "named"),
+    [
+        ("what is Nelson Mandela's summary about imprisonment?", "Mandela was jailed.", "summary"),
+        ("yeast summary facts", "Yeast cells are ...", "summary"),
+        ("which excerpts mention tornadoes", "A tornado watch is issued ...", "excerpts"),
+        ("plot summary of hamlet", "Hamlet: a summary of the plot.", None),
+        ("mountain passes in winter", "The pass is closed.", None),
+        ("what document led to the us entering world war i?", "The telegram ...", None),
+    ],
+)
+def test_a_question_naming_its_passage_or_summary_is_caught(question, passage, named):
+    assert names_its_source(question, [passage]) == named
+
+
+def test_a_question_repeating_its_instructions_is_caught():
+    from harness.generate.prompts import writing_instructions
+
+    instructions = writing_instructions()
+    echo = "what is a fact a reader would look for in a document about Jamaica"
+    assert echoes_prompt(echo, ["Jamaica is warm."], instructions) == "fact a reader would"
+    # the same words in its source are the source's
+    passage = "Every fact a reader would look for is in the index."
+    assert echoes_prompt(echo, [passage], instructions) == "would look for in"
+    passage = "Find each fact a reader would look for in a book."
+    assert echoes_prompt(echo, [passage], instructions) is None
+    for real in (
+        "how long is life cycle of flea",
+        "what is the best way to cook rice",
+        "museum opening hours on weekends",
+        "how do i submit a claim",
+    ):
+        assert echoes_prompt(real, ["x"], instructions) is None, real
+
+
+def test_a_query_naming_its_source_is_tidied_or_dropped(tmp_path):
+    docs = {
+        "plain-a": _doc_text("plain-a", 2),
+        "lead": _doc_text("lead", 1, "MARK-LEADING"),
+        "shown": _doc_text("shown", 1, "MARK-SHOWN"),
+        "echo": _doc_text("echo", 1, "MARK-PROMPTECHO"),
+    }
+    report, kept, _ = _run(tmp_path, docs, 5, types=("simple",))
+    texts = {q["text"] for q in kept}
+    assert "zzquery leadxfactx0" in texts  # "passage about" left off
+    dropped = {d["text"]: d for d in report.dropped}
+    shown = dropped["zzquery shownxfactx0 summary highlights"]
+    assert shown["dropped_by"] == ["standalone"]
+    assert shown["reason"] == "'summary' names the text it was written from (its source never does)"
+    echo = dropped["zzquery echoxfactx0 a reader would look for"]
+    assert echo["dropped_by"] == ["standalone"]
+    assert echo["reason"] == "'a reader would look' repeats the instructions it was written with"
 
 
 @pytest.mark.parametrize(
