@@ -463,22 +463,23 @@ def names_the_search(question: str, passages: Sequence[str]) -> str | None:
     return m.group(0)
 
 
-_SHOWN_TEXT = "passage|excerpt|snippet|paragraph|summary"
+_SHOWN_TEXT = "passages?|excerpts?|snippets?|paragraphs?|summary|summaries"
 """What the writing model read (a passage) or, in the query style, wrote first (the
 one-line summary the query is written from)."""
-_SHOWN = re.compile(rf"\b(?:{_SHOWN_TEXT})s?\b", re.IGNORECASE)
-_EDGE_NOUNS = f"{_SHOWN_TEXT}|summaries|document|text|article"
+_SHOWN = re.compile(rf"\b(?:{_SHOWN_TEXT})\b", re.IGNORECASE)
+_EDGE_NOUNS = f"{_SHOWN_TEXT}|documents?|texts?|articles?"
 _LEADING_SOURCE = re.compile(
-    rf"^\s*(?P<noun>{_EDGE_NOUNS})s?\s+(?:about|on|of|regarding|for)\s+", re.IGNORECASE
+    rf"^\s*(?P<noun>{_EDGE_NOUNS})\s+(?:about|on|of|regarding|for)\s+", re.IGNORECASE
 )
-_TRAILING_SOURCE = re.compile(rf"\s+(?P<noun>{_EDGE_NOUNS})s?\s*(?P<end>[?.!]*)\s*$", re.IGNORECASE)
+_TRAILING_SOURCE = re.compile(rf"\s+(?P<noun>{_EDGE_NOUNS})\s*(?P<end>[?.!]*)\s*$", re.IGNORECASE)
 
 
 def _source_uses(noun: str, passages: Sequence[str]) -> bool:
-    """Whether any of `passages` has a word starting as `noun` does, a final "y" or "s"
-    left out ("summary" in "summaries", "document" in "documentation")."""
-    stem = re.escape(noun.lower().removesuffix("s").removesuffix("y"))
-    return any(re.search(rf"\b{stem}", p, re.IGNORECASE) for p in passages)
+    """Whether any of `passages` has a word starting as `noun` does, its plural or final
+    "y" left out ("summary" in "summaries", "documents" in "documentation")."""
+    word = noun.lower()
+    stem = word[:-3] if word.endswith("ies") else word.removesuffix("s").removesuffix("y")
+    return any(re.search(rf"\b{re.escape(stem)}", p, re.IGNORECASE) for p in passages)
 
 
 def without_source_noun(query: str, passages: Sequence[str]) -> str:
@@ -539,24 +540,35 @@ def _instruction_runs(instructions: tuple[str, ...]) -> frozenset[tuple[str, ...
     return frozenset().union(*(_word_runs(t) for t in instructions))
 
 
+@functools.lru_cache(maxsize=8)
+def _instruction_words(instructions: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(w for t in instructions for w in content_words(t))
+
+
 def echoes_prompt(
     question: str, passages: Sequence[str], instructions: Sequence[str]
 ) -> str | None:
-    """The first ECHO_WORDS words in a row that `question` shares with its writing
-    prompts' fixed `instructions` (`prompts.writing_instructions`) and none of its
-    source `passages` has, joined by spaces, else None: the model copied its
-    instructions into the query. "what is a fact a reader would look for in a document
-    about Jamaica" (the summary prompt asks for "the one fact a reader would look for")
-    was kept on TREC DL before this."""
-    shared = _word_runs(question) & _instruction_runs(tuple(instructions))
-    if not shared:
-        return None
-    own = set().union(*(_word_runs(p) for p in passages))
-    words = _words(question)
-    for i in range(len(words) - ECHO_WORDS + 1):
-        run = tuple(words[i : i + ECHO_WORDS])
-        if run in shared and run not in own:
-            return " ".join(run)
+    """What `question` copied from its writing prompts' fixed `instructions`
+    (`prompts.writing_instructions`), else None: the first ECHO_WORDS words in a row it
+    shares with them and none of its source `passages` has, joined by spaces, or, when
+    it has two content words or more, all of them instructions' words and none its
+    source's, those words. "what is a fact a reader would look for in a document about
+    Jamaica" (the summary prompt asks for "the one fact a reader would look for") and
+    "what does a reader look for in a document" were kept on TREC DL before this."""
+    instructions = tuple(instructions)
+    shared = _word_runs(question) & _instruction_runs(instructions)
+    if shared:
+        own = set().union(*(_word_runs(p) for p in passages))
+        words = _words(question)
+        for i in range(len(words) - ECHO_WORDS + 1):
+            run = tuple(words[i : i + ECHO_WORDS])
+            if run in shared and run not in own:
+                return " ".join(run)
+    asked = list(dict.fromkeys(content_words(question)))
+    if len(asked) >= 2 and set(asked) <= _instruction_words(instructions):
+        given = set(content_words(" ".join(passages)))
+        if not given & set(asked):
+            return " ".join(asked)
     return None
 
 

@@ -848,6 +848,8 @@ def test_the_text_a_query_was_written_from_is_left_off_its_ends(query, passage, 
     [
         ("what is Nelson Mandela's summary about imprisonment?", "Mandela was jailed.", "summary"),
         ("yeast summary facts", "Yeast cells are ...", "summary"),
+        ("passages on yeast", "Yeast cells are ...", "passages"),
+        ("yeast summaries", "A summary: yeast cells are ...", None),
         ("which excerpts mention tornadoes", "A tornado watch is issued ...", "excerpts"),
         ("plot summary of hamlet", "Hamlet: a summary of the plot.", None),
         ("mountain passes in winter", "The pass is closed.", None),
@@ -869,6 +871,11 @@ def test_a_question_repeating_its_instructions_is_caught():
     assert echoes_prompt(echo, [passage], instructions) == "would look for in"
     passage = "Find each fact a reader would look for in a book."
     assert echoes_prompt(echo, [passage], instructions) is None
+    # every content word an instruction's, none its source's
+    echo = "what does a reader look for in a document"
+    assert echoes_prompt(echo, ["Jamaica is warm."], instructions) == "reader look document"
+    assert echoes_prompt(echo, ["A document on Jamaica."], instructions) is None
+    assert echoes_prompt("what is the answer?", ["x"], instructions) is None
     for real in (
         "how long is life cycle of flea",
         "what is the best way to cook rice",
