@@ -120,7 +120,7 @@ _CODE_NOUNS = frozenset(_CODE_NOUN_TEXT.split("|"))
 _DOCUMENT_NOUNS = (
     "menu|author|writer|speaker|narrator|article|book|report|study|paper|survey|recipe|"
     "story|table|figure|chart|list|item|product|website|page|movie|film|song|show|summary|"
-    + _CODE_NOUN_TEXT
+    "video|podcast|episode|photo|picture|image|" + _CODE_NOUN_TEXT
 )
 """Nouns that, unqualified after "the", point at a document the reader never saw."""
 _DOCUMENT_NOUN_SET = frozenset(_DOCUMENT_NOUNS.split("|"))
@@ -222,6 +222,8 @@ _PRONOUN = re.compile(
     r"\b(?:it"
     # the dummy "it" of "is it safe to ...", "it seems that ...", "is it worth buying ..."
     r"(?!(?:\s+\w+){0,2}\s+(?:to|that|if|whether|worth\s+\w+ing)\b)"
+    # and of time taken: "how long does it take for a chicken egg to hatch"
+    r"(?!\s+(?:take|takes|took)\s+for\b)"
     # and of the weather: "does it rain", "is it snowing", "does it ever freeze"
     r"(?!\s+(?:\w+ly\s+|ever\s+|often\s+|still\s+)?"
     r"(?:rain|snow|hail|sleet|drizzl|pour|storm|freez|thunder)\w*\b)"
@@ -231,8 +233,8 @@ _PRONOUN = re.compile(
 """Pronouns that need something named before them to point at. Not "they", which users
 use for anyone ("how do they test for diabetes"), nor the dummy "it" that points at
 nothing: "is it safe to ...", "it seems that ...", "is it worth buying ..." (followed by
-to, that, if, whether or worth ...ing within three words), and the weather's ("does it
-rain in Seattle")."""
+to, that, if, whether or worth ...ing within three words; "does it take for ..."),
+and the weather's ("does it rain in Seattle")."""
 _FUNCTION_WORD_TEXT = (
     "what who whom whose when where why how which is are was were be been do does did "
     "can could should would will shall may might must has have had get gets got i you we "
@@ -437,13 +439,18 @@ def search_terms(query: str) -> str:
     password manager instructions" -> "password manager instructions", "find document
     about working from home" -> "working from home"): what a user types is the terms.
     Asked for the query a user would type, the local model began 7 of 40 kept handbook
-    queries with "search" or "find". Unchanged when fewer than two words would be left
-    ("find it")."""
+    queries with "search" or "find". Unchanged when less than two words would be left
+    ("find it"), unless that one is a content word of three letters or more: that is a
+    query ("search Legionellosis" -> "Legionellosis", kept as it was on TREC DL at
+    `--n 100`)."""
     m = _SEARCH_COMMAND.match(query)
     if m is None:
         return query
     rest = query[m.end() :].strip()
-    return rest if len(rest.split()) >= 2 else query
+    named = content_words(rest)
+    if len(rest.split()) >= 2 or (len(named) == 1 and len(named[0]) >= 3):
+        return rest
+    return query
 
 
 _NAMES_THE_SEARCH = re.compile(r"\bsearch\s+(?:engines?|quer(?:y|ies)|box(?:es)?)\b", re.IGNORECASE)
@@ -551,10 +558,11 @@ def echoes_prompt(
     """What `question` copied from its writing prompts' fixed `instructions`
     (`prompts.writing_instructions`), else None: the first ECHO_WORDS words in a row it
     shares with them and none of its source `passages` has, joined by spaces, or, when
-    it has two content words or more, all of them instructions' words and none its
-    source's, those words. "what is a fact a reader would look for in a document about
-    Jamaica" (the summary prompt asks for "the one fact a reader would look for") and
-    "what does a reader look for in a document" were kept on TREC DL before this."""
+    its content words are all instructions' words and none its source's, those words.
+    "what is a fact a reader would look for in a document about Jamaica" (the summary
+    prompt asks for "the one fact a reader would look for"), "what does a reader look
+    for in a document" and "missing" (the unanswerable prompt's field) were kept on TREC
+    DL before this. Edge case: a question without content words is not an echo."""
     instructions = tuple(instructions)
     shared = _word_runs(question) & _instruction_runs(instructions)
     if shared:
@@ -565,7 +573,7 @@ def echoes_prompt(
             if run in shared and run not in own:
                 return " ".join(run)
     asked = list(dict.fromkeys(content_words(question)))
-    if len(asked) >= 2 and set(asked) <= _instruction_words(instructions):
+    if asked and set(asked) <= _instruction_words(instructions):
         given = set(content_words(" ".join(passages)))
         if not given & set(asked):
             return " ".join(asked)

@@ -410,6 +410,7 @@ def test_parse_draft_limits():
         ("how to find my payslip", "how to find my payslip"),
         ("findings on remote work", "findings on remote work"),
         ("find it", "find it"),  # too little would be left
+        ("search Legionellosis", "Legionellosis"),  # one content word is a query
     ],
 )
 def test_a_command_to_the_search_box_is_dropped_from_a_draft(query, terms):

@@ -629,6 +629,8 @@ def test_overlap_limit_from_examples():
         "What does the example print?",
         "what does the function return",
         "What type is the parameter?",
+        # kept on TREC DL (--n 100, seed 0): a video never named
+        "what's the name of the video?",
         # a qualifier with nothing after it (kept on TREC DL, --n 100, seed 0)
         "What is this guide on?",
         "what is the menu at?",
@@ -734,6 +736,7 @@ def test_questions_that_lean_on_their_source_are_caught(question):
         "What is the item number on a W-2 form?",
         # the dummy "it" after measure words
         "How long does it take to boil an egg?",
+        "how long does it take for a chicken egg to hatch?",  # dropped on TREC DL before
         "How far is it from Paris to London?",
         "What does it cost to renew a US passport?",
         # "by" and "table" that do not point at a text
@@ -875,7 +878,8 @@ def test_a_question_repeating_its_instructions_is_caught():
     echo = "what does a reader look for in a document"
     assert echoes_prompt(echo, ["Jamaica is warm."], instructions) == "reader look document"
     assert echoes_prompt(echo, ["A document on Jamaica."], instructions) is None
-    assert echoes_prompt("what is the answer?", ["x"], instructions) is None
+    assert echoes_prompt("missing", ["Jamaica is warm."], instructions) == "missing"
+    assert echoes_prompt("what is it?", ["x"], instructions) is None
     for real in (
         "how long is life cycle of flea",
         "what is the best way to cook rice",
