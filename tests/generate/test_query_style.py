@@ -750,22 +750,57 @@ def test_stand_alone_questions_pass_the_rules(question):
 
 
 @pytest.mark.parametrize(
-    ("question", "passage", "named"),
+    ("rule", "question", "passage", "named"),
     [
         (
+            names_the_search,
             "how do i submit a claim to a search engine?",
             "Submit claims in Fernhill.",
             "search engine",
         ),
-        ("what is the search query for release planning", "Releases ship monthly.", "search query"),
-        ("Search Box tips", "Type in the field.", "Search Box"),
-        ("search engine ranking factors", "A search engine ranks pages by links.", None),
-        ("search results for leave policy", "Leave: 27 days.", None),
-        ("searching engines of old cars", "Engines.", None),
+        (
+            names_the_search,
+            "what is the search query for release planning",
+            "Releases ship monthly.",
+            "search query",
+        ),
+        (names_the_search, "Search Box tips", "Type in the field.", "Search Box"),
+        (
+            names_the_search,
+            "search engine ranking factors",
+            "A search engine ranks pages by links.",
+            None,
+        ),
+        (names_the_search, "search results for leave policy", "Leave: 27 days.", None),
+        (names_the_search, "searching engines of old cars", "Engines.", None),
+        # the passage or summary the writer saw (kept on TREC DL before the rule)
+        (
+            names_its_source,
+            "what is Nelson Mandela's summary about imprisonment?",
+            "Mandela was jailed.",
+            "summary",
+        ),
+        (names_its_source, "yeast summary facts", "Yeast cells are ...", "summary"),
+        (names_its_source, "passages on yeast", "Yeast cells are ...", "passages"),
+        (names_its_source, "yeast summaries", "A summary: yeast cells are ...", None),
+        (
+            names_its_source,
+            "which excerpts mention tornadoes",
+            "A tornado watch is issued ...",
+            "excerpts",
+        ),
+        (names_its_source, "plot summary of hamlet", "Hamlet: a summary of the plot.", None),
+        (names_its_source, "mountain passes in winter", "The pass is closed.", None),
+        (
+            names_its_source,
+            "what document led to the us entering world war i?",
+            "The telegram ...",
+            None,
+        ),
     ],
 )
-def test_queries_that_name_the_search_are_caught(question, passage, named):
-    assert names_the_search(question, [passage]) == named
+def test_queries_that_name_the_search_or_their_source_are_caught(rule, question, passage, named):
+    assert rule(question, [passage]) == named
 
 
 def test_no_prompt_names_a_search_engine_for_the_model_to_echo():
@@ -844,23 +879,6 @@ def test_a_query_naming_the_search_is_dropped_unless_its_source_does(tmp_path):
 )
 def test_the_text_a_query_was_written_from_is_left_off_its_ends(query, passage, terms):
     assert without_source_noun(query, [passage]) == terms
-
-
-@pytest.mark.parametrize(
-    ("question", "passage", "named"),
-    [
-        ("what is Nelson Mandela's summary about imprisonment?", "Mandela was jailed.", "summary"),
-        ("yeast summary facts", "Yeast cells are ...", "summary"),
-        ("passages on yeast", "Yeast cells are ...", "passages"),
-        ("yeast summaries", "A summary: yeast cells are ...", None),
-        ("which excerpts mention tornadoes", "A tornado watch is issued ...", "excerpts"),
-        ("plot summary of hamlet", "Hamlet: a summary of the plot.", None),
-        ("mountain passes in winter", "The pass is closed.", None),
-        ("what document led to the us entering world war i?", "The telegram ...", None),
-    ],
-)
-def test_a_question_naming_its_passage_or_summary_is_caught(question, passage, named):
-    assert names_its_source(question, [passage]) == named
 
 
 def test_a_question_repeating_its_instructions_is_caught():
