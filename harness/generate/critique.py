@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.generate.prompts import CRITERIA
-from harness.metrics.overlap import content_words
+from harness.metrics.overlap import STOPWORDS, content_words
 
 MAX_ANSWER_CHARS = 300
 
@@ -140,7 +140,7 @@ _QUALIFIERS = frozenset(_QUALIFIER_TEXT.split())
 _NOT_QUALIFIED = (
     r"(?:s|es)?(?:'s)?\b"
     # a qualifier that qualifies something: "the menu at Luigi's", not "this guide on?"
-    rf"(?!\s+(?:{_QUALIFIER_TEXT.replace(' ', '|')})\s+[\w\"'`\u201c\u2018$])"
+    rf"(?!\s+(?:{_QUALIFIER_TEXT.replace(' ', '|')})\s+[^\s?.!,;:])"
     # a name, a number or a quoted title follows: "the book Dune", "the paper 'Attention'",
     # or code's name: "the function `exec`", "the method generate()", "the parameter max_tokens"
     r"(?!\s+(?-i:[A-Z0-9\"'`\u201c\u2018]|[\w.]+\(|\w*_\w|\w+\.\w))"
@@ -167,7 +167,10 @@ _VERB_TEXT = (
     "say says said mean means think thinks write writes wrote recommend recommends suggest "
     "suggests offer offers sell sells serve serves include includes cover covers use uses "
     "need needs require requires describe describes mention mentions explain explains "
-    "show shows claim claims argue argues"
+    "show shows claim claims argue argues "
+    # a participle after "was the <noun>": "when was the video released"
+    "taken released posted uploaded filmed made published recorded shot produced created "
+    "painted built"
 )
 _VERBS = frozenset(_VERB_TEXT.split())
 """Verbs a document noun is the subject of ("what the author says"): not a name."""
@@ -222,8 +225,8 @@ _PRONOUN = re.compile(
     r"\b(?:it"
     # the dummy "it" of "is it safe to ...", "it seems that ...", "is it worth buying ..."
     r"(?!(?:\s+\w+){0,2}\s+(?:to|that|if|whether|worth\s+\w+ing)\b)"
-    # and of time taken: "how long does it take for a chicken egg to hatch"
-    r"(?!\s+(?:take|takes|took)\s+for\b)"
+    # and of time taken: "how long does it (usually) take (for) an egg to hatch"
+    r"(?!\s+(?:\w+ly\s+)?(?:take|takes|took)\s+(?:for\b|(?:[\w'-]+\s+){1,4}to\s+\w))"
     # and of the weather: "does it rain", "is it snowing", "does it ever freeze"
     r"(?!\s+(?:\w+ly\s+|ever\s+|often\s+|still\s+)?"
     r"(?:rain|snow|hail|sleet|drizzl|pour|storm|freez|thunder)\w*\b)"
@@ -233,8 +236,8 @@ _PRONOUN = re.compile(
 """Pronouns that need something named before them to point at. Not "they", which users
 use for anyone ("how do they test for diabetes"), nor the dummy "it" that points at
 nothing: "is it safe to ...", "it seems that ...", "is it worth buying ..." (followed by
-to, that, if, whether or worth ...ing within three words; "does it take for ..."),
-and the weather's ("does it rain in Seattle")."""
+to, that, if, whether or worth ...ing within three words; "does it take (for) an egg
+to hatch"), and the weather's ("does it rain in Seattle")."""
 _FUNCTION_WORD_TEXT = (
     "what who whom whose when where why how which is are was were be been do does did "
     "can could should would will shall may might must has have had get gets got i you we "
@@ -434,21 +437,31 @@ _SEARCH_COMMAND = re.compile(
 """A query written as a command to the search box rather than its terms."""
 
 
+_NOT_A_QUERY = frozenset(
+    "now here there something anything everything nothing yourself myself more".split()  # noqa: SIM905
+)
+"""Words that, alone after "search" or "find", are no query ("find something")."""
+
+
 def search_terms(query: str) -> str:
     """The query without a command to the search box before its terms ("search for
     password manager instructions" -> "password manager instructions", "find document
     about working from home" -> "working from home"): what a user types is the terms.
     Asked for the query a user would type, the local model began 7 of 40 kept handbook
     queries with "search" or "find". Unchanged when less than two words would be left
-    ("find it"), unless that one is a content word of three letters or more: that is a
-    query ("search Legionellosis" -> "Legionellosis", kept as it was on TREC DL at
-    `--n 100`)."""
+    ("find it"), unless that one word is a query: three letters or more (any length in
+    another script), neither a function word nor one of _NOT_A_QUERY ("search
+    Legionellosis" -> "Legionellosis", kept as it was on TREC DL at `--n 100`; "search
+    covid-19" -> "covid-19"; "find something" stays)."""
     m = _SEARCH_COMMAND.match(query)
     if m is None:
         return query
     rest = query[m.end() :].strip()
-    named = content_words(rest)
-    if len(rest.split()) >= 2 or (len(named) == 1 and len(named[0]) >= 3):
+    one = rest.split()
+    if len(one) >= 2:
+        return rest
+    word = one[0].strip("?.!,;:").lower() if one else ""
+    if (len(word) >= 3 or not word.isascii()) and word not in _NOT_A_QUERY | STOPWORDS:
         return rest
     return query
 
@@ -473,10 +486,19 @@ def names_the_search(question: str, passages: Sequence[str]) -> str | None:
 _SHOWN_TEXT = "passages?|excerpts?|snippets?|paragraphs?|summary|summaries"
 """What the writing model read (a passage) or, in the query style, wrote first (the
 one-line summary the query is written from)."""
-_SHOWN = re.compile(rf"\b(?:{_SHOWN_TEXT})\b", re.IGNORECASE)
+_SHOWN = re.compile(
+    # not a kind of summary users search for: "plot summary of hamlet"
+    r"(?<!plot )(?<!executive )(?<!chapter )(?<!book )(?<!episode )"
+    rf"\b(?:{_SHOWN_TEXT})\b",
+    re.IGNORECASE,
+)
 _EDGE_NOUNS = f"{_SHOWN_TEXT}|documents?|texts?|articles?"
 _LEADING_SOURCE = re.compile(
-    rf"^\s*(?P<noun>{_EDGE_NOUNS})\s+(?:about|on|of|regarding|for)\s+", re.IGNORECASE
+    # "summary of ...", "passage for ...", but "text of the gettysburg address" and
+    # "documents for passport renewal" ask for the text or the documents
+    rf"^\s*(?:(?P<shown>{_SHOWN_TEXT})\s+(?:about|on|of|regarding|for)"
+    r"|(?P<doc>documents?|texts?|articles?)\s+(?:about|on|regarding))\s+",
+    re.IGNORECASE,
 )
 _TRAILING_SOURCE = re.compile(rf"\s+(?P<noun>{_EDGE_NOUNS})\s*(?P<end>[?.!]*)\s*$", re.IGNORECASE)
 
@@ -498,18 +520,21 @@ def without_source_noun(query: str, passages: Sequence[str]) -> str:
     becomes "the sinking of the lusitania by a german submarine", "forensic anthropology
     document" becomes "forensic anthropology" (3 of 200 kept TREC DL queries, `--n 100`,
     seeds 0 and 1). A noun its source uses stays ("tax documents" from a page on tax
-    documents), and so does a query that would keep fewer than two words."""
+    documents), and so does a query that would keep fewer than two words. A trailing
+    noun goes only from a query of keywords, with no function word ("what is a legal
+    document?", "how to cite a journal article" keep theirs), and a leading "text of" or
+    "documents for" stays ("text of the gettysburg address" asks for the text)."""
     out = query
     lead = _LEADING_SOURCE.match(out)
-    if lead and not _source_uses(lead.group("noun"), passages):
+    if lead and not _source_uses(lead.group("shown") or lead.group("doc"), passages):
         rest = out[lead.end() :]
         if len(rest.split()) >= 2:
             out = rest
     tail = _TRAILING_SOURCE.search(out)
     if tail and not _source_uses(tail.group("noun"), passages):
-        rest = out[: tail.start()]
-        if len(rest.split()) >= 2 and rest.split()[-1].lower() not in _FUNCTION_WORDS:
-            out = rest + tail.group("end")
+        before = re.findall(r"[\w'-]+", out[: tail.start()])
+        if len(before) >= 2 and not any(w.lower() in _FUNCTION_WORDS for w in before):
+            out = out[: tail.start()] + tail.group("end")
     return out
 
 
@@ -547,9 +572,13 @@ def _instruction_runs(instructions: tuple[str, ...]) -> frozenset[tuple[str, ...
     return frozenset().union(*(_word_runs(t) for t in instructions))
 
 
-@functools.lru_cache(maxsize=8)
-def _instruction_words(instructions: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(w for t in instructions for w in content_words(t))
+TASK_WORDS = frozenset(
+    """reader readers look document documents missing fact facts summary query queries
+    passage passages answer answers paraphrase question questions text context excerpt
+    snippet name detail topic""".split()  # noqa: SIM905
+)
+"""The writing prompts' words for the task itself, not for anything a corpus is about:
+a query made of nothing else, none of them its source's, echoes its instructions."""
 
 
 def echoes_prompt(
@@ -558,7 +587,7 @@ def echoes_prompt(
     """What `question` copied from its writing prompts' fixed `instructions`
     (`prompts.writing_instructions`), else None: the first ECHO_WORDS words in a row it
     shares with them and none of its source `passages` has, joined by spaces, or, when
-    its content words are all instructions' words and none its source's, those words.
+    its content words are all TASK_WORDS and none its source's, those words.
     "what is a fact a reader would look for in a document about Jamaica" (the summary
     prompt asks for "the one fact a reader would look for"), "what does a reader look
     for in a document" and "missing" (the unanswerable prompt's field) were kept on TREC
@@ -573,7 +602,7 @@ def echoes_prompt(
             if run in shared and run not in own:
                 return " ".join(run)
     asked = list(dict.fromkeys(content_words(question)))
-    if asked and set(asked) <= _instruction_words(instructions):
+    if asked and set(asked) <= TASK_WORDS:
         given = set(content_words(" ".join(passages)))
         if not given & set(asked):
             return " ".join(asked)

@@ -343,31 +343,31 @@ def _draft(c: Candidate, gen: Generator, settings: GenerateConfig, ctx: Context)
 
 def _tidy(draft: Draft, passages: Sequence[Passage]) -> Draft:
     """The draft with the text it was written from left off its question's and
-    paraphrase's ends (`without_source_noun`)."""
+    paraphrase's ends (`without_source_noun`), and without a paraphrase that cannot
+    stand alone (`_standalone`; the question's own check drops the candidate)."""
     texts = [p.text for p in passages]
     para = draft.paraphrase
-    return replace(
-        draft,
-        question=without_source_noun(draft.question, texts),
-        paraphrase=without_source_noun(para, texts) if para is not None else None,
-    )
+    if para is not None:
+        para = without_source_noun(para, texts)
+        para = None if _standalone(para, passages) else para
+    return replace(draft, question=without_source_noun(draft.question, texts), paraphrase=para)
 
 
-def _standalone(draft: Draft, passages: Sequence[Passage]) -> str | None:
-    """Why the question cannot stand alone (rule-based), or None."""
-    if mentions_source(draft.question):
+def _standalone(question: str, passages: Sequence[Passage]) -> str | None:
+    """Why `question` cannot stand alone (rule-based), or None."""
+    if mentions_source(question):
         return "the question mentions the passage it came from"
-    ref = dangling_reference(draft.question)
+    ref = dangling_reference(question)
     if ref:
         return f"{ref!r} refers to something the question never names"
     texts = [p.text for p in passages]
-    search = names_the_search(draft.question, texts)
+    search = names_the_search(question, texts)
     if search:
         return f"{search!r} names the search, not what it looks for (its source never does)"
-    shown = names_its_source(draft.question, texts)
+    shown = names_its_source(question, texts)
     if shown:
         return f"{shown!r} names the text it was written from (its source never does)"
-    echo = echoes_prompt(draft.question, texts, prompts.writing_instructions())
+    echo = echoes_prompt(question, texts, prompts.writing_instructions())
     if echo:
         return f"{echo!r} repeats the instructions it was written with"
     return None
@@ -396,7 +396,7 @@ def _overlap(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
         return replace(c, dropped_by=["errors"], reason=f"rewrite failed: {exc.error}")
     if not isinstance(again, str):
         again = _tidy(again, c.passages)
-    if not isinstance(again, str) and _standalone(again, c.passages) is None:
+    if not isinstance(again, str) and _standalone(again.question, c.passages) is None:
         ov2 = word_overlap(again.question, text)
         if ov2 <= ctx.max_overlap:
             # the source span stays the label; the answer is the first draft's
@@ -570,7 +570,7 @@ def process(
         return c
     tidy = _tidy(c.draft, c.passages)
     c = replace(c, draft=tidy)
-    why = _standalone(tidy, c.passages)
+    why = _standalone(tidy.question, c.passages)
     if why:
         return replace(c, dropped_by=["standalone"], reason=why)
     c = _overlap(c, gen, ctx)

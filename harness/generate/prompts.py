@@ -316,6 +316,14 @@ def source_answer_messages(
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
+UNANSWERABLE_EXAMPLE = (
+    'For example, for a document about a museum\'s weekday opening hours: "missing": '
+    '"opening hours on public holidays", "question": "museum holiday opening hours". '
+)
+"""The unanswerable prompt's worked example: words a query may share with it on a
+museum's or a shop's pages, so `writing_instructions` leaves it out."""
+
+
 def unanswerable_query_messages(
     summary: str, examples: list[str], phrasings: int = 1, language: str = ENGLISH
 ) -> list[dict[str, str]]:
@@ -333,9 +341,8 @@ def unanswerable_query_messages(
     shots = _style_shots(examples)
     user = (
         f"About a document: {summary}\n{shots}Think of something on the same subject that "
-        "a user may look for but this document does not tell. For example, for a document "
-        'about a museum\'s weekday opening hours: "missing": "opening hours on public '
-        'holidays", "question": "museum holiday opening hours". In "missing", name it; in '
+        f"a user may look for but this document does not tell. {UNANSWERABLE_EXAMPLE}"
+        'In "missing", name it; in '
         '"question", write the terse search query (a few words, lower case) the user would '
         'type for it, naming what it is about (never "the document", "the company").'
         f"{extra}{write_in(language, 'every field', 'the summary')}\nJSON: {fields}"
@@ -367,17 +374,20 @@ def rewrite_messages(
 
 @functools.lru_cache(maxsize=1)
 def writing_instructions() -> tuple[str, ...]:
-    """The fixed words of every prompt that writes or rewrites a question, with no
-    passage, summary or example in them: what a query that repeats its instructions
-    echoes (`harness.generate.critique.echoes_prompt`)."""
+    """The fixed words of every prompt that writes or rewrites a question, in English,
+    with one phrasing or two, and with no passage, summary, style example or worked
+    example (UNANSWERABLE_EXAMPLE) in them: what a query that repeats its instructions
+    echoes (`harness.generate.critique.echoes_prompt`). The sentence asking for another
+    language ("Write every field in German.") is not among them."""
     asked = [
         summary_messages([""]),
-        unanswerable_query_messages("", []),
         rewrite_messages("", ""),
-        *(query_messages(qtype, "", []) for qtype in QUERY_TYPE_HINTS),
+        *(unanswerable_query_messages("", [], phrasings) for phrasings in (1, 2)),
+        *(query_messages(q, "", [], phrasings) for q in QUERY_TYPE_HINTS for phrasings in (1, 2)),
         *(generation_messages(qtype, ["", ""], 2) for qtype in TYPE_INSTRUCTIONS),
     ]
-    return tuple(dict.fromkeys(m["content"] for messages in asked for m in messages))
+    texts = (m["content"].replace(UNANSWERABLE_EXAMPLE, "") for ms in asked for m in ms)
+    return tuple(dict.fromkeys(texts))
 
 
 def closed_book_messages(question: str) -> list[dict[str, str]]:

@@ -411,6 +411,9 @@ def test_parse_draft_limits():
         ("findings on remote work", "findings on remote work"),
         ("find it", "find it"),  # too little would be left
         ("search Legionellosis", "Legionellosis"),  # one content word is a query
+        ("search covid-19", "covid-19"),
+        ("search now", "search now"),
+        ("find something", "find something"),
     ],
 )
 def test_a_command_to_the_search_box_is_dropped_from_a_draft(query, terms):
