@@ -852,49 +852,36 @@ def test_a_query_naming_the_search_is_dropped_unless_its_source_does(tmp_path):
     assert any(q["text"].startswith("zzquery enginexfact") for q in kept)
 
 
+LUSITANIA = "the sinking of the lusitania by a german submarine"
+
+
 @pytest.mark.parametrize(
     ("query", "passage", "terms"),
     [
         # kept on TREC DL (--n 100, seeds 0 and 1) before the rule
-        (
-            "passage about the sinking of the lusitania by a german submarine",
-            "The Lusitania was sunk by a U-boat in 1915.",
-            "the sinking of the lusitania by a german submarine",
-        ),
+        (f"passage about {LUSITANIA}", "The Lusitania was sunk by a U-boat.", LUSITANIA),
         ("forensic anthropology document", "Forensic anthropology is ...", "forensic anthropology"),
         ("summary of yeast characteristics", "Yeast cells are ...", "yeast characteristics"),
         ("Documents about leave policy?", "Leave: 27 days.", "leave policy?"),
-        # a word its source uses stays
-        ("tax documents", "Keep these tax documents for 7 years.", "tax documents"),
-        (
-            "summary of benefits",
-            "A summary of your benefits is sent yearly.",
-            "summary of benefits",
-        ),
-        # fewer than two words would be left, or a function word at the end
-        ("passage about yeast", "Yeast cells are ...", "passage about yeast"),
-        (
-            "procurement process for documents",
-            "Buy through the portal.",
-            "procurement process for documents",
-        ),
         ("lusitania sinking passage", "The Lusitania was sunk ...", "lusitania sinking"),
+        # None: unchanged. A word its source uses stays
+        ("tax documents", "Keep these tax documents for 7 years.", None),
+        ("summary of benefits", "A summary of your benefits is sent yearly.", None),
+        # fewer than two words would be left, or a function word at the end
+        ("passage about yeast", "Yeast cells are ...", None),
+        ("procurement process for documents", "Buy through the portal.", None),
         # a noun phrase's head, not a keyword query's last word (found in review)
-        ("what is a legal document?", "The deed ...", "what is a legal document?"),
-        ("how to cite a journal article", "Cite with APA.", "how to cite a journal article"),
+        ("what is a legal document?", "The deed ...", None),
+        ("how to cite a journal article", "Cite with APA.", None),
         # "text of" and "documents for" ask for the text or the documents
-        ("text of the gettysburg address", "Four score ...", "text of the gettysburg address"),
-        ("documents for passport renewal", "Renew online.", "documents for passport renewal"),
+        ("text of the gettysburg address", "Four score ...", None),
+        ("documents for passport renewal", "Renew online.", None),
         # neither at an end
-        (
-            "what document led to the us entering world war i?",
-            "The Zimmermann telegram ...",
-            "what document led to the us entering world war i?",
-        ),
+        ("what document led to the us entering world war i?", "The telegram ...", None),
     ],
 )
 def test_the_text_a_query_was_written_from_is_left_off_its_ends(query, passage, terms):
-    assert without_source_noun(query, [passage]) == terms
+    assert without_source_noun(query, [passage]) == (terms or query)
 
 
 def test_a_question_repeating_its_instructions_is_caught():
