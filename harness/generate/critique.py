@@ -120,7 +120,8 @@ _CODE_NOUNS = frozenset(_CODE_NOUN_TEXT.split("|"))
 _DOCUMENT_NOUNS = (
     "menu|author|writer|speaker|narrator|article|book|report|study|paper|survey|recipe|"
     "story|table|figure|chart|list|item|product|website|page|movie|film|song|show|summary|"
-    "video|podcast|episode|photo|picture|image|" + _CODE_NOUN_TEXT
+    "video|podcast|episode|photo|picture|image|guideline|rule|instruction|requirement|"
+    "procedure|" + _CODE_NOUN_TEXT
 )
 """Nouns that, unqualified after "the", point at a document the reader never saw."""
 _DOCUMENT_NOUN_SET = frozenset(_DOCUMENT_NOUNS.split("|"))
@@ -132,7 +133,7 @@ _PLACE_NOUNS = (
 """Nouns that "the" may name in a corpus about one of them ("leave at the company", in
 a company's handbook), but "this"/"these" never: "When was this company founded?"."""
 _QUALIFIER_TEXT = (
-    "of at for in on from by called named titled that which who whose behind near about "
+    "of at for to in on from by called named titled that which who whose behind near about "
     "with between under"
 )
 _QUALIFIERS = frozenset(_QUALIFIER_TEXT.split())

@@ -635,6 +635,8 @@ def test_overlap_limit_from_examples():
         # kept on TREC DL (--n 100, seed 0): a video never named
         "what's the name of the video?",
         "when was the video released",
+        # kept on the quick-start handbook (--n 12, seed 1)
+        "what are the guidelines?",
         "what year was the photo taken",
         "how long does it take?",
         # a qualifier with nothing after it (kept on TREC DL, --n 100, seed 0)
@@ -744,6 +746,8 @@ def test_questions_that_lean_on_their_source_are_caught(question):
         "How long does it take to boil an egg?",
         "how long does it take for a chicken egg to hatch?",  # dropped on TREC DL before
         "how long does it take an egg to hatch",
+        "what is the requirement to become an rn?",
+        "what are the guidelines for expense claims",
         "how long does it usually take for an egg to hatch",
         "How far is it from Paris to London?",
         "What does it cost to renew a US passport?",
