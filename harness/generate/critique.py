@@ -33,6 +33,7 @@ from typing import Any
 
 from harness.generate.prompts import CRITERIA
 from harness.metrics.overlap import STOPWORDS, content_words
+from harness.words import words
 
 MAX_ANSWER_CHARS = 300
 
@@ -108,8 +109,8 @@ def repeats_question(question: str, answer: str) -> bool:
     ("... class that implements the rerank method?" answered "the Rerank class") says
     no more than its query either.
     Edge case: an answer without content words is not caught here (`says_none`)."""
-    words = set(content_words(answer))
-    return bool(words) and words <= set(content_words(question))
+    said = set(content_words(answer))
+    return bool(said) and said <= set(content_words(question))
 
 
 _CODE_NOUN_TEXT = "function|method|snippet|example|parameter"
@@ -493,12 +494,14 @@ _SHOWN = re.compile(
     rf"\b(?:{_SHOWN_TEXT})\b",
     re.IGNORECASE,
 )
-_EDGE_NOUNS = f"{_SHOWN_TEXT}|documents?|texts?|articles?"
+_DOC_TEXT = "documents?|texts?|articles?"
+"""Other names of the text a query came from, which users also search for."""
+_EDGE_NOUNS = f"{_SHOWN_TEXT}|{_DOC_TEXT}"
 _LEADING_SOURCE = re.compile(
     # "summary of ...", "passage for ...", but "text of the gettysburg address" and
     # "documents for passport renewal" ask for the text or the documents
     rf"^\s*(?:(?P<shown>{_SHOWN_TEXT})\s+(?:about|on|of|regarding|for)"
-    r"|(?P<doc>documents?|texts?|articles?)\s+(?:about|on|regarding))\s+",
+    rf"|(?P<doc>{_DOC_TEXT})\s+(?:about|on|regarding))\s+",
     re.IGNORECASE,
 )
 _TRAILING_SOURCE = re.compile(rf"\s+(?P<noun>{_EDGE_NOUNS})\s*(?P<end>[?.!]*)\s*$", re.IGNORECASE)
@@ -558,14 +561,10 @@ ECHO_WORDS = 4
 to be an echo of them: three would catch "how to write" in a guide on writing."""
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower())
-
-
 def _word_runs(text: str) -> set[tuple[str, ...]]:
     """Every ECHO_WORDS words in a row of `text`, lower case."""
-    words = _words(text)
-    return {tuple(words[i : i + ECHO_WORDS]) for i in range(len(words) - ECHO_WORDS + 1)}
+    tokens = words(text)
+    return {tuple(tokens[i : i + ECHO_WORDS]) for i in range(len(tokens) - ECHO_WORDS + 1)}
 
 
 @functools.lru_cache(maxsize=8)
@@ -597,9 +596,9 @@ def echoes_prompt(
     shared = _word_runs(question) & _instruction_runs(instructions)
     if shared:
         own = set().union(*(_word_runs(p) for p in passages))
-        words = _words(question)
-        for i in range(len(words) - ECHO_WORDS + 1):
-            run = tuple(words[i : i + ECHO_WORDS])
+        tokens = words(question)
+        for i in range(len(tokens) - ECHO_WORDS + 1):
+            run = tuple(tokens[i : i + ECHO_WORDS])
             if run in shared and run not in own:
                 return " ".join(run)
     asked = list(dict.fromkeys(content_words(question)))

@@ -395,12 +395,12 @@ def _overlap(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"rewrite failed: {exc.error}")
     if not isinstance(again, str):
-        again = _tidy(again, c.passages)
-    if not isinstance(again, str) and _standalone(again.question, c.passages) is None:
-        ov2 = word_overlap(again.question, text)
-        if ov2 <= ctx.max_overlap:
-            # the source span stays the label; the answer is the first draft's
-            return replace(c, draft=replace(c.draft, question=again.question), overlap=ov2)
+        question = without_source_noun(again.question, [p.text for p in c.passages])
+        if _standalone(question, c.passages) is None:
+            ov2 = word_overlap(question, text)
+            if ov2 <= ctx.max_overlap:
+                # the source span stays the label; the answer is the first draft's
+                return replace(c, draft=replace(c.draft, question=question), overlap=ov2)
     return replace(
         c,
         overlap=ov,
