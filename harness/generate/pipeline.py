@@ -9,12 +9,13 @@
    rule-based stand-alone checks; word overlap with the source above `max_overlap`
    (rewritten once, then dropped); with the query style, the answer (the final query
    answered from its source; NONE drops it); the closed-book check (the question asked
-   without any passage: a matching answer means it tests memory, not retrieval); the
-   critique (`critique`); for unanswerable questions, the corpus's nearest passages
-   (BM25 over all of it) must be on its topic and not answer it, and the model must find
-   no sentence of them to copy as the answer. The first filter failed is why it is
-   dropped. Every filter's question to the model is asked at temperature 0
-   (`Generator.ask`'s `check`); the writing calls sample at `generate.temperature`.
+   without any passage: a matching answer means it tests memory, not retrieval); for
+   unanswerable questions, the corpus's nearest passages (BM25 over all of it) must be
+   on its topic and not answer it, and the model must find no sentence of them to copy
+   as the answer (asked before the critique, which it saves: it drops most of them);
+   the critique (`critique`). The first filter failed is why it is dropped. Every
+   filter's question to the model is asked at temperature 0 (`Generator.ask`'s
+   `check`); the writing calls sample at `generate.temperature`.
 3. Drop near-duplicates among the survivors (`dedup`), in candidate order.
 4. Candidates are taken in rounds (n first, then enough for what is still missing at
    the share kept so far; a type below its share takes the spare candidates of the
@@ -580,12 +581,16 @@ def process(
         c = _source_answer(c, gen)
         if not c.passed:
             return c
-    draft = c.draft
-    assert draft is not None
     if settings.closed_book and c.qtype != "unanswerable":
         c = _closed_book(c, gen)
         if not c.passed:
             return c
+    if c.qtype == "unanswerable":  # before the critique: it drops most of them (#24)
+        c = _answered(c, gen, ctx)
+        if not c.passed:
+            return c
+    draft = c.draft
+    assert draft is not None
     criteria = _crit_criteria(c, critic_criteria(settings, gen))
     try:
         text = gen.ask(
@@ -604,8 +609,6 @@ def process(
     if failed:
         why = "; ".join(f"{f} {crit.scores[f]}: {crit.reasons[f]}" for f in failed)
         return replace(c, dropped_by=failed, reason=why)
-    if c.qtype == "unanswerable":
-        c = _answered(c, gen, ctx)
     return c
 
 
@@ -1095,11 +1098,11 @@ def _paraphrase_line(c: Candidate) -> dict[str, Any]:
 
 
 def _checks(c: Candidate, settings: GenerateConfig, spare: bool = False) -> tuple[int, int, int]:
-    """(calls, prompt tokens, completion tokens at most) of a candidate's last checks: an
-    unanswerable question's corpus check and quote (NEAREST windows of about a passage
-    each), else the closed-book question when `closed_book` is on. `spare`: the
-    candidate may become an unanswerable one (a spare candidate of a type at its share,
-    `short_types_round`): the costlier checks."""
+    """(calls, prompt tokens, completion tokens at most) of a candidate's checks besides
+    its writing and critique: an unanswerable question's corpus check and quote
+    (NEAREST windows of about a passage each), else the closed-book question when
+    `closed_book` is on. `spare`: the candidate may become an unanswerable one (a spare
+    candidate of a type at its share, `short_types_round`): the costlier checks."""
     question = "?" * 60
     if c.qtype == "unanswerable" or spare:
         near = ["x" * (settings.passage_chars + 2 * WIDEN_CHARS)] * NEAREST  # widest windows
