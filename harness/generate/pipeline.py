@@ -376,7 +376,8 @@ def _standalone(question: str, passages: Sequence[Passage]) -> str | None:
 
 def _overlap(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
     """Measure the question's word overlap with its passage(s); above the limit it is
-    rewritten once, then dropped."""
+    rewritten once, then dropped, the reason giving both queries and what failed the
+    rewrite (its overlap, its stand-alone rule, or a reply with no query)."""
     assert c.draft is not None
     text = " ".join(p.text for p in c.passages)
     ov = word_overlap(c.draft.question, text)
@@ -395,19 +396,21 @@ def _overlap(c: Candidate, gen: Generator, ctx: Context) -> Candidate:
         )
     except ChatFailed as exc:
         return replace(c, dropped_by=["errors"], reason=f"rewrite failed: {exc.error}")
+    failed = "the reply has no query"
     if not isinstance(again, str):
         question = without_source_noun(again.question, [p.text for p in c.passages])
-        if _standalone(question, c.passages) is None:
-            ov2 = word_overlap(question, text)
-            if ov2 <= ctx.max_overlap:
-                # the source span stays the label; the answer is the first draft's
-                return replace(c, draft=replace(c.draft, question=question), overlap=ov2)
+        why = _standalone(question, c.passages)
+        ov2 = word_overlap(question, text)
+        if why is None and ov2 <= ctx.max_overlap:
+            # the source span stays the label; the answer is the first draft's
+            return replace(c, draft=replace(c.draft, question=question), overlap=ov2)
+        failed = f"{question!r} " + (f"does not stand alone: {why}" if why else f"has {ov2:.0%}")
     return replace(
         c,
         overlap=ov,
         dropped_by=["overlap"],
-        reason=f"{ov:.0%} of its words are in the passage (limit {ctx.max_overlap:.0%}), "
-        f"also after a rewrite: {first!r}",
+        reason=f"{ov:.0%} of its words are in the passage (limit {ctx.max_overlap:.0%}): "
+        f"{first!r}; after a rewrite, {failed}",
     )
 
 

@@ -492,7 +492,8 @@ def test_copying_questions_are_rewritten_once_then_rejected(tmp_path):
     report, kept, model = _run(tmp_path, docs, 5, types=("simple",))
     copied = [d for d in report.dropped if "overlap" in d["dropped_by"]]
     assert copied and all("copy" in d["text"] for d in copied)
-    assert all("after a rewrite" in d["reason"] for d in copied)
+    # the reason gives the first query, the rewrite and the rewrite's overlap
+    assert all(re.search(r"\): '.+'; after a rewrite, '.+' has \d+%$", d["reason"]) for d in copied)
     assert not any("alpha bravo" in q["text"] for q in kept)
     fixed = [q for q in kept if q["text"] == "zzfixed lookup"]
     assert fixed
