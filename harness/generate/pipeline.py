@@ -580,18 +580,15 @@ def process(
     c = _overlap(c, gen, ctx)
     if not c.passed:
         return c
-    if settings.style == "query" and c.qtype != "unanswerable":
-        c = _source_answer(c, gen)
-        if not c.passed:
-            return c
-    if settings.closed_book and c.qtype != "unanswerable":
-        c = _closed_book(c, gen)
-        if not c.passed:
-            return c
     if c.qtype == "unanswerable":  # before the critique: it drops most of them (#24)
         c = _answered(c, gen, ctx)
-        if not c.passed:
-            return c
+    else:
+        if settings.style == "query":
+            c = _source_answer(c, gen)
+        if c.passed and settings.closed_book:
+            c = _closed_book(c, gen)
+    if not c.passed:
+        return c
     draft = c.draft
     assert draft is not None
     criteria = _crit_criteria(c, critic_criteria(settings, gen))
