@@ -31,6 +31,7 @@ from harness.llm.client import (
     ChatClient,
     ChatFailed,
     FailureStreak,
+    Reply,
     estimate_tokens,
 )
 from harness.llm.endpoint import generate_endpoint
@@ -131,13 +132,19 @@ class Generator:
         this generator sends grammars to)."""
         return self.grammar
 
-    def key(self, messages: list[dict[str, str]], max_tokens: int, check: bool = False) -> str:
-        """The cache key of one request: prompt version, model, messages, sampling, seed."""
+    def key(
+        self,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        check: bool = False,
+        p_yes: bool = False,
+    ) -> str:
+        """The cache key of one request: prompt version, model, messages, sampling, seed;
+        `p_yes` (a reply kept with its probabilities: `ask_p_yes`) keys it apart."""
         temperature = 0.0 if check else self.temperature
-        blob = json.dumps(
-            [PROMPT_VERSION, self.identity, messages, max_tokens, temperature, self.seed],
-            sort_keys=True,
-        )
+        parts: list[Any] = [PROMPT_VERSION, self.identity, messages, max_tokens, temperature]
+        parts += [self.seed, "p_yes"] if p_yes else [self.seed]
+        blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def cached(
@@ -171,21 +178,62 @@ class Generator:
         cold `--n 6` runs on the handbook scored one same question's groundedness 4 and
         5). Sending the server a seed as well did not make such runs write the same
         questions, so it is not sent."""
-        temperature = 0.0 if check else None
         hit = self.cached(messages, max_tokens, check)
         if hit is not None:
             self.stats.hit()
             return hit
+        reply = self._paid(messages, max_tokens, grammar, 0.0 if check else None)
+        if self.cache is not None:
+            self.cache.put(self.key(messages, max_tokens, check), reply.text)
+        return reply.text
+
+    def ask_p_yes(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        grammar: str | None = None,
+    ) -> tuple[str, list[float | None]]:
+        """A check's reply (temperature 0, as `ask` with `check`) and P(yes) at each of
+        its yes/no answers, in order (`harness.judge.parsing.p_yes_per_answer`; empty
+        where the endpoint gives no logprobs), from the cache or one paid call that asks
+        for logprobs; kept in the cache with them, under a key of their own."""
+        from harness.judge.parsing import p_yes_per_answer
+
+        key = self.key(messages, max_tokens, check=True, p_yes=True)
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None:
+            obj = json.loads(hit)
+            self.stats.hit()
+            return str(obj["text"]), [p if p is None else float(p) for p in obj["p_yes"]]
+        reply = self._paid(messages, max_tokens, grammar, 0.0, logprobs=True)
+        p = p_yes_per_answer(reply.tokens)
+        if self.cache is not None:
+            self.cache.put(key, json.dumps({"text": reply.text, "p_yes": p}))
+        return reply.text, p
+
+    def _paid(
+        self,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        grammar: str | None,
+        temperature: float | None,
+        logprobs: bool | None = None,
+    ) -> Reply:
+        """One paid call (the grammar sent to a local server only), booked in the stats
+        and the failure streak."""
         if self.client is None:
             raise ChatFailed("no model to ask (dry run)", cost=_no_cost())
         if self._down is not None:
             raise JudgeUnavailable(self._down)
+        extra = {} if logprobs is None else {"logprobs": logprobs}
         try:
             reply = self.client.chat(
                 messages,
                 max_tokens=max_tokens,
                 grammar=grammar if self.grammar else None,
                 temperature=temperature,
+                **extra,
             )
         except ChatFailed as exc:
             c = exc.cost
@@ -194,9 +242,7 @@ class Generator:
             raise
         self._streak.answered()
         self.stats.book(reply.cost.calls, reply.cost.prompt_tokens, reply.cost.completion_tokens)
-        if self.cache is not None:
-            self.cache.put(self.key(messages, max_tokens, check), reply.text)
-        return reply.text
+        return reply
 
     def _count_failure(self, error: str) -> None:
         """One more call failed in a row; at the streak's limit the endpoint is declared

@@ -194,6 +194,8 @@ class ChatClient:
         self.model = model
         self.temperature = temperature
         self.logprobs = logprobs
+        self.logprobs_refused = False
+        """True once the endpoint refused logprobs: no request asks for them again."""
         self.max_retries = max_retries
         self.retry_base_s = retry_base_s
         self.retry_cap_s = retry_cap_s
@@ -232,9 +234,10 @@ class ChatClient:
         the first refusal came back asked for them too, and are asked again without."""
         if "logprobs" not in kwargs or "logprob" not in str(exc).lower():
             return False
-        if self.logprobs:
+        if not self.logprobs_refused:
             logger.warning("{} does not offer logprobs; judging without P(yes)", self.describe())
-            self.logprobs = False
+        self.logprobs = False
+        self.logprobs_refused = True
         kwargs.pop("logprobs", None)
         kwargs.pop("top_logprobs", None)
         return True
@@ -289,16 +292,18 @@ class ChatClient:
         grammar: str | None = None,
         top_logprobs: int = 5,
         temperature: float | None = None,
+        logprobs: bool | None = None,
     ) -> dict[str, Any]:
         """The JSON body of a chat completion request, as `achat` posts it (and a batch
-        file carries it: `harness.judge.batch`); `temperature` None is the client's."""
+        file carries it: `harness.judge.batch`); `temperature` None is the client's, and
+        so is `logprobs` None (True asks for them unless the endpoint refused them)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
             "temperature": self.temperature if temperature is None else temperature,
             "max_tokens": max_tokens,
         }
-        if self.logprobs:
+        if (self.logprobs if logprobs is None else logprobs) and not self.logprobs_refused:
             body.update(logprobs=True, top_logprobs=top_logprobs)
         if grammar:
             body["grammar"] = grammar
@@ -315,6 +320,7 @@ class ChatClient:
         grammar: str | None = None,
         top_logprobs: int = 5,
         temperature: float | None = None,
+        logprobs: bool | None = None,
     ) -> Reply:
         """`achat` for a caller without an event loop: run on the loop of
         `harness.llm.aio`, waited for here (from any thread but the loop's own)."""
@@ -325,6 +331,7 @@ class ChatClient:
                 grammar=grammar,
                 top_logprobs=top_logprobs,
                 temperature=temperature,
+                logprobs=logprobs,
             )
         )
 
@@ -336,6 +343,7 @@ class ChatClient:
         grammar: str | None = None,
         top_logprobs: int = 5,
         temperature: float | None = None,
+        logprobs: bool | None = None,
     ) -> Reply:
         """One answer from the endpoint, retrying rate limits (429, honouring Retry-After),
         timeouts, connection drops, 5xx and malformed 200 answers up to `max_retries`
@@ -344,7 +352,8 @@ class ChatClient:
 
         `grammar` (a GBNF grammar) is sent to llama.cpp servers, which constrain the
         answer to it; other endpoints may reject the unknown field. `temperature`
-        overrides the client's for this request. Requests go over the
+        overrides the client's for this request, and `logprobs` its choice of asking for
+        the tokens' alternatives. Requests go over the
         kept connections of `harness.llm.http` on the loop of `harness.llm.aio`, without
         the SDK's per-request work (its request transform and response models cost about
         3 ms of CPU a request); errors are the SDK's exception types."""
@@ -354,6 +363,7 @@ class ChatClient:
             grammar=grammar,
             top_logprobs=top_logprobs,
             temperature=temperature,
+            logprobs=logprobs,
         )
         if not self._url:  # a local server started on demand: before the call's clock
             await asyncio.to_thread(self._started)

@@ -870,6 +870,55 @@ def test_checks_ask_at_temperature_zero_and_writing_calls_sample(tmp_path):
     assert chat.request_body(messages, max_tokens=4, temperature=0.0)["temperature"] == 0.0
 
 
+def test_a_check_with_p_yes_is_asked_with_logprobs_and_cached_with_them(tmp_path):
+    """`ask_p_yes` asks at temperature 0 for logprobs (the generator's client asks for
+    none otherwise), returns P(yes) at each yes/no answer, and keeps both under a key of
+    their own: asked again, nothing is paid; an endpoint without logprobs gives none."""
+    import math
+
+    top = (("yes", math.log(0.7)), ("no", math.log(0.3)))
+
+    def model(n: int, prompt: str) -> Act:
+        return Act(text='{"a": "yes"}', tokens=(('{"a": "', ()), ("yes", top), ('"}', ())))
+
+    messages = [{"role": "user", "content": "Is it answered?"}]
+    with FakeOpenAI(model) as fake:
+        gen = make_generator(fake, tmp_path / "c")
+        text, p = gen.ask_p_yes(messages, max_tokens=8)
+        again = gen.ask_p_yes(messages, max_tokens=8)
+        paid = fake.requests
+        plain = gen.ask(messages, max_tokens=8, check=True)  # no logprobs: its own key
+        gen.cache.close()
+    assert text == plain == '{"a": "yes"}' and again == (text, p) and math.isclose(p[0], 0.7)
+    assert paid == 1 and fake.requests == 2
+    assert gen.key(messages, 8, check=True, p_yes=True) != gen.key(messages, 8, check=True)
+
+    class Recording:
+        def __init__(self) -> None:
+            self.asked: list[dict] = []
+
+        def chat(self, messages, **kw):
+            self.asked.append(kw)
+            return Reply(text="ok", tokens=[], cost=Cost(calls=1))
+
+    client = Recording()
+    bare = Generator(client, "fake", None, seed=0, temperature=0.7)
+    assert bare.ask_p_yes(messages, max_tokens=8) == ("ok", [])
+    assert client.asked[0]["temperature"] == 0.0 and client.asked[0]["logprobs"] is True
+
+
+def test_a_request_asks_for_logprobs_when_told_unless_the_endpoint_refused_them():
+    """`logprobs` of one request overrides the client's choice, but not an endpoint's
+    refusal of them (which turns them off for every later request)."""
+    messages = [{"role": "user", "content": "q"}]
+    chat = ChatClient(base_url="http://127.0.0.1:9", model="m", api_key="", logprobs=False)
+    assert "logprobs" not in chat.request_body(messages, max_tokens=4)
+    assert chat.request_body(messages, max_tokens=4, logprobs=True)["logprobs"] is True
+    body = chat.request_body(messages, max_tokens=4, logprobs=True)
+    assert chat._drop_logprobs(Exception("logprobs are not supported"), body)
+    assert "logprobs" not in chat.request_body(messages, max_tokens=4, logprobs=True)
+
+
 def test_a_long_topic_is_cut_in_the_breakdown_table():
     from harness.report.text import GROUP_WIDTH, format_breakdown
 
