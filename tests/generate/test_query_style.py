@@ -344,6 +344,63 @@ def test_the_corpus_check_comes_before_the_critique_of_an_unanswerable_question(
     assert rated_questions == {q["text"] for q in report.kept if q["type"] == "unanswerable"}
 
 
+def _yes_no_tokens(*p_yes: float) -> tuple:
+    """A JSON reply of yes/no answers as tokens, each answer token with P(yes) = p and
+    P(no) = 1 - p among its alternatives, and the greedy answer the likelier one."""
+    import math
+
+    keys = ("on_topic", "answered")
+    tokens: list = [("{", ())]
+    for i, (key, p) in enumerate(zip(keys, p_yes, strict=True)):
+        word = "yes" if p >= 0.5 else "no"
+        tokens.append((('"' if not i else ', "') + key + '": "', ()))
+        tokens.append((word, (("yes", math.log(p)), ("no", math.log(1 - p)))))
+        tokens.append(('"', ()))
+    tokens.append(("}", ()))
+    return tuple(tokens)
+
+
+class LeaningYesModel(QueryModel):
+    """QueryModel whose corpus check says "answered" for every unanswerable question, as
+    the local model leans to: P(yes) 0.55 for the first one it reads, 0.7 for the rest."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.checked = 0
+
+    def __call__(self, n: int, prompt: str) -> Act:
+        if "does any of them answer it" in prompt:
+            with self.lock:
+                self.checked += 1
+                p = 0.55 if self.checked == 1 else 0.7
+            tokens = _yes_no_tokens(0.9, p)
+            return Act(text="".join(t for t, _ in tokens), tokens=tokens)
+        return super().__call__(n, prompt)
+
+
+def test_the_corpus_check_counts_a_question_answered_from_its_cut_on_p_yes(tmp_path):
+    """The local model says "answered" for 6 of 10 handbook questions the handbook does
+    not answer: with logprobs, a question counts answered from P(yes) ANSWERED_CUT, so
+    a yes at 0.55 goes on to the quote (NONE here) and is kept, and one at 0.7 is
+    dropped, its reason giving P."""
+    from harness.generate.pipeline import ANSWERED_CUT
+
+    assert 0.55 < ANSWERED_CUT <= 0.7
+    docs = {f"plain-{c}": _doc_text(f"plain-{c}", 4) for c in "abcdefghijkl"}
+    write_query_corpus(tmp_path, docs)
+    model = LeaningYesModel()
+    with FakeOpenAI(model) as fake:
+        report = _generate(tmp_path, fake, 12, types=ALL_TYPES)
+    assert report.kept_by_type["unanswerable"] == 1 and model.checked >= 6
+    answered = [d for d in report.dropped if d["dropped_by"] == ["answered"]]
+    assert answered and all(
+        d["reason"]
+        == f"an unanswerable question answered by the corpus: P(answered) 0.70, at least "
+        f"{ANSWERED_CUT}"
+        for d in answered
+    ), answered
+
+
 class LateUnansweredModel(QueryModel):
     """QueryModel whose corpus check finds the first `answered` unanswerable questions it
     reads answered by the corpus (dropped), and every later one unanswered."""
