@@ -59,7 +59,7 @@ class Endpoint:
         self.hold_key: str | None = None
         self.held = threading.Event()
         self.crawl = threading.Event()
-        """Set once the worker to hold has started: the others crawl until it is held."""
+        """Set as the worker to hold is started: the others crawl until it is held."""
         self.release = threading.Event()
         self._lock = threading.Lock()
         self.server = FakeOpenAI(self.behave)
@@ -165,9 +165,11 @@ def test_three_workers_one_killed_mid_trial_finish_the_budget_paying_each_verdic
         c = worker(tmp_path, "c", "worker-c-key-5520", ["--join", name, *common])
         procs.append(c)
         wait_for(lambda: len(finished_in(db, name)) >= 1, 120, "a finished trial", procs)
+        # the others crawl from B's launch: under load, B's start-up (imports, its index)
+        # took long enough at their pace for them to finish the grid before B was held
+        endpoint.crawl.set()
         b = worker(tmp_path, "b", b_key, ["--join", name, *common])
         procs.append(b)
-        endpoint.crawl.set()
         wait_for(endpoint.held.is_set, 120, "worker B to be mid-trial", procs)
         time.sleep(1.0)  # B's other grading thread stores what it was answered
         study = optuna.load_study(study_name=name, storage=sqlalchemy_url(pg_url))
