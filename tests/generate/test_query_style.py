@@ -281,21 +281,33 @@ def test_a_quote_found_in_no_passage_keeps_the_question(tmp_path):
     assert report.kept_by_type["unanswerable"] == 2 and report.counts["answered"] == 0
 
 
-class OneUnansweredModel(QueryModel):
-    """QueryModel whose corpus check finds only the first unanswerable question it
-    reads unanswered: every later one is answered by the corpus (dropped)."""
+class CorpusCheckModel(QueryModel):
+    """QueryModel whose corpus check answers `check(i)` to the i-th unanswerable question
+    it reads (from 1); `checked` counts them."""
 
     def __init__(self) -> None:
         super().__init__()
         self.checked = 0
 
+    def check(self, i: int) -> Act:
+        raise NotImplementedError
+
     def __call__(self, n: int, prompt: str) -> Act:
         if "does any of them answer it" in prompt:
             with self.lock:
                 self.checked += 1
-                answered = "no" if self.checked == 1 else "yes"
-            return Act(text=json.dumps({"on_topic": "yes", "answered": answered}))
+                i = self.checked
+            return self.check(i)
         return super().__call__(n, prompt)
+
+
+class OneUnansweredModel(CorpusCheckModel):
+    """Only the first unanswerable question checked is unanswered: every later one is
+    answered by the corpus (dropped)."""
+
+    def check(self, i: int) -> Act:
+        answered = "no" if i == 1 else "yes"
+        return Act(text=json.dumps({"on_topic": "yes", "answered": answered}))
 
 
 def test_a_type_kept_below_its_share_is_named_with_what_to_raise(tmp_path):
@@ -360,22 +372,13 @@ def _yes_no_tokens(*p_yes: float) -> tuple:
     return tuple(tokens)
 
 
-class LeaningYesModel(QueryModel):
-    """QueryModel whose corpus check says "answered" for every unanswerable question, as
-    the local model leans to: P(yes) 0.55 for the first one it reads, 0.7 for the rest."""
+class LeaningYesModel(CorpusCheckModel):
+    """The corpus check says "answered" for every unanswerable question, as the local
+    model leans to: at P(yes) 0.55 for the first one it reads, 0.7 for the rest."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.checked = 0
-
-    def __call__(self, n: int, prompt: str) -> Act:
-        if "does any of them answer it" in prompt:
-            with self.lock:
-                self.checked += 1
-                p = 0.55 if self.checked == 1 else 0.7
-            tokens = _yes_no_tokens(0.9, p)
-            return Act(text="".join(t for t, _ in tokens), tokens=tokens)
-        return super().__call__(n, prompt)
+    def check(self, i: int) -> Act:
+        tokens = _yes_no_tokens(0.9, 0.55 if i == 1 else 0.7)
+        return Act(text="".join(t for t, _ in tokens), tokens=tokens)
 
 
 def test_the_corpus_check_counts_a_question_answered_from_its_cut_on_p_yes(tmp_path):
@@ -401,21 +404,17 @@ def test_the_corpus_check_counts_a_question_answered_from_its_cut_on_p_yes(tmp_p
     ), answered
 
 
-class LateUnansweredModel(QueryModel):
-    """QueryModel whose corpus check finds the first `answered` unanswerable questions it
-    reads answered by the corpus (dropped), and every later one unanswered."""
+class LateUnansweredModel(CorpusCheckModel):
+    """The first `answered` unanswerable questions checked are answered by the corpus
+    (dropped), and every later one unanswered."""
 
     def __init__(self, answered: int) -> None:
         super().__init__()
-        self.answered, self.checked = answered, 0
+        self.answered = answered
 
-    def __call__(self, n: int, prompt: str) -> Act:
-        if "does any of them answer it" in prompt:
-            with self.lock:
-                self.checked += 1
-                answered = "yes" if self.checked <= self.answered else "no"
-            return Act(text=json.dumps({"on_topic": "yes", "answered": answered}))
-        return super().__call__(n, prompt)
+    def check(self, i: int) -> Act:
+        answered = "yes" if i <= self.answered else "no"
+        return Act(text=json.dumps({"on_topic": "yes", "answered": answered}))
 
 
 def test_a_short_type_takes_the_spare_candidates_of_the_others(tmp_path):
