@@ -383,7 +383,7 @@ class LeaningYesModel(CorpusCheckModel):
 
 def test_the_corpus_check_counts_a_question_answered_from_its_cut_on_p_yes(tmp_path):
     """The local model says "answered" for 6 of 10 handbook questions the handbook does
-    not answer: with logprobs, a question counts answered from P(yes) ANSWERED_CUT, so
+    not answer: with logprobs, a question counts answered from P(yes) = ANSWERED_CUT, so
     a yes at 0.55 goes on to the quote (NONE here) and is kept, and one at 0.7 is
     dropped, its reason giving P."""
     from harness.generate.pipeline import ANSWERED_CUT
