@@ -143,17 +143,23 @@ class Generator:
         `p_yes` (a reply kept with its probabilities: `ask_p_yes`) keys it apart."""
         temperature = 0.0 if check else self.temperature
         parts: list[Any] = [PROMPT_VERSION, self.identity, messages, max_tokens, temperature]
-        parts += [self.seed, "p_yes"] if p_yes else [self.seed]
+        parts.append(self.seed)
+        if p_yes:
+            parts.append("p_yes")
         blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def cached(
-        self, messages: list[dict[str, str]], max_tokens: int, check: bool = False
+        self,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        check: bool = False,
+        p_yes: bool = False,
     ) -> str | None:
         """The cached reply to this request, without calling (None: not cached)."""
         if self.cache is None:
             return None
-        return self.cache.get(self.key(messages, max_tokens, check))
+        return self.cache.get(self.key(messages, max_tokens, check, p_yes))
 
     def ask(
         self,
@@ -200,8 +206,7 @@ class Generator:
         for logprobs; kept in the cache with them, under a key of their own."""
         from harness.judge.parsing import p_yes_per_answer
 
-        key = self.key(messages, max_tokens, check=True, p_yes=True)
-        hit = self.cache.get(key) if self.cache is not None else None
+        hit = self.cached(messages, max_tokens, check=True, p_yes=True)
         if hit is not None:
             obj = json.loads(hit)
             self.stats.hit()
@@ -209,6 +214,7 @@ class Generator:
         reply = self._paid(messages, max_tokens, grammar, 0.0, logprobs=True)
         p = p_yes_per_answer(reply.tokens)
         if self.cache is not None:
+            key = self.key(messages, max_tokens, check=True, p_yes=True)
             self.cache.put(key, json.dumps({"text": reply.text, "p_yes": p}))
         return reply.text, p
 
@@ -226,14 +232,13 @@ class Generator:
             raise ChatFailed("no model to ask (dry run)", cost=_no_cost())
         if self._down is not None:
             raise JudgeUnavailable(self._down)
-        extra = {} if logprobs is None else {"logprobs": logprobs}
         try:
             reply = self.client.chat(
                 messages,
                 max_tokens=max_tokens,
                 grammar=grammar if self.grammar else None,
                 temperature=temperature,
-                **extra,
+                logprobs=logprobs,
             )
         except ChatFailed as exc:
             c = exc.cost

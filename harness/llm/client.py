@@ -236,8 +236,7 @@ class ChatClient:
             return False
         if not self.logprobs_refused:
             logger.warning("{} does not offer logprobs; judging without P(yes)", self.describe())
-        self.logprobs = False
-        self.logprobs_refused = True
+            self.logprobs_refused = True
         kwargs.pop("logprobs", None)
         kwargs.pop("top_logprobs", None)
         return True

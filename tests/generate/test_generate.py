@@ -848,7 +848,7 @@ class _Recording:
     def __init__(self) -> None:
         self.temperatures: list[float | None] = []
 
-    def chat(self, messages, *, max_tokens, grammar=None, temperature=None):
+    def chat(self, messages, *, max_tokens, grammar=None, temperature=None, logprobs=None):
         self.temperatures.append(temperature)
         return Reply(text="ok", tokens=[], cost=Cost(calls=1))
 
