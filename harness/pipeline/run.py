@@ -366,6 +366,8 @@ class VerdictTally:
     unsure: int = 0
     flagged: int = 0
     policy: str = "mask"
+    mode: str = "pointwise"
+    """The judge's mode, for the saturation warning's advice."""
     lazy: bool = False
     not_judged: int = 0
     """Chunks lazy judging left unjudged once their question was settled."""
@@ -416,11 +418,25 @@ class VerdictTally:
                 "harness show --failures lists them with the flagged text"
             )
         if self.judged >= 10 and self.complete / self.judged > SATURATED_COMPLETE_SHARE:
+            # graded (on every collection of bench_fidelity) and criteria (on TREC DL) were
+            # measured saying yes more often than pointwise (docs/pages/judging.md), so
+            # pointwise is the one mode advised; the soft metrics only where the judge
+            # gave probabilities (without them they equal the hard ones)
+            soft = (
+                "compare settings by soft_mrr@k (a sweep's default objective), "
+                if self.with_p
+                else ""
+            )
+            mode = (
+                'use judge.mode = "pointwise" (the default; it says yes less often), '
+                if self.mode in ("graded", "criteria")
+                else ""
+            )
             out.append(
                 f"the judge called {self.complete / self.judged:.0%} of {self.judged} judged "
-                "chunks complete: hit rate and MRR saturate and cannot separate settings; "
-                "calibrate the judge on a few labels (harness label, harness calibrate), "
-                'try judge.mode = "graded", or use a stronger judge'
+                f"chunks complete: hit rate and MRR saturate and cannot separate settings; "
+                f"{soft}{mode}calibrate the judge on a few labels (harness label, harness "
+                "calibrate), or use a stronger judge"
             )
         guessing = self.guessing()
         if guessing is not None:
@@ -546,7 +562,7 @@ class _Grading:
         self.per_bounds: list[dict[str, tuple[float, float]]] = [{} for _ in range(n_q)]
         self.plan = lazy_plan(config, judge.mode)
         self.policy = config.judge.injection
-        self.tally = VerdictTally(policy=self.policy, lazy=self.plan is not None)
+        self.tally = VerdictTally(policy=self.policy, mode=judge.mode, lazy=self.plan is not None)
         self.pending: list[tuple[int, QuestionResult]] = []  # failures to explain
         self._finished: list[QuestionResult] = []  # lines not yet written
         self._got: dict[int, dict[int, Verdict]] = {}  # question -> pair index -> verdict
