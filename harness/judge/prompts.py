@@ -159,8 +159,9 @@ def grammar_list(n: int) -> str:
 # ---------------------------------------------------------------- graded (mode "graded")
 
 # Highest grade first: reported to help small judges (#22 item 4). Measured with the
-# packaged judge (docs/pages/judging.md): no gain; it still grades nearly every passage 1
-# or more (relevance kappa 0 on TREC DL, CISI and the handbook), as from 0 up.
+# packaged judge (docs/pages/judging.md): no gain; as with the scale listed from 0 up, it
+# grades nearly every passage 1 or more (relevance kappa 0.00-0.01 on TREC DL, CISI and
+# the handbook).
 GRADE_SCALE = (
     "3 = the passage contains the exact answer to the question.\n"
     "2 = the passage answers the question partly, or the answer is unclear or buried in "

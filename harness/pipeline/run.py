@@ -434,7 +434,7 @@ class VerdictTally:
             )
             out.append(
                 f"the judge called {self.complete / self.judged:.0%} of {self.judged} judged "
-                f"chunks complete: hit rate and MRR saturate and cannot separate settings; "
+                "chunks complete: hit rate and MRR saturate and cannot separate settings; "
                 f"{soft}{mode}calibrate the judge on a few labels (harness label, harness "
                 "calibrate), or use a stronger judge"
             )
