@@ -18,7 +18,7 @@ from loguru import logger
 
 from harness import judge as judge_stage
 from harness import metrics as metrics_stage
-from harness.config import ExperimentConfig, JudgeConfig, as_experiment
+from harness.config import ExperimentConfig, JudgeConfig, SweepConfig, as_experiment
 from harness.errors import HarnessError, os_error_message
 from harness.judge.calibration import Calibration, judge_key, read_calibration, trust_summary
 from harness.judge.injection import injection_flags, text_for_judge
@@ -423,7 +423,7 @@ class VerdictTally:
             # pointwise is the one mode advised; the soft metrics only where the judge
             # gave probabilities (without them they equal the hard ones)
             soft = (
-                "compare settings by soft_mrr@k (a sweep's default objective), "
+                f"compare settings by {SweepConfig().objective[0]} (a sweep's default objective), "
                 if self.with_p
                 else ""
             )
